@@ -1,0 +1,255 @@
+// Package config is ndbgate's one configuration model, read from a YAML file,
+// then NDBGATE_* environment variables, then command-line flags (last wins), and
+// validated at start-up with messages that say what to fix.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole configuration.
+type Config struct {
+	Listeners   Listeners      `yaml:"listeners"`
+	NDB         NDB            `yaml:"ndb"`
+	Embedded    Embedded       `yaml:"embedded"`
+	Containers  []Container    `yaml:"containers"`
+	KeyPrefixes []KeyPrefix    `yaml:"key_prefixes"`
+	Limits      Limits         `yaml:"limits"`
+	Log         Log            `yaml:"log"`
+	Extra       map[string]any `yaml:",inline"`
+}
+
+// Listeners holds one address per front end; an empty address turns it off.
+type Listeners struct {
+	Memcache string `yaml:"memcache"`
+	REST     string `yaml:"rest"`
+	GRPC     string `yaml:"grpc"`
+}
+
+// NDB selects a real cluster. An empty connectstring means the embedded engine.
+type NDB struct {
+	Connectstring string `yaml:"connectstring"`
+	PoolSize      int    `yaml:"pool_size"`
+}
+
+// Embedded configures the in-process engine.
+type Embedded struct {
+	MemoryLimit  ByteSize `yaml:"memory_limit"`
+	Partitions   int      `yaml:"partitions"`
+	Nodes        int      `yaml:"nodes"`
+	ReapInterval Duration `yaml:"reap_interval"`
+}
+
+// Container maps memcached items onto a table's columns, as in ndbmemcache.
+// Only Name, Table and the key/value columns are required.
+type Container struct {
+	Name         string   `yaml:"name"`
+	Database     string   `yaml:"database"`
+	Table        string   `yaml:"table"`
+	KeyColumns   []string `yaml:"key_columns"`
+	ValueColumns []string `yaml:"value_columns"`
+	FlagsColumn  string   `yaml:"flags_column"`
+	CasColumn    string   `yaml:"cas_column"`
+	ExpireColumn string   `yaml:"expire_column"`
+	MathColumn   string   `yaml:"math_column"`
+	// Eviction: LRU-evict rows of this container's table when the embedded
+	// engine's memory limit is reached (cache semantics). Default true.
+	Eviction *bool `yaml:"eviction"`
+}
+
+// KeyPrefix routes keys starting with Prefix to a container under a policy.
+type KeyPrefix struct {
+	Prefix    string `yaml:"prefix"`
+	Container string `yaml:"container"`
+	Policy    string `yaml:"policy"` // ndb-only (default), caching, local-only
+}
+
+// Limits bound what clients may send.
+type Limits struct {
+	ItemSizeMax    ByteSize `yaml:"item_size_max"`
+	MaxConnections int      `yaml:"max_connections"`
+	// MaxPendingPerConn bounds replies awaiting completion on one connection;
+	// past it the server stops reading that connection until replies go out.
+	MaxPendingPerConn int `yaml:"max_pending_per_conn"`
+}
+
+// Log configures log/slog.
+type Log struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error
+	Format string `yaml:"format"` // text, json
+}
+
+// Default returns the configuration used when nothing is set.
+func Default() Config {
+	return Config{
+		Listeners: Listeners{Memcache: "127.0.0.1:11211", REST: "127.0.0.1:4406", GRPC: "127.0.0.1:5406"},
+		NDB:       NDB{PoolSize: 2},
+		Embedded:  Embedded{Partitions: 16, Nodes: 1, ReapInterval: Duration(time.Second)},
+		Limits:    Limits{ItemSizeMax: 1 << 20, MaxConnections: 4096, MaxPendingPerConn: 1024},
+		Log:       Log{Level: "info", Format: "text"},
+	}
+}
+
+// LoadFile merges a YAML file over c. Unknown keys are an error, so a typo does
+// not silently fall back to a default.
+func (c *Config) LoadFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: empty file
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	if len(c.Extra) > 0 {
+		keys := make([]string, 0, len(c.Extra))
+		for k := range c.Extra {
+			keys = append(keys, k)
+		}
+		return fmt.Errorf("config file %s: unknown top-level keys %v (known: listeners, ndb, embedded, containers, key_prefixes, limits, log)", path, keys)
+	}
+	return nil
+}
+
+// envVars maps NDBGATE_* variables onto setters.
+var envVars = []struct {
+	name string
+	set  func(c *Config, v string) error
+}{
+	{"NDBGATE_MEMCACHE", func(c *Config, v string) error { c.Listeners.Memcache = v; return nil }},
+	{"NDBGATE_REST", func(c *Config, v string) error { c.Listeners.REST = v; return nil }},
+	{"NDBGATE_GRPC", func(c *Config, v string) error { c.Listeners.GRPC = v; return nil }},
+	{"NDBGATE_NDB_CONNECTSTRING", func(c *Config, v string) error { c.NDB.Connectstring = v; return nil }},
+	{"NDBGATE_NDB_POOL_SIZE", func(c *Config, v string) error { return setInt(&c.NDB.PoolSize, v) }},
+	{"NDBGATE_ITEM_SIZE_MAX", func(c *Config, v string) error { return c.Limits.ItemSizeMax.Set(v) }},
+	{"NDBGATE_MEMORY_LIMIT", func(c *Config, v string) error { return c.Embedded.MemoryLimit.Set(v) }},
+	{"NDBGATE_PARTITIONS", func(c *Config, v string) error { return setInt(&c.Embedded.Partitions, v) }},
+	{"NDBGATE_NODES", func(c *Config, v string) error { return setInt(&c.Embedded.Nodes, v) }},
+	{"NDBGATE_MAX_CONNECTIONS", func(c *Config, v string) error { return setInt(&c.Limits.MaxConnections, v) }},
+	{"NDBGATE_LOG_LEVEL", func(c *Config, v string) error { c.Log.Level = v; return nil }},
+	{"NDBGATE_LOG_FORMAT", func(c *Config, v string) error { c.Log.Format = v; return nil }},
+}
+
+// EnvNames lists the environment variables read, for the README and --help.
+func EnvNames() []string {
+	out := make([]string, len(envVars))
+	for i, e := range envVars {
+		out[i] = e.name
+	}
+	return out
+}
+
+// ApplyEnv merges NDBGATE_* variables from lookup (os.LookupEnv in production).
+func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
+	for _, e := range envVars {
+		if v, ok := lookup(e.name); ok {
+			if err := e.set(c, v); err != nil {
+				return fmt.Errorf("environment %s=%q: %w", e.name, v, err)
+			}
+		}
+	}
+	return nil
+}
+
+func setInt(dst *int, v string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return fmt.Errorf("want a whole number")
+	}
+	*dst = n
+	return nil
+}
+
+// Validate checks everything a user can get wrong and says what to fix.
+func (c *Config) Validate() error {
+	var errs []error
+	for _, l := range []struct{ name, addr string }{
+		{"listeners.memcache (--memcache)", c.Listeners.Memcache},
+		{"listeners.rest (--rest)", c.Listeners.REST},
+		{"listeners.grpc (--grpc)", c.Listeners.GRPC},
+	} {
+		if l.addr == "" {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(l.addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s = %q is not host:port (e.g. 127.0.0.1:11211; empty turns it off)", l.name, l.addr))
+		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+			errs = append(errs, fmt.Errorf("%s = %q has a bad port", l.name, l.addr))
+		}
+	}
+	if c.Limits.ItemSizeMax < 1024 || c.Limits.ItemSizeMax > 1<<30 {
+		errs = append(errs, fmt.Errorf("limits.item_size_max (--item-size-max) = %d: must be between 1k and 1g, as memcached's -I", c.Limits.ItemSizeMax))
+	}
+	if c.Embedded.MemoryLimit != 0 && c.Embedded.MemoryLimit < 1<<20 {
+		errs = append(errs, fmt.Errorf("embedded.memory_limit (--memory-limit) = %d: use 0 for no limit or at least 1m", c.Embedded.MemoryLimit))
+	}
+	if c.Embedded.Partitions < 1 || c.Embedded.Partitions > 4096 {
+		errs = append(errs, fmt.Errorf("embedded.partitions = %d: must be 1..4096", c.Embedded.Partitions))
+	}
+	if c.Embedded.Nodes < 1 || c.Embedded.Nodes > c.Embedded.Partitions {
+		errs = append(errs, fmt.Errorf("embedded.nodes = %d: must be 1..partitions (%d)", c.Embedded.Nodes, c.Embedded.Partitions))
+	}
+	if c.NDB.PoolSize < 1 || c.NDB.PoolSize > 64 {
+		errs = append(errs, fmt.Errorf("ndb.pool_size (--ndb-pool-size) = %d: must be 1..64", c.NDB.PoolSize))
+	}
+	if c.Limits.MaxConnections < 1 {
+		errs = append(errs, fmt.Errorf("limits.max_connections = %d: must be at least 1", c.Limits.MaxConnections))
+	}
+	if c.Limits.MaxPendingPerConn < 1 {
+		errs = append(errs, fmt.Errorf("limits.max_pending_per_conn = %d: must be at least 1", c.Limits.MaxPendingPerConn))
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log.level (--log-level) = %q: use debug, info, warn or error", c.Log.Level))
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		errs = append(errs, fmt.Errorf("log.format (--log-format) = %q: use text or json", c.Log.Format))
+	}
+	names := map[string]bool{}
+	for i, ct := range c.Containers {
+		where := fmt.Sprintf("containers[%d]", i)
+		if ct.Name == "" {
+			errs = append(errs, fmt.Errorf("%s: needs a name", where))
+		} else if names[ct.Name] {
+			errs = append(errs, fmt.Errorf("%s: container name %q is used twice", where, ct.Name))
+		}
+		names[ct.Name] = true
+		if ct.Database == "" || ct.Table == "" {
+			errs = append(errs, fmt.Errorf("%s (%s): needs database and table", where, ct.Name))
+		}
+		if len(ct.KeyColumns) == 0 || len(ct.ValueColumns) == 0 {
+			errs = append(errs, fmt.Errorf("%s (%s): needs key_columns and value_columns", where, ct.Name))
+		}
+	}
+	prefixes := map[string]bool{}
+	for i, kp := range c.KeyPrefixes {
+		where := fmt.Sprintf("key_prefixes[%d] (%q)", i, kp.Prefix)
+		if prefixes[kp.Prefix] {
+			errs = append(errs, fmt.Errorf("%s: prefix declared twice", where))
+		}
+		prefixes[kp.Prefix] = true
+		if kp.Container != "default" && !names[kp.Container] {
+			errs = append(errs, fmt.Errorf("%s: container %q is not declared under containers (or use \"default\")", where, kp.Container))
+		}
+		switch kp.Policy {
+		case "", "ndb-only", "caching", "local-only":
+		default:
+			errs = append(errs, fmt.Errorf("%s: policy %q: use ndb-only, caching or local-only", where, kp.Policy))
+		}
+	}
+	return errors.Join(errs...)
+}

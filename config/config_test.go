@@ -1,0 +1,111 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func writeFile(t *testing.T, body string) string {
+	p := filepath.Join(t.TempDir(), "ndbgate.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+	return p
+}
+
+func TestDefaultsAreValid(t *testing.T) {
+	c := Default()
+	require.NoError(t, c.Validate())
+	assert.Equal(t, "127.0.0.1:11211", c.Listeners.Memcache)
+	assert.Equal(t, "127.0.0.1:4406", c.Listeners.REST)
+	assert.Equal(t, "127.0.0.1:5406", c.Listeners.GRPC)
+	assert.Equal(t, ByteSize(1<<20), c.Limits.ItemSizeMax)
+}
+
+func TestFileThenEnv(t *testing.T) {
+	c := Default()
+	require.NoError(t, c.LoadFile(writeFile(t, `
+listeners: {memcache: "127.0.0.1:1", rest: ""}
+embedded: {memory_limit: 64m, partitions: 8, reap_interval: 250ms}
+limits: {item_size_max: 2m}
+containers:
+  - {name: s, database: app, table: t, key_columns: [k], value_columns: [v], eviction: false}
+key_prefixes:
+  - {prefix: "s:", container: s, policy: caching}
+`)))
+	assert.Equal(t, "127.0.0.1:1", c.Listeners.Memcache)
+	assert.Equal(t, "", c.Listeners.REST, "an empty address turns a listener off")
+	assert.Equal(t, ByteSize(64<<20), c.Embedded.MemoryLimit)
+	assert.Equal(t, Duration(250*time.Millisecond), c.Embedded.ReapInterval)
+	require.Len(t, c.Containers, 1)
+	require.NotNil(t, c.Containers[0].Eviction)
+	assert.False(t, *c.Containers[0].Eviction)
+
+	env := map[string]string{"NDBGATE_MEMCACHE": "127.0.0.1:2", "NDBGATE_ITEM_SIZE_MAX": "4k"}
+	require.NoError(t, c.ApplyEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }))
+	assert.Equal(t, "127.0.0.1:2", c.Listeners.Memcache, "env overrides the file")
+	assert.Equal(t, ByteSize(4096), c.Limits.ItemSizeMax)
+	assert.Equal(t, 8, c.Embedded.Partitions, "the file's value survives where env is silent")
+	require.NoError(t, c.Validate())
+}
+
+func TestUnknownKeysAreErrors(t *testing.T) {
+	c := Default()
+	err := c.LoadFile(writeFile(t, "listners: {memcache: x}\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "listners")
+	c = Default()
+	err = c.LoadFile(writeFile(t, "limits: {item_size: 1m}\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "item_size")
+}
+
+func TestEmptyFileIsFine(t *testing.T) {
+	c := Default()
+	require.NoError(t, c.LoadFile(writeFile(t, "")))
+	require.NoError(t, c.Validate())
+}
+
+func TestValidationNamesTheSetting(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Config)
+		want   string
+	}{
+		{"bad address", func(c *Config) { c.Listeners.Memcache = "nonsense" }, "listeners.memcache (--memcache)"},
+		{"bad port", func(c *Config) { c.Listeners.REST = "127.0.0.1:99999" }, "listeners.rest"},
+		{"item size small", func(c *Config) { c.Limits.ItemSizeMax = 12 }, "limits.item_size_max (--item-size-max)"},
+		{"memory limit small", func(c *Config) { c.Embedded.MemoryLimit = 1000 }, "embedded.memory_limit"},
+		{"partitions", func(c *Config) { c.Embedded.Partitions = 0 }, "embedded.partitions"},
+		{"nodes", func(c *Config) { c.Embedded.Nodes = 100 }, "embedded.nodes"},
+		{"log level", func(c *Config) { c.Log.Level = "loud" }, "log.level"},
+		{"policy", func(c *Config) { c.KeyPrefixes = []KeyPrefix{{Prefix: "a", Container: "default", Policy: "fast"}} }, `policy "fast"`},
+		{"unknown container", func(c *Config) { c.KeyPrefixes = []KeyPrefix{{Prefix: "a", Container: "nope"}} }, `container "nope" is not declared`},
+		{"duplicate prefix", func(c *Config) {
+			c.KeyPrefixes = []KeyPrefix{{Prefix: "a", Container: "default"}, {Prefix: "a", Container: "default"}}
+		}, "prefix declared twice"},
+		{"container without columns", func(c *Config) { c.Containers = []Container{{Name: "x", Database: "d", Table: "t"}} }, "needs key_columns and value_columns"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			tc.mutate(&c)
+			err := c.Validate()
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	for in, want := range map[string]ByteSize{"1048576": 1 << 20, "1m": 1 << 20, "64K": 64 << 10, "2g": 2 << 30, "1MiB": 1 << 20, "512mb": 512 << 20} {
+		var b ByteSize
+		require.NoError(t, b.Set(in), in)
+		assert.Equal(t, want, b, in)
+	}
+	var b ByteSize
+	assert.Error(t, b.Set("lots"))
+	assert.Error(t, b.Set("-1"))
+}

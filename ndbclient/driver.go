@@ -1,0 +1,46 @@
+package ndbclient
+
+import "context"
+
+// Driver is the transport under ndbclient: the embedded engine or the NDB API.
+// All methods are safe for concurrent use.
+type Driver interface {
+	// Name identifies the driver in logs and metrics ("embedded", "ndbapi").
+	Name() string
+	// Table returns the schema of database.table, or SchemaError.
+	Table(database, name string) (*Table, error)
+	// CreateTable makes a table (embedded engine); drivers whose schema comes from
+	// elsewhere check that the table exists with a compatible shape.
+	CreateTable(t *Table) (*Table, error)
+	// Execute runs the batch and returns when every op has its result. The
+	// returned error is for the batch as a whole (e.g. Unavailable); per-op
+	// errors are in each Op.Err.
+	Execute(ctx context.Context, b *Batch) error
+	// Submit starts the batch and calls done exactly once when every op has its
+	// result, either inline on the caller's goroutine or from another goroutine.
+	// done must not block.
+	Submit(b *Batch, done func(*Batch, error))
+	// Partition maps a key (Table.PrimaryKey order) to its partition.
+	Partition(t *Table, key []Value) int
+	// NodeOf maps a partition of t to the data node that holds its primary replica.
+	NodeOf(t *Table, partition int) int
+	// Stats reports engine-level figures for metrics and memcached's stats.
+	Stats() DriverStats
+	// Ready reports whether the driver can serve requests now.
+	Ready() error
+	Close() error
+}
+
+// DriverStats is a snapshot of engine figures.
+type DriverStats struct {
+	Items       uint64 // live rows
+	Bytes       uint64 // bytes accounted against the limit
+	LimitBytes  uint64 // 0 = no limit
+	Evictions   uint64 // rows evicted by LRU
+	Expired     uint64 // expired rows reclaimed (reaper or on access)
+	Reclaimed   uint64
+	Tables      int
+	Partitions  int
+	Nodes       int
+	OutOfMemory uint64 // writes refused for memory
+}

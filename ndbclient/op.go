@@ -1,0 +1,120 @@
+package ndbclient
+
+// OpKind is the kind of one operation.
+type OpKind uint8
+
+const (
+	// OpRead reads the row with Key, returning the Read projection in Row.
+	OpRead OpKind = iota + 1
+	// OpInsert creates the row from Key and Set; Duplicate if it exists.
+	OpInsert
+	// OpUpdate changes the Set columns; NotFound if the row does not exist.
+	OpUpdate
+	// OpWrite is an upsert: insert, or overwrite the Set columns of the existing row.
+	OpWrite
+	// OpDelete removes the row; NotFound if it does not exist.
+	OpDelete
+	// OpCondUpdate is OpUpdate that applies only if column CondColumn equals
+	// CondValue (ConditionFailed otherwise). NDB: an interpreted program. This is CAS.
+	OpCondUpdate
+	// OpAdd adds Delta to the unsigned column AddColumn atomically (Subtract for
+	// decr). Incr wraps at 2^64; decr clamps at 0. A NULL column is NotNumeric.
+	// With Create, a missing row is inserted with AddColumn = Initial and the Set
+	// columns. Set columns are also applied on success (e.g. a new cas). Row
+	// receives the Read projection after the change.
+	OpAdd
+	// OpAppend appends (or with Prepend, prepends) Data to the bytes column
+	// AppendColumn and applies Set: one transaction of an exclusive read plus an
+	// update. NotFound if the row is missing; TooLarge if the result would not fit.
+	// With HasCond, ConditionFailed unless CondColumn equals CondValue (NULL
+	// matches NULL).
+	OpAppend
+	// OpDeleteAll removes every row of Table (flush): a scan with delete. Key is unused.
+	OpDeleteAll
+)
+
+var opNames = [...]string{"", "read", "insert", "update", "write", "delete", "cond_update", "add", "append", "delete_all"}
+
+func (k OpKind) String() string {
+	if int(k) < len(opNames) && k != 0 {
+		return opNames[k]
+	}
+	return "op?"
+}
+
+// LockMode is the lock a read takes. Plain reads use LockCommitted (NDB's
+// LM_CommittedRead: no lock, latest committed value).
+type LockMode uint8
+
+const (
+	LockCommitted LockMode = iota
+	LockShared
+	LockExclusive
+)
+
+// ColumnValue is one assignment of a value to a column.
+type ColumnValue struct {
+	Column int
+	Value  Value
+}
+
+// Op is one operation and, after completion, its result. An Op and the slices it
+// points to belong to the caller; they are reused across requests to keep the hot
+// path free of allocation. Drivers must not retain them after completion.
+type Op struct {
+	Kind  OpKind
+	Table *Table
+	// Key holds the primary-key values, in Table.PrimaryKey order.
+	Key  []Value
+	Lock LockMode
+	// Read is the projection returned in Row (column indexes). Reads with an empty
+	// projection only check existence.
+	Read []int
+	// Set holds the columns written by insert/update/write/cond-update/add/append.
+	Set []ColumnValue
+
+	CondColumn int // OpCondUpdate always checks it; OpAppend checks it when HasCond
+	CondValue  Value
+	HasCond    bool
+
+	AddColumn int // OpAdd
+	Delta     uint64
+	Subtract  bool
+	Create    bool
+	Initial   uint64
+
+	AppendColumn int // OpAppend
+	Data         []byte
+	Prepend      bool
+
+	// TxnWithNext makes this op and the next one in the batch a single transaction:
+	// all commit or none does. A run of ops so linked is one transaction. Keep
+	// transactions short; an op's own failure fails the whole run.
+	TxnWithNext bool
+
+	// Results, set by the driver.
+	Err error
+	// Row holds the Read projection's values. Drivers append into Row[:0], so a
+	// caller that keeps Row's capacity avoids allocation. Bytes values point into
+	// RowBuf (or into the caller's own buffers); valid until the op is reused.
+	Row    []Value
+	RowBuf []byte
+	// Affected counts rows changed (OpDeleteAll: rows removed).
+	Affected uint64
+}
+
+// Reset clears results and inputs but keeps slice capacity.
+func (o *Op) Reset() {
+	*o = Op{Key: o.Key[:0], Read: o.Read[:0], Set: o.Set[:0], Row: o.Row[:0], RowBuf: o.RowBuf[:0]}
+}
+
+// Batch is a list of operations executed together. Each op has its own result;
+// one op failing does not fail the others unless they share a transaction.
+type Batch struct {
+	Ops []*Op
+	// Hint carries no semantics; drivers may use it for metrics.
+	Hint string
+}
+
+// Reset empties the batch, keeping capacity.
+func (b *Batch) Reset() { b.Ops = b.Ops[:0]; b.Hint = "" }
