@@ -1,0 +1,294 @@
+// Package embedded is ndbgate's in-process storage engine: an ndbclient.Driver
+// that models NDB's tables, partitions and operation set in pure Go.
+//
+// Rows live in pointer-free memory (see arena.go, index.go and partition.go), so
+// millions of rows cost the garbage collector almost nothing.
+//
+// Choices where the ndbclient contract leaves room:
+//   - An insert (or upsert creating a row) that leaves a column unset stores
+//     NULL if the column is nullable, else its zero value (0, empty, zeroed
+//     BINARY), as NDB's defaults would.
+//   - CHAR is stored without trailing spaces (equivalent to padding on store
+//     and trimming on read); BINARY is stored and read zero-padded.
+//   - OpAdd wraps incr at the column's width (2^64 for BIGINT UNSIGNED).
+//   - delete_all empties one partition at a time, like NDB's scan delete; it
+//     cannot be part of a transaction.
+//   - Rows a transaction evicted to make room stay evicted if it rolls back
+//     (cache tables only; tables without eviction never lose rows).
+//   - Memory charged per row is its arena chunk plus its slot and index share;
+//     arena pages are kept for reuse, not returned to the Go heap (except a
+//     big row's own page, and everything on delete_all).
+//
+// Lock order:
+//   - Engine.mu guards the table registry only. It is never held while a
+//     partition lock is taken, nor taken while one is held; the hot path reads
+//     the registry through atomic copy-on-write snapshots instead.
+//   - Partition locks are taken in ascending gid (engine-wide partition number:
+//     table creation order, then partition number). Plain batches hold one at a
+//     time; a transaction takes all of its partitions in that order. The one
+//     exception is eviction, which only TryLocks other partitions and so never
+//     waits while holding a lock.
+package embedded
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// Config configures an Engine. Zero values pick the defaults.
+type Config struct {
+	// Partitions is the partition count of tables that leave Table.Partitions
+	// at 0. Default 16.
+	Partitions int
+	// Nodes is the number of simulated data nodes; partition p lives on node
+	// p % Nodes. Default 1.
+	Nodes int
+	// MemoryLimit caps the bytes charged for rows (each row's arena chunk plus
+	// its slot and index share); 0 means no limit.
+	MemoryLimit uint64
+	// ReapInterval is how often the background reaper frees expired rows.
+	// Default 1s; negative disables the reaper (expired rows are still misses
+	// and are freed when touched).
+	ReapInterval time.Duration
+	// Now returns the current Unix time in seconds. Tests inject a clock here.
+	// The default is time.Now read every clockTick by a background goroutine
+	// (like memcached's current_time), which keeps it off the hot path.
+	Now func() uint32
+}
+
+// Engine is the embedded driver. It is safe for concurrent use.
+type Engine struct {
+	cfg   Config
+	seed  maphash.Seed
+	now   func() uint32
+	limit int64 // 0 = none
+
+	mu      sync.Mutex // guards byName and nextGid, and serializes publication
+	byName  map[string]*table
+	nextGid uint32
+	byPtr   atomic.Pointer[map[*ndbclient.Table]*table] // stored schema -> table
+	tables  atomic.Pointer[[]*table]
+
+	used                               atomic.Int64 // bytes charged
+	evictions, expired, reclaimed, oom atomic.Uint64
+
+	clock     atomic.Uint32 // the default Now
+	closed    atomic.Bool
+	stop      chan struct{}
+	bg        sync.WaitGroup // the reaper and the clock
+	closeOnce sync.Once
+}
+
+// clockTick is the resolution of the default clock: expiry is in seconds, so
+// being up to this late is harmless.
+const clockTick = 100 * time.Millisecond
+
+var _ ndbclient.Driver = (*Engine)(nil)
+
+// New returns a running engine; Close stops its reaper.
+func New(cfg Config) *Engine {
+	if cfg.Partitions <= 0 {
+		cfg.Partitions = 16
+	}
+	if cfg.Nodes <= 0 {
+		cfg.Nodes = 1
+	}
+	if cfg.ReapInterval == 0 {
+		cfg.ReapInterval = time.Second
+	}
+	e := &Engine{
+		cfg:    cfg,
+		seed:   maphash.MakeSeed(),
+		now:    cfg.Now,
+		limit:  int64(min(cfg.MemoryLimit, 1<<62)),
+		byName: map[string]*table{},
+		stop:   make(chan struct{}),
+	}
+	e.byPtr.Store(&map[*ndbclient.Table]*table{})
+	e.tables.Store(&[]*table{})
+	if e.now == nil {
+		e.clock.Store(uint32(time.Now().Unix()))
+		e.now = e.clock.Load
+		e.bg.Go(e.tick)
+	}
+	if cfg.ReapInterval > 0 {
+		e.bg.Go(func() { e.reaper(cfg.ReapInterval) })
+	}
+	return e
+}
+
+func (e *Engine) tick() {
+	t := time.NewTicker(clockTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case now := <-t.C:
+			e.clock.Store(uint32(now.Unix()))
+		}
+	}
+}
+
+func (e *Engine) Name() string { return "embedded" }
+
+func (e *Engine) Ready() error {
+	if e.closed.Load() {
+		return errClosed
+	}
+	return nil
+}
+
+// Close stops the background goroutines. Later batches fail with Unavailable.
+func (e *Engine) Close() error {
+	e.closeOnce.Do(func() {
+		e.closed.Store(true)
+		close(e.stop)
+		e.bg.Wait()
+	})
+	return nil
+}
+
+// CreateTable stores a copy of s and returns it. Creating a table that exists
+// with the same shape returns the stored one; a different shape is a
+// SchemaError.
+func (e *Engine) CreateTable(s *ndbclient.Table) (*ndbclient.Table, error) {
+	if s == nil {
+		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "no table given")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t := e.byName[s.FullName()]; t != nil {
+		if !t.sameShape(s) {
+			return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s already exists with a different shape", s.FullName())
+		}
+		return t.schema, nil
+	}
+	t, err := newTable(s, e.cfg.Partitions)
+	if err != nil {
+		return nil, err
+	}
+	t.parts = make([]*partition, t.schema.Partitions)
+	for i := range t.parts {
+		t.parts[i] = newPartition(e, t, i, e.nextGid)
+		e.nextGid++
+	}
+	e.byName[s.FullName()] = t
+	byPtr := make(map[*ndbclient.Table]*table, len(e.byName))
+	for _, t := range e.byName {
+		byPtr[t.schema] = t
+	}
+	e.byPtr.Store(&byPtr)
+	tables := append(append([]*table(nil), *e.tables.Load()...), t)
+	e.tables.Store(&tables)
+	return t.schema, nil
+}
+
+// Table returns the stored schema of database.name.
+func (e *Engine) Table(database, name string) (*ndbclient.Table, error) {
+	e.mu.Lock()
+	t := e.byName[database+"."+name]
+	e.mu.Unlock()
+	if t == nil {
+		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s.%s does not exist", database, name)
+	}
+	return t.schema, nil
+}
+
+// tableOf maps an op's schema pointer to the engine's table. The pointer
+// CreateTable or Table returned is found without locking; another pointer to a
+// table of the same name and shape also works, on a slower path.
+func (e *Engine) tableOf(s *ndbclient.Table) (*table, error) {
+	if t, ok := (*e.byPtr.Load())[s]; ok {
+		return t, nil
+	}
+	if s == nil {
+		return nil, ndbclient.Errorf(ndbclient.CodeInvalidArgument, "operation has no table")
+	}
+	e.mu.Lock()
+	t := e.byName[s.FullName()]
+	e.mu.Unlock()
+	switch {
+	case t == nil:
+		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s does not exist", s.FullName())
+	case !t.sameShape(s):
+		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s: the operation's schema differs from the stored one", s.FullName())
+	}
+	return t, nil
+}
+
+func (e *Engine) hash(key []byte) uint64 { return maphash.Bytes(e.seed, key) }
+
+// partIndex picks a key's partition from its hash h (or from the distribution
+// key's own hash when that is a strict part of the primary key). The high
+// half of the hash chooses the partition; the low half is the index tag, so
+// keys of one partition still spread over its whole index.
+func (t *table) partIndex(e *Engine, h uint64, key []ndbclient.Value) int {
+	if t.dist != nil {
+		var kb [keyStack]byte
+		h = e.hash(t.appendDistKey(kb[:0], key))
+	}
+	return int((h >> 32) % uint64(len(t.parts)))
+}
+
+// Partition maps a key (primary-key order) to its partition; 0 for a key the
+// table cannot hold.
+func (e *Engine) Partition(s *ndbclient.Table, key []ndbclient.Value) int {
+	t, err := e.tableOf(s)
+	if err != nil || t.checkKey(key) != nil {
+		return 0
+	}
+	var kb [keyStack]byte
+	return t.partIndex(e, e.hash(t.appendKey(kb[:0], key)), key)
+}
+
+// NodeOf returns the simulated data node of a partition.
+func (e *Engine) NodeOf(_ *ndbclient.Table, partition int) int {
+	if partition < 0 {
+		return 0
+	}
+	return partition % e.cfg.Nodes
+}
+
+// tryReserve charges n bytes if they fit under the limit.
+func (e *Engine) tryReserve(n int64) bool {
+	if e.limit == 0 {
+		e.used.Add(n)
+		return true
+	}
+	for {
+		cur := e.used.Load()
+		if cur+n > e.limit {
+			return false
+		}
+		if e.used.CompareAndSwap(cur, cur+n) {
+			return true
+		}
+	}
+}
+
+// Stats reports engine figures. Expired counts expired rows freed (on access,
+// by the reaper or by eviction); Reclaimed counts the ones freed on access.
+func (e *Engine) Stats() ndbclient.DriverStats {
+	st := ndbclient.DriverStats{
+		Bytes:       uint64(max(e.used.Load(), 0)),
+		LimitBytes:  uint64(e.limit),
+		Evictions:   e.evictions.Load(),
+		Expired:     e.expired.Load(),
+		Reclaimed:   e.reclaimed.Load(),
+		OutOfMemory: e.oom.Load(),
+		Nodes:       e.cfg.Nodes,
+	}
+	for _, t := range *e.tables.Load() {
+		st.Tables++
+		st.Partitions += len(t.parts)
+		for _, p := range t.parts {
+			st.Items += uint64(max(p.items.Load(), 0))
+		}
+	}
+	return st
+}
