@@ -109,3 +109,11 @@ func TestByteSize(t *testing.T) {
 	assert.Error(t, b.Set("lots"))
 	assert.Error(t, b.Set("-1"))
 }
+
+func TestShippedExampleConfigIsValid(t *testing.T) {
+	c := Default()
+	require.NoError(t, c.LoadFile("../deploy/examples/ndbgate.yaml"))
+	require.NoError(t, c.Validate())
+	assert.Len(t, c.Containers, 1)
+	assert.Len(t, c.KeyPrefixes, 3)
+}

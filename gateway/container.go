@@ -1,0 +1,167 @@
+// Package gateway is ndbgate's protocol-neutral core: containers, key-prefix
+// routing, memcached semantics built from ndbclient operations, and counters.
+package gateway
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// Policy says where a key prefix's data lives, as in ndbmemcache.
+type Policy uint8
+
+const (
+	// PolicyNDB keeps data only in the backend (NDB cluster, or the embedded engine
+	// when no cluster is configured).
+	PolicyNDB Policy = iota
+	// PolicyCaching reads the local cache first and fills it from the backend on a
+	// miss; writes go to the backend and invalidate the local copy.
+	PolicyCaching
+	// PolicyLocal keeps data only in the local in-process cache.
+	PolicyLocal
+)
+
+// ParsePolicy maps a config word to a Policy.
+func ParsePolicy(s string) (Policy, error) {
+	switch s {
+	case "", "ndb-only", "ndb":
+		return PolicyNDB, nil
+	case "caching":
+		return PolicyCaching, nil
+	case "local-only", "local":
+		return PolicyLocal, nil
+	}
+	return 0, fmt.Errorf("unknown policy %q: use ndb-only, caching or local-only", s)
+}
+
+func (p Policy) String() string {
+	return [...]string{"ndb-only", "caching", "local-only"}[p]
+}
+
+// Container maps memcached's item fields onto a table's columns, as ndbmemcache's
+// containers did. Column fields are indexes into Table.Columns; -1 means absent.
+type Container struct {
+	Name         string
+	Table        *ndbclient.Table
+	KeyColumns   []int // several key columns: the key is their values joined by tabs
+	ValueColumns []int // several value columns: the value is their values joined by tabs
+	FlagsColumn  int
+	CasColumn    int
+	ExpireColumn int
+	MathColumn   int
+
+	// readProj is what a get reads: value columns, then flags, cas, math.
+	readProj []int
+	// simple is the fast path: one bytes key column and one bytes value column.
+	simple bool
+}
+
+// Prepare validates the column roles against the table and precomputes projections.
+func (c *Container) Prepare() error {
+	t := c.Table
+	if t == nil {
+		return fmt.Errorf("container %q has no table", c.Name)
+	}
+	if len(c.KeyColumns) == 0 || len(c.ValueColumns) == 0 {
+		return fmt.Errorf("container %q needs key and value columns", c.Name)
+	}
+	if len(c.KeyColumns) != len(t.PrimaryKey) {
+		return fmt.Errorf("container %q: key columns must be the primary key of %s", c.Name, t.FullName())
+	}
+	for i, k := range c.KeyColumns {
+		if t.PrimaryKey[i] != k {
+			return fmt.Errorf("container %q: key columns must be the primary key of %s, in order", c.Name, t.FullName())
+		}
+	}
+	check := func(role string, col int, wantUint bool) error {
+		if col < 0 {
+			return nil
+		}
+		if col >= len(t.Columns) {
+			return fmt.Errorf("container %q: %s column index %d out of range", c.Name, role, col)
+		}
+		if wantUint {
+			ct := t.Columns[col].Type
+			if !ct.IsInteger() || ct.IsSigned() {
+				return fmt.Errorf("container %q: %s column %q must be an unsigned integer, not %s", c.Name, role, t.Columns[col].Name, ct)
+			}
+		}
+		return nil
+	}
+	for _, v := range c.ValueColumns {
+		if err := check("value", v, false); err != nil {
+			return err
+		}
+	}
+	for _, x := range []struct {
+		role string
+		col  int
+	}{{"flags", c.FlagsColumn}, {"cas", c.CasColumn}, {"expire", c.ExpireColumn}, {"math", c.MathColumn}} {
+		if err := check(x.role, x.col, true); err != nil {
+			return err
+		}
+	}
+	if c.MathColumn >= 0 && !t.Columns[c.MathColumn].Nullable {
+		return fmt.Errorf("container %q: math column %q must be nullable (NULL marks a non-numeric value)", c.Name, t.Columns[c.MathColumn].Name)
+	}
+	c.readProj = append(c.readProj[:0], c.ValueColumns...)
+	for _, col := range []int{c.FlagsColumn, c.CasColumn, c.MathColumn} {
+		if col >= 0 {
+			c.readProj = append(c.readProj, col)
+		}
+	}
+	c.simple = len(c.KeyColumns) == 1 && len(c.ValueColumns) == 1 &&
+		isBytesColumn(t.Columns[c.KeyColumns[0]].Type) && isBytesColumn(t.Columns[c.ValueColumns[0]].Type)
+	return nil
+}
+
+func isBytesColumn(t ndbclient.ColumnType) bool {
+	switch t {
+	case ndbclient.TypeVarchar, ndbclient.TypeVarbinary, ndbclient.TypeChar, ndbclient.TypeBinary:
+		return true
+	}
+	return false
+}
+
+// Route maps a key prefix to a container and a policy. The prefix is stripped
+// before the key reaches the table, as ndbmemcache did.
+type Route struct {
+	Prefix    string
+	Container *Container
+	Policy    Policy
+}
+
+// router picks the longest matching prefix. Routes are few; a sorted slice scanned
+// linearly beats a map and allocates nothing.
+type router struct {
+	routes []Route // longest prefix first; the last may be the "" catch-all
+}
+
+func newRouter(routes []Route) (*router, error) {
+	seen := map[string]bool{}
+	for _, r := range routes {
+		if seen[r.Prefix] {
+			return nil, fmt.Errorf("key prefix %q is declared twice", r.Prefix)
+		}
+		seen[r.Prefix] = true
+		if r.Container == nil {
+			return nil, fmt.Errorf("key prefix %q has no container", r.Prefix)
+		}
+	}
+	sorted := append([]Route(nil), routes...)
+	sort.SliceStable(sorted, func(i, j int) bool { return len(sorted[i].Prefix) > len(sorted[j].Prefix) })
+	return &router{routes: sorted}, nil
+}
+
+// match returns the route for key, and the key with the prefix removed.
+func (r *router) match(key []byte) (*Route, []byte) {
+	for i := range r.routes {
+		p := r.routes[i].Prefix
+		if len(key) >= len(p) && string(key[:len(p)]) == p {
+			return &r.routes[i], key[len(p):]
+		}
+	}
+	return nil, nil
+}

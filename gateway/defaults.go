@@ -1,0 +1,90 @@
+package gateway
+
+import (
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// DefaultContainerName names the container that serves every key when no
+// configuration says otherwise.
+const DefaultContainerName = "default"
+
+// DemoTable is ndbmemcache's demo container table, so rows written through
+// memcache are the same rows the row API and an NDB cluster see.
+func DemoTable(itemSizeMax int) *ndbclient.Table {
+	return MemcacheTable("ndbmemcache", "demo_table", "mkey", "string_value", itemSizeMax)
+}
+
+// MemcacheTable is the table shape ndbgate creates on the embedded engine for a
+// container whose table is not declared: key, value, flags, cas, expiry, math.
+func MemcacheTable(db, name, keyCol, valueCol string, itemSizeMax int) *ndbclient.Table {
+	return &ndbclient.Table{
+		Database: db,
+		Name:     name,
+		Columns: []ndbclient.Column{
+			{Name: keyCol, Type: ndbclient.TypeVarchar, Length: 250},
+			{Name: valueCol, Type: ndbclient.TypeVarbinary, Length: itemSizeMax},
+			{Name: "flags", Type: ndbclient.TypeUint32},
+			{Name: "cas_value", Type: ndbclient.TypeUint64},
+			{Name: "expire_time", Type: ndbclient.TypeUint32},
+			{Name: "math_value", Type: ndbclient.TypeUint64, Nullable: true},
+		},
+		PrimaryKey:   []int{0},
+		Eviction:     true,
+		ExpireColumn: 4,
+	}
+}
+
+// ContainerSpec names a container's columns; empty role names mean absent.
+type ContainerSpec struct {
+	Name                                             string
+	KeyColumns, ValueColumns                         []string
+	FlagsColumn, CasColumn, ExpireColumn, MathColumn string
+}
+
+// DefaultContainerSpec is the column mapping of ndbmemcache's demo container.
+func DefaultContainerSpec() ContainerSpec {
+	return ContainerSpec{
+		Name: DefaultContainerName, KeyColumns: []string{"mkey"}, ValueColumns: []string{"string_value"},
+		FlagsColumn: "flags", CasColumn: "cas_value", ExpireColumn: "expire_time", MathColumn: "math_value",
+	}
+}
+
+// NewContainer resolves a spec's column names against t.
+func NewContainer(spec ContainerSpec, t *ndbclient.Table) (*Container, error) {
+	c := &Container{Name: spec.Name, Table: t}
+	resolve := func(role, name string) (int, error) {
+		if name == "" {
+			return -1, nil
+		}
+		i := t.ColumnIndex(name)
+		if i < 0 {
+			return -1, ndbclient.Errorf(ndbclient.CodeSchemaError, "container %q: %s column %q is not a column of %s", spec.Name, role, name, t.FullName())
+		}
+		return i, nil
+	}
+	for _, n := range spec.KeyColumns {
+		i, err := resolve("key", n)
+		if err != nil {
+			return nil, err
+		}
+		c.KeyColumns = append(c.KeyColumns, i)
+	}
+	for _, n := range spec.ValueColumns {
+		i, err := resolve("value", n)
+		if err != nil {
+			return nil, err
+		}
+		c.ValueColumns = append(c.ValueColumns, i)
+	}
+	var err error
+	for _, x := range []struct {
+		role, name string
+		dst        *int
+	}{{"flags", spec.FlagsColumn, &c.FlagsColumn}, {"cas", spec.CasColumn, &c.CasColumn},
+		{"expire", spec.ExpireColumn, &c.ExpireColumn}, {"math", spec.MathColumn, &c.MathColumn}} {
+		if *x.dst, err = resolve(x.role, x.name); err != nil {
+			return nil, err
+		}
+	}
+	return c, c.Prepare()
+}

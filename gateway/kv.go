@@ -1,0 +1,328 @@
+package gateway
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// A request runs as a small state machine: each stage submits one batch and
+// continues in batchDone, so the same code serves drivers that complete inline
+// and drivers that complete later on another goroutine.
+type stage uint8
+
+const (
+	stageGet stage = iota + 1
+	stageWrite
+	stageAppend
+	stageIncr
+	stageReadModify  // read value, cas and math for a read-modify-write
+	stageWriteModify // conditional update of a read-modify-write
+)
+
+// pass is which client a get's current batch went to.
+type pass uint8
+
+const (
+	passLocal pass = iota + 1
+	passBackend
+)
+
+// maxModifyAttempts bounds read-modify-write retries when racing writers keep
+// changing the row between the read and the conditional update.
+const maxModifyAttempts = 16
+
+func (r *Request) submit(cl *ndbclient.Client, st stage, from, to int) {
+	r.stage = st
+	r.batch.Reset()
+	for i := from; i < to; i++ {
+		r.batch.Ops = append(r.batch.Ops, &r.ops[i])
+	}
+	cl.Submit(&r.batch, r.onBatch)
+}
+
+func (r *Request) batchDone(_ *ndbclient.Batch, err error) {
+	if err != nil {
+		r.fail(err)
+		r.finish()
+		return
+	}
+	switch r.stage {
+	case stageGet:
+		r.getDone()
+	case stageWrite:
+		r.writeDone()
+	case stageAppend:
+		r.appendDone()
+	case stageIncr:
+		r.incrDone()
+	case stageReadModify:
+		r.readModifyDone()
+	case stageWriteModify:
+		r.writeModifyDone()
+	}
+}
+
+// finish invalidates local copies of written caching keys and reports.
+func (r *Request) finish() {
+	if r.Verb != VerbGet && r.Verb != VerbGat && len(r.targets) == 1 {
+		if t := r.targets[0]; t.route != nil && t.route.Policy == PolicyCaching && r.Outcome != OutcomeNotStored {
+			r.invalidateLocal(t)
+		}
+	}
+	r.svc.Counters.count(r)
+	r.Done(r)
+}
+
+// invalidateLocal drops a caching key from the in-process cache. The local cache
+// is the embedded engine, which completes inline, so this never waits on I/O.
+func (r *Request) invalidateLocal(t keyTarget) {
+	o := &ndbclient.Op{}
+	c := t.route.Container
+	o.Kind, o.Table = ndbclient.OpDelete, c.Table
+	var keyVals [4]ndbclient.Value
+	var err error
+	o.Key, err = r.keyValues(c, t.key, keyVals[:0])
+	if err != nil {
+		return
+	}
+	b := ndbclient.Batch{Ops: []*ndbclient.Op{o}}
+	_ = r.svc.local.Execute(context.Background(), &b)
+}
+
+// keyValues converts a memcache key into the container's primary-key values.
+func (r *Request) keyValues(c *Container, key []byte, dst []ndbclient.Value) ([]ndbclient.Value, error) {
+	if c.simple {
+		return append(dst, ndbclient.Bytes(key)), nil
+	}
+	r.fields = splitFields(r.fields, key, len(c.KeyColumns))
+	for i, col := range c.KeyColumns {
+		v, err := textToValue(&c.Table.Columns[col], r.fields[i])
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, v)
+	}
+	return dst, nil
+}
+
+// setValueColumns appends the value columns' assignments for text.
+func (r *Request) setValueColumns(c *Container, o *ndbclient.Op, text []byte) error {
+	if len(c.ValueColumns) == 1 && isBytesColumn(c.Table.Columns[c.ValueColumns[0]].Type) {
+		o.Set = append(o.Set, ndbclient.ColumnValue{Column: c.ValueColumns[0], Value: ndbclient.Bytes(text)})
+		return nil
+	}
+	r.fields = splitFields(r.fields, text, len(c.ValueColumns))
+	for i, col := range c.ValueColumns {
+		v, err := textToValue(&c.Table.Columns[col], r.fields[i])
+		if err != nil {
+			return err
+		}
+		o.Set = append(o.Set, ndbclient.ColumnValue{Column: col, Value: v})
+	}
+	return nil
+}
+
+// setMath mirrors a canonical number into the math column, or NULLs it.
+func setMath(c *Container, o *ndbclient.Op, text []byte) {
+	if c.MathColumn < 0 {
+		return
+	}
+	v := ndbclient.Null()
+	if n, ok := parseCanonicalUint(text); ok {
+		v = ndbclient.Uint(n)
+	}
+	o.Set = append(o.Set, ndbclient.ColumnValue{Column: c.MathColumn, Value: v})
+}
+
+func setUint(o *ndbclient.Op, col int, v uint64) {
+	if col >= 0 {
+		o.Set = append(o.Set, ndbclient.ColumnValue{Column: col, Value: ndbclient.Uint(v)})
+	}
+}
+
+// decodeText appends the memcache value of a row read with c.readProj. A
+// non-NULL math column is authoritative: incr/decr change only it.
+func decodeText(c *Container, row []ndbclient.Value, dst []byte) []byte {
+	if c.MathColumn >= 0 {
+		if m := row[len(row)-1]; !m.IsNull() {
+			return strconv.AppendUint(dst, m.Uint(), 10)
+		}
+	}
+	for i := range c.ValueColumns {
+		if i > 0 {
+			dst = append(dst, '\t')
+		}
+		dst = appendValueText(dst, row[i])
+	}
+	return dst
+}
+
+// rowMeta returns flags and cas of a row read with c.readProj.
+func rowMeta(c *Container, row []ndbclient.Value) (flags uint32, cas uint64) {
+	i := len(c.ValueColumns)
+	if c.FlagsColumn >= 0 {
+		flags = uint32(row[i].Uint())
+		i++
+	}
+	if c.CasColumn >= 0 {
+		cas = row[i].Uint()
+	}
+	return flags, cas
+}
+
+// ---- get / gat ----
+
+func (r *Request) startGet() {
+	r.Items = r.Items[:0]
+	for i := range r.targets {
+		r.Items = append(r.Items, Item{Key: r.Key(i)})
+	}
+	r.pass, r.used, r.backendFrom, r.backendTo = 0, 0, 0, 0
+	r.nextGetPass()
+}
+
+// nextGetPass submits the next non-empty pass: local (local-only and caching
+// keys), then backend (ndb-only keys and caching misses). Each pass uses fresh op
+// slots after the previous ones, so earlier hits' row buffers stay intact.
+func (r *Request) nextGetPass() {
+	for r.pass < passBackend {
+		r.pass++
+		from := r.used
+		n := from
+		for i := range r.targets {
+			t := &r.targets[i]
+			if t.route == nil || !r.inPass(t.route.Policy, &r.Items[i]) {
+				continue
+			}
+			n = r.addGetOps(n, i, t)
+		}
+		if n == from {
+			continue
+		}
+		r.used = n
+		cl := r.svc.local
+		if r.pass == passBackend {
+			cl = r.svc.backend
+			r.backendFrom, r.backendTo = from, n
+		}
+		r.submit(cl, stageGet, from, n)
+		return
+	}
+	r.fillLocal()
+	r.decodeItems()
+	r.Outcome = OutcomeValues
+	r.finish()
+}
+
+func (r *Request) inPass(p Policy, it *Item) bool {
+	if r.pass == passLocal {
+		return p != PolicyNDB
+	}
+	return p == PolicyNDB || (p == PolicyCaching && !it.Hit && it.Err == nil)
+}
+
+// addGetOps appends key i's ops from op index n: a read, preceded for gat by an
+// expiry update in the same transaction. It returns the next free op index.
+func (r *Request) addGetOps(n, i int, t *keyTarget) int {
+	c := t.route.Container
+	if r.Verb == VerbGat && c.ExpireColumn >= 0 {
+		u := r.op(n)
+		u.Kind, u.Table, u.TxnWithNext = ndbclient.OpUpdate, c.Table, true
+		var err error
+		if u.Key, err = r.keyValues(c, t.key, u.Key); err != nil {
+			r.Items[i].Err = err
+			return n
+		}
+		setUint(u, c.ExpireColumn, r.svc.expireAt(r.Exptime))
+		n++
+	}
+	o := r.op(n)
+	o.Kind, o.Table = ndbclient.OpRead, c.Table
+	var err error
+	if o.Key, err = r.keyValues(c, t.key, o.Key); err != nil {
+		r.Items[i].Err = err
+		if r.Verb == VerbGat && c.ExpireColumn >= 0 {
+			return n - 1
+		}
+		return n
+	}
+	o.Read = append(o.Read, c.readProj...)
+	o.Affected = uint64(i) // remembers the item; drivers leave Affected alone for reads
+	return n + 1
+}
+
+func (r *Request) getDone() {
+	for _, o := range r.batch.Ops {
+		if o.Kind != ndbclient.OpRead {
+			continue
+		}
+		it := &r.Items[o.Affected]
+		switch ndbclient.CodeOf(o.Err) {
+		case ndbclient.CodeOK:
+			it.Hit = true
+			it.Flags, it.Cas = rowMeta(r.targets[o.Affected].route.Container, o.Row)
+		case ndbclient.CodeNotFound:
+		default:
+			it.Err = o.Err
+		}
+	}
+	r.nextGetPass()
+}
+
+// fillLocal copies caching keys found in the backend into the local cache. The
+// local cache is the embedded engine, which completes inline.
+func (r *Request) fillLocal() {
+	if r.svc.local == nil || r.backendTo == r.backendFrom {
+		return
+	}
+	var b ndbclient.Batch
+	for j := r.backendFrom; j < r.backendTo; j++ {
+		o := &r.ops[j]
+		if o.Kind != ndbclient.OpRead || o.Err != nil {
+			continue
+		}
+		t := &r.targets[o.Affected]
+		if t.route.Policy != PolicyCaching {
+			continue
+		}
+		c := t.route.Container
+		w := &ndbclient.Op{Kind: ndbclient.OpWrite, Table: c.Table, Key: o.Key}
+		for k, col := range c.readProj {
+			w.Set = append(w.Set, ndbclient.ColumnValue{Column: col, Value: o.Row[k]})
+		}
+		b.Ops = append(b.Ops, w)
+	}
+	if len(b.Ops) > 0 {
+		_ = r.svc.local.Execute(context.Background(), &b)
+	}
+}
+
+// decodeItems renders each hit's value text. Values of the simple container
+// point straight into the op's row buffer; others are built in textBuf, and their
+// slices are taken only once textBuf has stopped growing.
+func (r *Request) decodeItems() {
+	r.textBuf = r.textBuf[:0]
+	r.spans = r.spans[:0]
+	for j := 0; j < r.used; j++ {
+		o := &r.ops[j]
+		if o.Kind != ndbclient.OpRead || o.Err != nil {
+			continue
+		}
+		it := &r.Items[o.Affected]
+		c := r.targets[o.Affected].route.Container
+		if c.simple && (c.MathColumn < 0 || o.Row[len(o.Row)-1].IsNull()) {
+			it.Value = o.Row[0].B
+			continue
+		}
+		start := len(r.textBuf)
+		r.textBuf = decodeText(c, o.Row, r.textBuf)
+		r.spans = append(r.spans, textSpan{item: int(o.Affected), start: start, end: len(r.textBuf)})
+	}
+	for _, sp := range r.spans {
+		r.Items[sp.item].Value = r.textBuf[sp.start:sp.end:sp.end]
+	}
+}
+
+type textSpan struct{ item, start, end int }

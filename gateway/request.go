@@ -1,0 +1,159 @@
+package gateway
+
+import (
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// Verb is a protocol-neutral key-value request kind with memcached's meaning.
+type Verb uint8
+
+const (
+	VerbGet     Verb = iota + 1 // get/gets: read keys
+	VerbGat                     // gat/gats: read keys and set their expiry
+	VerbSet                     // write
+	VerbAdd                     // insert; exists -> NotStored
+	VerbReplace                 // update; missing -> NotStored
+	VerbAppend                  // append data; missing -> NotStored
+	VerbPrepend                 // prepend data; missing -> NotStored
+	VerbCas                     // update if cas matches: Exists / NotFound
+	VerbDelete                  // delete: Deleted / NotFound
+	VerbIncr                    // atomic add: Number / NotFound
+	VerbDecr                    // atomic subtract clamped at 0
+	VerbTouch                   // set expiry: Touched / NotFound
+	VerbUnlink                  // delete without counting: a refused set removes the stale item
+	numVerbs
+)
+
+// NumVerbs sizes per-verb tables.
+const NumVerbs = int(numVerbs)
+
+// Outcome is the memcached-level result of a request.
+type Outcome uint8
+
+const (
+	OutcomeNone Outcome = iota
+	OutcomeStored
+	OutcomeNotStored
+	OutcomeExists
+	OutcomeNotFound
+	OutcomeDeleted
+	OutcomeTouched
+	OutcomeNumber // incr/decr: Number holds the new value
+	OutcomeValues // get/gat: Items hold per-key results
+	OutcomeError  // Err holds a canonical ndbclient error
+)
+
+// Item is one key's result of a get.
+type Item struct {
+	Key   []byte // as the client sent it (with any prefix)
+	Value []byte
+	Flags uint32
+	Cas   uint64
+	Hit   bool
+	Err   error // a per-key backend failure (not a miss)
+}
+
+// Request is one reusable key-value request. A front end owns it: it fills the
+// inputs, calls Service.Do, and reads the outputs in Done. Buffers are kept
+// across uses so the steady state allocates nothing. A Request is not safe for
+// concurrent use and must not be reused before Done has been called.
+type Request struct {
+	// Inputs.
+	Verb    Verb
+	Flags   uint32
+	Exptime int64  // memcached form: 0 never, <0 expired, <=30d relative, else absolute
+	Cas     uint64 // VerbCas compare value
+	Delta   uint64 // incr/decr
+	// Done is called exactly once per Do, inline or from another goroutine.
+	Done func(*Request)
+
+	// Outputs.
+	Outcome Outcome
+	Items   []Item
+	Number  uint64 // incr/decr result
+	NewCas  uint64 // cas of a successful store or incr
+	Err     error
+
+	keyBuf  []byte
+	keyEnds []int
+	value   []byte
+
+	svc     *Service
+	targets []keyTarget
+	ops     []ndbclient.Op
+	batch   ndbclient.Batch
+	stage   stage
+	pass    pass
+	used    int // op slots used by this request's get passes
+	spans   []textSpan
+
+	backendFrom, backendTo int // op slots of the get's backend pass
+	attempts               int
+	fields                 [][]byte
+	textBuf                []byte
+	onBatch                func(*ndbclient.Batch, error)
+}
+
+// keyTarget is where one key of the request goes.
+type keyTarget struct {
+	route *Route
+	key   []byte // the key with the route's prefix removed
+}
+
+// NewRequest makes a request bound to s.
+func (s *Service) NewRequest() *Request {
+	r := &Request{svc: s}
+	r.onBatch = r.batchDone
+	return r
+}
+
+// Reset clears inputs and outputs, keeping buffers.
+func (r *Request) Reset() {
+	r.Verb, r.Flags, r.Exptime, r.Cas, r.Delta = 0, 0, 0, 0, 0
+	r.Outcome, r.Number, r.NewCas, r.Err = OutcomeNone, 0, 0, nil
+	r.Items = r.Items[:0]
+	r.keyBuf = r.keyBuf[:0]
+	r.keyEnds = r.keyEnds[:0]
+	r.value = r.value[:0]
+	r.targets = r.targets[:0]
+	r.attempts = 0
+}
+
+// AddKey copies a key into the request.
+func (r *Request) AddKey(k []byte) {
+	r.keyBuf = append(r.keyBuf, k...)
+	r.keyEnds = append(r.keyEnds, len(r.keyBuf))
+}
+
+// NumKeys is the number of keys added.
+func (r *Request) NumKeys() int { return len(r.keyEnds) }
+
+// Key returns key i.
+func (r *Request) Key(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = r.keyEnds[i-1]
+	}
+	return r.keyBuf[start:r.keyEnds[i]]
+}
+
+// SetValue copies the data of a store.
+func (r *Request) SetValue(v []byte) { r.value = append(r.value[:0], v...) }
+
+// Value returns the data of a store.
+func (r *Request) Value() []byte { return r.value }
+
+func (r *Request) fail(err error) {
+	r.Outcome = OutcomeError
+	r.Err = err
+}
+
+// op returns the i-th reusable op, growing the op slice when needed.
+func (r *Request) op(i int) *ndbclient.Op {
+	for len(r.ops) <= i {
+		r.ops = append(r.ops, ndbclient.Op{})
+	}
+	o := &r.ops[i]
+	o.Reset()
+	return o
+}

@@ -1,0 +1,229 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// Options wires a Service.
+type Options struct {
+	// Backend serves ndb-only and caching routes: the NDB cluster, or the embedded
+	// engine when no cluster is configured.
+	Backend *ndbclient.Client
+	// Local is the in-process cache for local-only and caching routes. It may be
+	// nil when no route uses those policies.
+	Local  *ndbclient.Client
+	Routes []Route
+	// ItemSizeMax bounds a value's length after append/prepend/incr.
+	ItemSizeMax int
+	Logger      *slog.Logger
+	// Now is the clock for expiry (tests may replace it).
+	Now func() time.Time
+}
+
+// Service applies memcached semantics to ndbclient operations. It is safe for
+// concurrent use; each Request is used by one caller at a time.
+type Service struct {
+	backend  *ndbclient.Client
+	local    *ndbclient.Client
+	router   *router
+	itemMax  int
+	log      *slog.Logger
+	now      func() time.Time
+	casSeq   atomic.Uint64
+	started  time.Time
+	Counters Counters
+
+	flushMu    sync.Mutex
+	flushTimer *time.Timer
+}
+
+// New validates the routes and builds a Service.
+func New(o Options) (*Service, error) {
+	if o.Backend == nil {
+		return nil, errors.New("gateway: no backend client")
+	}
+	for _, rt := range o.Routes {
+		if rt.Policy != PolicyNDB && o.Local == nil {
+			return nil, errors.New("gateway: route " + rt.Prefix + " needs the local cache, which is not configured")
+		}
+		if err := rt.Container.Prepare(); err != nil {
+			return nil, err
+		}
+	}
+	r, err := newRouter(o.Routes)
+	if err != nil {
+		return nil, err
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.ItemSizeMax <= 0 {
+		o.ItemSizeMax = 1 << 20
+	}
+	s := &Service{backend: o.Backend, local: o.Local, router: r, itemMax: o.ItemSizeMax, log: o.Logger, now: o.Now, started: o.Now()}
+	// CAS values must differ across restarts of a gateway sharing a persistent
+	// cluster, so the sequence starts at the clock in microseconds; it then grows by
+	// one per write, which stays ahead of the clock below a million writes a second.
+	s.casSeq.Store(uint64(o.Now().UnixMicro()))
+	return s, nil
+}
+
+// Started is when the service was created (memcached's uptime counts from it).
+func (s *Service) Started() time.Time { return s.started }
+
+// ItemSizeMax is the largest value the service accepts.
+func (s *Service) ItemSizeMax() int { return s.itemMax }
+
+func (s *Service) nextCas() uint64 { return s.casSeq.Add(1) }
+
+// Containers lists the distinct containers behind the routes.
+func (s *Service) Containers() []*Container {
+	var out []*Container
+	seen := map[*Container]bool{}
+	for _, rt := range s.router.routes {
+		if !seen[rt.Container] {
+			seen[rt.Container] = true
+			out = append(out, rt.Container)
+		}
+	}
+	return out
+}
+
+// Ready reports whether the backend can serve.
+func (s *Service) Ready() error { return s.backend.Driver().Ready() }
+
+// expireAt converts memcached's exptime into an absolute Unix time for the expire
+// column: 0 never; negative, or absolute in the past, is already expired (1).
+func (s *Service) expireAt(exptime int64) uint64 {
+	const thirtyDays = 60 * 60 * 24 * 30
+	now := s.now().Unix()
+	switch {
+	case exptime == 0:
+		return 0
+	case exptime < 0:
+		return 1
+	case exptime > thirtyDays:
+		if exptime <= now {
+			return 1
+		}
+		if exptime > 1<<32-1 {
+			return 1<<32 - 1
+		}
+		return uint64(exptime)
+	default:
+		return uint64(now + exptime)
+	}
+}
+
+// clientFor returns the client a policy reads from first.
+func (s *Service) clientFor(p Policy) *ndbclient.Client {
+	if p == PolicyNDB {
+		return s.backend
+	}
+	return s.local
+}
+
+// FlushAll removes every item of every container now (delay <= 0) or after
+// delay seconds, replacing any flush already scheduled, as memcached does. The
+// scan-delete runs off the caller's goroutine so no event loop waits on it.
+func (s *Service) FlushAll(delay int64) {
+	s.Counters.CmdFlush.Add(1)
+	s.flushMu.Lock()
+	if s.flushTimer != nil {
+		s.flushTimer.Stop()
+		s.flushTimer = nil
+	}
+	if delay > 0 {
+		s.flushTimer = time.AfterFunc(time.Duration(delay)*time.Second, s.flushNow)
+		s.flushMu.Unlock()
+		return
+	}
+	s.flushMu.Unlock()
+	s.flushNow()
+}
+
+func (s *Service) flushNow() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	seen := map[*ndbclient.Table]bool{}
+	for _, rt := range s.router.routes {
+		c := rt.Container
+		clients := []*ndbclient.Client{s.clientFor(rt.Policy)}
+		if rt.Policy == PolicyCaching {
+			clients = append(clients, s.backend)
+		}
+		for _, cl := range clients {
+			if seen[c.Table] && cl == s.backend && rt.Policy == PolicyNDB {
+				continue
+			}
+			seen[c.Table] = true
+			op := &ndbclient.Op{Kind: ndbclient.OpDeleteAll, Table: c.Table}
+			b := &ndbclient.Batch{Ops: []*ndbclient.Op{op}}
+			if err := cl.Execute(ctx, b); err != nil || op.Err != nil {
+				s.log.LogAttrs(ctx, slog.LevelWarn, "flush_all failed", slog.String("table", c.Table.FullName()), slog.Any("error", errors.Join(err, op.Err)))
+			}
+		}
+	}
+}
+
+// Do runs r and calls r.Done exactly once, inline or later from another goroutine.
+func (s *Service) Do(r *Request) {
+	r.svc = s
+	r.Outcome, r.Err, r.Number, r.NewCas = OutcomeNone, nil, 0, 0
+	if len(r.keyEnds) == 0 {
+		r.fail(ndbclient.Errorf(ndbclient.CodeInvalidArgument, "no key"))
+		r.finish()
+		return
+	}
+	r.targets = r.targets[:0]
+	for i := range r.keyEnds {
+		k := r.Key(i)
+		rt, stripped := s.router.match(k)
+		if rt == nil && r.Verb != VerbGet && r.Verb != VerbGat {
+			r.fail(errNoRoute)
+			r.finish()
+			return
+		}
+		r.targets = append(r.targets, keyTarget{route: rt, key: stripped})
+	}
+	switch r.Verb {
+	case VerbGet, VerbGat:
+		r.startGet()
+	case VerbSet, VerbAdd, VerbReplace, VerbCas, VerbDelete, VerbTouch, VerbUnlink:
+		r.startWrite()
+	case VerbAppend, VerbPrepend:
+		r.startAppend()
+	case VerbIncr, VerbDecr:
+		r.startIncr()
+	default:
+		r.fail(ndbclient.Errorf(ndbclient.CodeInvalidArgument, "unknown verb"))
+		r.finish()
+	}
+}
+
+var errNoRoute = &ndbclient.Error{Code: ndbclient.CodeInvalidArgument, Message: "no container for this key prefix"}
+
+// DriverStats sums the engine figures of the backend and the local cache.
+func (s *Service) DriverStats() ndbclient.DriverStats {
+	st := s.backend.Driver().Stats()
+	if s.local != nil && s.local != s.backend {
+		l := s.local.Driver().Stats()
+		st.Items += l.Items
+		st.Bytes += l.Bytes
+		st.LimitBytes += l.LimitBytes
+		st.Evictions += l.Evictions
+		st.Expired += l.Expired
+		st.OutOfMemory += l.OutOfMemory
+	}
+	return st
+}

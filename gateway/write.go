@@ -1,0 +1,314 @@
+package gateway
+
+import (
+	"strconv"
+
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// writeClient is where a single-key write goes: caching keys are written to the
+// backend (finish then drops the local copy).
+func (r *Request) writeClient() *ndbclient.Client {
+	if r.targets[0].route.Policy == PolicyLocal {
+		return r.svc.local
+	}
+	return r.svc.backend
+}
+
+// firstOp prepares op 0 for the request's single key.
+func (r *Request) firstOp(kind ndbclient.OpKind) (*ndbclient.Op, *Container, bool) {
+	t := &r.targets[0]
+	c := t.route.Container
+	o := r.op(0)
+	o.Kind, o.Table = kind, c.Table
+	var err error
+	if o.Key, err = r.keyValues(c, t.key, o.Key); err != nil {
+		r.fail(err)
+		r.finish()
+		return nil, nil, false
+	}
+	return o, c, true
+}
+
+// setItem appends the assignments of a full store: value, flags, cas, expiry, math.
+func (r *Request) setItem(c *Container, o *ndbclient.Op, text []byte) bool {
+	if err := r.setValueColumns(c, o, text); err != nil {
+		r.fail(err)
+		r.finish()
+		return false
+	}
+	setUint(o, c.FlagsColumn, uint64(r.Flags))
+	r.NewCas = r.svc.nextCas()
+	setUint(o, c.CasColumn, r.NewCas)
+	setUint(o, c.ExpireColumn, r.svc.expireAt(r.Exptime))
+	setMath(c, o, text)
+	return true
+}
+
+func (r *Request) startWrite() {
+	var kind ndbclient.OpKind
+	switch r.Verb {
+	case VerbSet:
+		kind = ndbclient.OpWrite
+	case VerbAdd:
+		kind = ndbclient.OpInsert
+	case VerbReplace, VerbTouch:
+		kind = ndbclient.OpUpdate
+	case VerbCas:
+		kind = ndbclient.OpCondUpdate
+	case VerbDelete, VerbUnlink:
+		kind = ndbclient.OpDelete
+	}
+	o, c, ok := r.firstOp(kind)
+	if !ok {
+		return
+	}
+	switch r.Verb {
+	case VerbTouch:
+		if c.ExpireColumn < 0 {
+			// Nothing to change; an existence check gives memcached's answer.
+			o.Kind = ndbclient.OpRead
+		}
+		setUint(o, c.ExpireColumn, r.svc.expireAt(r.Exptime))
+	case VerbCas:
+		if c.CasColumn < 0 {
+			r.fail(ndbclient.Errorf(ndbclient.CodeSchemaError, "container %s has no cas column", c.Name))
+			r.finish()
+			return
+		}
+		o.CondColumn, o.CondValue = c.CasColumn, ndbclient.Uint(r.Cas)
+		fallthrough
+	case VerbSet, VerbAdd, VerbReplace:
+		if !r.setItem(c, o, r.value) {
+			return
+		}
+	}
+	r.submit(r.writeClient(), stageWrite, 0, 1)
+}
+
+func (r *Request) writeDone() {
+	err := r.ops[0].Err
+	code := ndbclient.CodeOf(err)
+	switch {
+	case code == ndbclient.CodeOK:
+		switch r.Verb {
+		case VerbDelete, VerbUnlink:
+			r.Outcome = OutcomeDeleted
+		case VerbTouch:
+			r.Outcome = OutcomeTouched
+		default:
+			r.Outcome = OutcomeStored
+		}
+	case code == ndbclient.CodeNotFound && r.Verb == VerbReplace:
+		r.Outcome = OutcomeNotStored
+	case code == ndbclient.CodeNotFound:
+		r.Outcome = OutcomeNotFound
+	case code == ndbclient.CodeDuplicate && r.Verb == VerbAdd:
+		r.Outcome = OutcomeNotStored
+	case code == ndbclient.CodeConditionFailed && r.Verb == VerbCas:
+		r.Outcome = OutcomeExists
+	default:
+		r.fail(err)
+	}
+	if r.Outcome != OutcomeStored {
+		r.NewCas = 0
+	}
+	r.finish()
+}
+
+// ---- append / prepend ----
+
+// startAppend appends in one atomic op. A container with a math column is
+// conditioned on math being NULL: a numeric value changed by incr lives only in
+// the math column, so that case takes the read-modify-write path.
+func (r *Request) startAppend() {
+	t := &r.targets[0]
+	c := t.route.Container
+	if !c.simple {
+		r.startReadModify()
+		return
+	}
+	o, _, ok := r.firstOp(ndbclient.OpAppend)
+	if !ok {
+		return
+	}
+	o.AppendColumn, o.Data, o.Prepend = c.ValueColumns[0], r.value, r.Verb == VerbPrepend
+	if c.MathColumn >= 0 {
+		o.HasCond, o.CondColumn, o.CondValue = true, c.MathColumn, ndbclient.Null()
+		o.Set = append(o.Set, ndbclient.ColumnValue{Column: c.MathColumn, Value: ndbclient.Null()})
+	}
+	r.NewCas = r.svc.nextCas()
+	setUint(o, c.CasColumn, r.NewCas)
+	r.submit(r.writeClient(), stageAppend, 0, 1)
+}
+
+func (r *Request) appendDone() {
+	err := r.ops[0].Err
+	switch ndbclient.CodeOf(err) {
+	case ndbclient.CodeOK:
+		r.Outcome = OutcomeStored
+	case ndbclient.CodeNotFound:
+		r.Outcome, r.NewCas = OutcomeNotStored, 0
+	case ndbclient.CodeConditionFailed:
+		r.startReadModify()
+		return
+	default:
+		r.fail(err)
+		r.NewCas = 0
+	}
+	r.finish()
+}
+
+// ---- incr / decr ----
+
+// startIncr adds atomically to the math column. Without one, or when the math
+// column is NULL because the value was stored in a non-canonical form such as
+// "007", it falls back to a read-modify-write conditioned on the old cas.
+func (r *Request) startIncr() {
+	c := r.targets[0].route.Container
+	if c.MathColumn < 0 {
+		r.startReadModify()
+		return
+	}
+	o, _, ok := r.firstOp(ndbclient.OpAdd)
+	if !ok {
+		return
+	}
+	o.AddColumn, o.Delta, o.Subtract = c.MathColumn, r.Delta, r.Verb == VerbDecr
+	o.Read = append(o.Read, c.MathColumn)
+	r.NewCas = r.svc.nextCas()
+	setUint(o, c.CasColumn, r.NewCas)
+	r.submit(r.writeClient(), stageIncr, 0, 1)
+}
+
+func (r *Request) incrDone() {
+	o := &r.ops[0]
+	switch ndbclient.CodeOf(o.Err) {
+	case ndbclient.CodeOK:
+		r.Outcome, r.Number = OutcomeNumber, o.Row[0].Uint()
+	case ndbclient.CodeNotFound:
+		r.Outcome, r.NewCas = OutcomeNotFound, 0
+	case ndbclient.CodeNotNumeric:
+		r.startReadModify()
+		return
+	default:
+		r.fail(o.Err)
+		r.NewCas = 0
+	}
+	r.finish()
+}
+
+// ---- read-modify-write (incr fallback, append on numbers, typed containers) ----
+
+func (r *Request) startReadModify() {
+	r.attempts++
+	if r.attempts > maxModifyAttempts {
+		r.fail(ndbclient.Errorf(ndbclient.CodeTemporary, "too many concurrent changes to the key"))
+		r.NewCas = 0
+		r.finish()
+		return
+	}
+	o, c, ok := r.firstOp(ndbclient.OpRead)
+	if !ok {
+		return
+	}
+	o.Lock = ndbclient.LockExclusive
+	o.Read = append(o.Read, c.readProj...)
+	r.submit(r.writeClient(), stageReadModify, 0, 1)
+}
+
+func (r *Request) readModifyDone() {
+	rd := &r.ops[0]
+	switch ndbclient.CodeOf(rd.Err) {
+	case ndbclient.CodeOK:
+	case ndbclient.CodeNotFound:
+		r.Outcome, r.NewCas = OutcomeNotFound, 0
+		if r.Verb == VerbAppend || r.Verb == VerbPrepend {
+			r.Outcome = OutcomeNotStored
+		}
+		r.finish()
+		return
+	default:
+		r.fail(rd.Err)
+		r.NewCas = 0
+		r.finish()
+		return
+	}
+	c := r.targets[0].route.Container
+	old := decodeText(c, rd.Row, r.textBuf[:0])
+	var text []byte
+	switch r.Verb {
+	case VerbIncr, VerbDecr:
+		n, ok := parseLooseUint(old)
+		if !ok {
+			r.fail(ndbclient.ErrNotNumeric)
+			r.NewCas = 0
+			r.finish()
+			return
+		}
+		if r.Verb == VerbIncr {
+			n += r.Delta // wraps at 2^64, as memcached does
+		} else if n < r.Delta {
+			n = 0
+		} else {
+			n -= r.Delta
+		}
+		r.Number = n
+		text = strconv.AppendUint(old[len(old):], n, 10)
+	case VerbAppend:
+		text = append(old, r.value...)
+	case VerbPrepend:
+		text = append(append(old[len(old):], r.value...), old...)
+	}
+	r.textBuf = text[:0]
+	if len(text) > r.svc.itemMax {
+		r.fail(ndbclient.ErrTooLarge)
+		r.NewCas = 0
+		r.finish()
+		return
+	}
+	// The condition: the cas read above if the container has one, else the old
+	// value itself. The read's key and row stay in op 0; the update is op 1.
+	u := r.op(1)
+	u.Kind, u.Table = ndbclient.OpCondUpdate, c.Table
+	u.Key = append(u.Key, rd.Key...)
+	if c.CasColumn >= 0 {
+		_, cas := rowMeta(c, rd.Row)
+		u.CondColumn, u.CondValue = c.CasColumn, ndbclient.Uint(cas)
+	} else {
+		u.CondColumn, u.CondValue = c.ValueColumns[0], rd.Row[0]
+	}
+	if err := r.setValueColumns(c, u, text); err != nil {
+		r.fail(err)
+		r.finish()
+		return
+	}
+	setMath(c, u, text)
+	r.NewCas = r.svc.nextCas()
+	setUint(u, c.CasColumn, r.NewCas)
+	r.submit(r.writeClient(), stageWriteModify, 1, 2)
+}
+
+func (r *Request) writeModifyDone() {
+	u := &r.ops[1]
+	switch ndbclient.CodeOf(u.Err) {
+	case ndbclient.CodeOK:
+		if r.Verb == VerbIncr || r.Verb == VerbDecr {
+			r.Outcome = OutcomeNumber
+		} else {
+			r.Outcome = OutcomeStored
+		}
+	case ndbclient.CodeConditionFailed:
+		r.startReadModify() // raced with another writer: read again
+		return
+	case ndbclient.CodeNotFound:
+		r.Outcome, r.NewCas = OutcomeNotFound, 0
+		if r.Verb == VerbAppend || r.Verb == VerbPrepend {
+			r.Outcome = OutcomeNotStored
+		}
+	default:
+		r.fail(u.Err)
+		r.NewCas = 0
+	}
+	r.finish()
+}
