@@ -1,0 +1,81 @@
+// Package memcache implements memcached's protocols: pure parsers and encoders
+// (bytes in, commands out, no I/O) and the gnet server that drives them.
+package memcache
+
+// CommandKind names a parsed command.
+type CommandKind uint8
+
+const (
+	CmdNone CommandKind = iota
+	CmdGet
+	CmdGets
+	CmdGat
+	CmdGats
+	CmdSet
+	CmdAdd
+	CmdReplace
+	CmdAppend
+	CmdPrepend
+	CmdCas
+	CmdDelete
+	CmdIncr
+	CmdDecr
+	CmdTouch
+	CmdFlushAll
+	CmdVersion
+	CmdVerbosity
+	CmdQuit
+	CmdStats
+	numCommandKinds
+)
+
+// NumCommandKinds sizes per-command tables (metrics, stats).
+const NumCommandKinds = int(numCommandKinds)
+
+var commandNames = [numCommandKinds]string{
+	"none", "get", "gets", "gat", "gats", "set", "add", "replace", "append", "prepend",
+	"cas", "delete", "incr", "decr", "touch", "flush_all", "version", "verbosity", "quit", "stats",
+}
+
+func (k CommandKind) String() string {
+	if k < numCommandKinds {
+		return commandNames[k]
+	}
+	return "unknown"
+}
+
+// IsStorage reports whether the command carries a data block.
+func (k CommandKind) IsStorage() bool {
+	return k >= CmdSet && k <= CmdCas
+}
+
+// IsRetrieval reports whether the command is get, gets, gat or gats.
+func (k CommandKind) IsRetrieval() bool { return k >= CmdGet && k <= CmdGats }
+
+// Command is one parsed request. Its byte slices alias the parser's input buffer:
+// they are valid only until that buffer is consumed, so a server that completes a
+// command later must copy what it needs first.
+type Command struct {
+	Kind CommandKind
+	// Keys holds every key of a retrieval command; storage, delete, incr, decr and
+	// touch have exactly one. The slice is owned by the Parser and reused.
+	Keys [][]byte
+	// Flags is the client's opaque 32-bit flags (storage commands).
+	Flags uint32
+	// Exptime is as the client sent it: 0 never, negative already expired,
+	// <= 30 days relative seconds, larger an absolute Unix time.
+	Exptime int64
+	// Data is the data block without its trailing "\r\n" (storage commands).
+	Data []byte
+	// Cas is the compare value of the cas command.
+	Cas uint64
+	// Delta is the amount of incr/decr.
+	Delta uint64
+	// Delay is flush_all's optional delay (0 if absent); Level is verbosity's level.
+	Delay int64
+	Level int64
+	// Arg is the stats sub-command ("" for general stats, "settings", ...).
+	Arg []byte
+	// NoReply is set when the command ended with "noreply".
+	NoReply bool
+}

@@ -1,0 +1,309 @@
+package memcache
+
+import (
+	"hash/maphash"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"github.com/ndbgate/ndbgate/gateway"
+)
+
+// connState is one client connection. Everything except pending.state is touched
+// only on the connection's event loop; completions from other goroutines set
+// pending.state and wake the loop.
+type connState struct {
+	srv     *Server
+	c       gnet.Conn
+	parser  Parser
+	cmd     Command
+	swallow int // bytes of a refused data block still to discard
+	out     []byte
+	// queue holds commands in arrival order; replies leave from its head.
+	queue      []*pending
+	free       []*pending
+	closeAfter bool
+	closed     atomic.Bool
+}
+
+// Completion states of a pending command.
+const (
+	stateSubmitting uint32 = iota // Do has not returned yet
+	stateWaiting                  // Do returned; completion will come from elsewhere
+	stateDone
+)
+
+// pending is one command awaiting its turn to reply.
+type pending struct {
+	cs      *connState
+	req     *gateway.Request
+	kind    CommandKind
+	noreply bool
+	state   atomic.Uint32
+	fixed   []byte // a reply known at parse time (errors, version, stats)
+	start   time.Time
+	barrier bool // later commands wait for this one (flush_all)
+	// keys hashes the keys the command touches and writes says whether it
+	// changes them, so later commands on the same keys wait their turn.
+	keys   []uint64
+	writes bool
+	onDone func(*gateway.Request)
+}
+
+func (cs *connState) newPending(kind CommandKind, noreply bool) *pending {
+	var p *pending
+	if n := len(cs.free); n > 0 {
+		p = cs.free[n-1]
+		cs.free = cs.free[:n-1]
+	} else {
+		p = &pending{cs: cs}
+		p.req = cs.srv.svc.NewRequest()
+		p.onDone = p.complete
+		p.req.Done = p.onDone
+	}
+	p.kind, p.noreply, p.fixed, p.barrier = kind, noreply, p.fixed[:0], false
+	p.keys, p.writes = p.keys[:0], false
+	p.start = time.Now()
+	p.req.Reset()
+	p.state.Store(stateSubmitting)
+	cs.queue = append(cs.queue, p)
+	return p
+}
+
+// complete runs when the gateway finishes a request, on any goroutine.
+func (p *pending) complete(*gateway.Request) {
+	if p.state.CompareAndSwap(stateSubmitting, stateDone) {
+		return // inline: the loop flushes after Do returns
+	}
+	p.state.Store(stateDone)
+	if !p.cs.closed.Load() {
+		_ = p.cs.c.Wake(nil)
+	}
+}
+
+// do hands the request to the gateway.
+func (cs *connState) do(p *pending) {
+	cs.srv.svc.Do(p.req)
+	p.state.CompareAndSwap(stateSubmitting, stateWaiting)
+}
+
+// reply queues a reply known now.
+func (cs *connState) reply(kind CommandKind, b []byte, noreply bool) {
+	p := cs.newPending(kind, noreply)
+	p.fixed = append(p.fixed, b...)
+	p.state.Store(stateDone)
+}
+
+// serve parses and starts commands from buf; it returns the bytes consumed.
+func (cs *connState) serve(buf []byte) int {
+	used := 0
+	maxPending := cs.srv.cfg.MaxPending
+	for used < len(buf) && !cs.closeAfter {
+		if cs.swallow > 0 {
+			n := min(cs.swallow, len(buf)-used)
+			cs.swallow -= n
+			used += n
+			continue
+		}
+		if len(cs.queue) >= maxPending || cs.blocked() {
+			cs.flush()
+			if len(cs.queue) >= maxPending || cs.blocked() {
+				break // a completion will wake the loop and serve the rest
+			}
+		}
+		res := cs.parser.Parse(buf[used:], &cs.cmd)
+		switch res.Status {
+		case StatusNeedMore:
+			return used
+		case StatusError:
+			if res.TooLarge && cs.conflicts(&cs.cmd) {
+				cs.flush()
+				if cs.conflicts(&cs.cmd) {
+					return used
+				}
+			}
+			used += res.N
+			cs.swallow = res.Swallow
+			cs.srv.m.parseErrors.Inc()
+			if len(res.Reply) > 0 {
+				cs.reply(cs.cmd.Kind, res.Reply, false)
+			}
+			if res.TooLarge && cs.cmd.Kind == CmdSet && len(cs.cmd.Keys) == 1 {
+				// memcached drops the old item when a set is refused, so a
+				// client never reads back the value it meant to replace.
+				p := cs.newPending(CmdDelete, true)
+				p.req.Verb = gateway.VerbUnlink
+				p.req.AddKey(cs.cmd.Keys[0])
+				p.track(&cs.cmd)
+				cs.do(p)
+			}
+			if res.Close {
+				cs.closeAfter = true
+			}
+		default:
+			if cs.conflicts(&cs.cmd) {
+				// An earlier command on one of these keys is still running; the
+				// client must see its effect, so parse this one again once it is done.
+				cs.flush()
+				if cs.conflicts(&cs.cmd) {
+					return used
+				}
+			}
+			used += res.N
+			cs.dispatch(&cs.cmd)
+		}
+	}
+	return used
+}
+
+// blocked reports whether a barrier command is still running.
+func (cs *connState) blocked() bool {
+	for _, p := range cs.queue {
+		if p.barrier && p.state.Load() != stateDone {
+			return true
+		}
+	}
+	return false
+}
+
+var keySeed = maphash.MakeSeed()
+
+// writesKeys reports whether a command changes the keys it names.
+func writesKeys(k CommandKind) bool {
+	return k != CmdGet && k != CmdGets
+}
+
+// conflicts reports whether cmd must wait for a command still in flight: one
+// connection's commands take effect in the order they were sent, even when the
+// backend completes them out of order.
+func (cs *connState) conflicts(cmd *Command) bool {
+	if len(cmd.Keys) == 0 {
+		return false
+	}
+	w := writesKeys(cmd.Kind)
+	for _, p := range cs.queue {
+		if p.state.Load() == stateDone || len(p.keys) == 0 || (!w && !p.writes) {
+			continue
+		}
+		for _, k := range cmd.Keys {
+			h := maphash.Bytes(keySeed, k)
+			for _, pk := range p.keys {
+				if pk == h {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// track records the keys of a command about to start, for conflicts.
+func (p *pending) track(cmd *Command) {
+	p.writes = writesKeys(cmd.Kind)
+	for _, k := range cmd.Keys {
+		p.keys = append(p.keys, maphash.Bytes(keySeed, k))
+	}
+}
+
+// dispatch starts one parsed command.
+func (cs *connState) dispatch(cmd *Command) {
+	s := cs.srv
+	switch cmd.Kind {
+	case CmdGet, CmdGets, CmdGat, CmdGats:
+		if len(cmd.Keys) == 0 { // "gat <exptime>" with no keys
+			cs.reply(cmd.Kind, replyEnd, false)
+			return
+		}
+		p := cs.newPending(cmd.Kind, false)
+		r := p.req
+		r.Verb = gateway.VerbGet
+		if cmd.Kind == CmdGat || cmd.Kind == CmdGats {
+			r.Verb, r.Exptime = gateway.VerbGat, cmd.Exptime
+		}
+		for _, k := range cmd.Keys {
+			r.AddKey(k)
+		}
+		p.track(cmd)
+		cs.do(p)
+	case CmdSet, CmdAdd, CmdReplace, CmdAppend, CmdPrepend, CmdCas:
+		p := cs.newPending(cmd.Kind, cmd.NoReply)
+		r := p.req
+		r.Verb = storageVerb[cmd.Kind]
+		r.AddKey(cmd.Keys[0])
+		r.SetValue(cmd.Data)
+		r.Flags, r.Exptime, r.Cas = cmd.Flags, cmd.Exptime, cmd.Cas
+		p.track(cmd)
+		cs.do(p)
+	case CmdDelete, CmdIncr, CmdDecr, CmdTouch:
+		p := cs.newPending(cmd.Kind, cmd.NoReply)
+		r := p.req
+		r.Verb = storageVerb[cmd.Kind]
+		r.AddKey(cmd.Keys[0])
+		r.Delta, r.Exptime = cmd.Delta, cmd.Exptime
+		p.track(cmd)
+		cs.do(p)
+	case CmdFlushAll:
+		p := cs.newPending(cmd.Kind, cmd.NoReply)
+		p.fixed = append(p.fixed, replyOK...)
+		p.barrier = true
+		delay := cmd.Delay
+		go func() { // the scan-delete may take a while; no event loop waits on it
+			s.svc.FlushAll(delay)
+			p.complete(nil)
+		}()
+		p.state.CompareAndSwap(stateSubmitting, stateWaiting)
+	case CmdVersion:
+		cs.reply(cmd.Kind, AppendVersion(nil, s.cfg.Version), false)
+	case CmdVerbosity:
+		s.verbosity.Store(cmd.Level)
+		cs.reply(cmd.Kind, replyOK, cmd.NoReply)
+	case CmdQuit:
+		cs.closeAfter = true
+	case CmdStats:
+		cs.reply(cmd.Kind, s.appendStats(nil, cmd.Arg), false)
+	default:
+		cs.reply(cmd.Kind, replyError, false)
+	}
+}
+
+var storageVerb = [NumCommandKinds]gateway.Verb{
+	CmdSet: gateway.VerbSet, CmdAdd: gateway.VerbAdd, CmdReplace: gateway.VerbReplace,
+	CmdAppend: gateway.VerbAppend, CmdPrepend: gateway.VerbPrepend, CmdCas: gateway.VerbCas,
+	CmdDelete: gateway.VerbDelete, CmdIncr: gateway.VerbIncr, CmdDecr: gateway.VerbDecr,
+	CmdTouch: gateway.VerbTouch,
+}
+
+// flush encodes the replies at the head of the queue that are done, in order,
+// and writes them in one call.
+func (cs *connState) flush() {
+	n := 0
+	for _, p := range cs.queue {
+		if p.state.Load() != stateDone {
+			break
+		}
+		if !p.noreply {
+			cs.out = cs.encode(cs.out, p)
+		}
+		cs.srv.m.observe(p)
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	for i := 0; i < n; i++ {
+		cs.free = append(cs.free, cs.queue[i])
+		cs.queue[i] = nil
+	}
+	rest := copy(cs.queue, cs.queue[n:])
+	cs.queue = cs.queue[:rest]
+	if len(cs.out) > 0 {
+		_, _ = cs.c.Write(cs.out)
+		cs.srv.bytesWritten.Add(uint64(len(cs.out)))
+		if cap(cs.out) > 1<<20 {
+			cs.out = nil // do not pin a huge buffer to an idle connection
+		} else {
+			cs.out = cs.out[:0]
+		}
+	}
+}

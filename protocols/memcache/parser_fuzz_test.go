@@ -1,0 +1,90 @@
+package memcache
+
+import (
+	"bytes"
+	"testing"
+)
+
+// FuzzParse checks the parser's invariants on arbitrary input: it never panics,
+// never consumes more than it was given, only asks for more when no newline can
+// complete the command, refuses only with a reply memcached sends, and parses a
+// command the same way when it arrives in two pieces.
+func FuzzParse(f *testing.F) {
+	for _, tc := range parseCases() {
+		f.Add([]byte(tc.in), uint16(len(tc.in)/2))
+	}
+	f.Add([]byte("set k 0 0 5\r\nhel\r\n\r\nget k\r\n"), uint16(3))
+	f.Add([]byte("gat 0 a b c\r\ngats 1 d\r\n"), uint16(10))
+	f.Add([]byte("cas k 0 0 1 18446744073709551615 noreply\r\nx\r\n"), uint16(40))
+	f.Fuzz(func(t *testing.T, in []byte, cut uint16) {
+		p := Parser{MaxItemSize: 1 << 16}
+		var cmd Command
+		off := 0
+		for steps := 0; off < len(in) && steps < 1000; steps++ {
+			res := p.Parse(in[off:], &cmd)
+			if res.N < 0 || res.N > len(in)-off {
+				t.Fatalf("consumed %d of %d", res.N, len(in)-off)
+			}
+			switch res.Status {
+			case StatusNeedMore:
+				if res.N != 0 {
+					t.Fatalf("need-more consumed %d", res.N)
+				}
+				return
+			case StatusOK:
+				if res.N == 0 {
+					t.Fatal("ok without progress")
+				}
+				checkCommand(t, &cmd)
+				// Same command split in two: the first piece must not parse to
+				// anything else.
+				whole := in[off : off+res.N]
+				c := int(cut) % (len(whole) + 1)
+				var p2 Parser
+				p2.MaxItemSize = p.MaxItemSize
+				var cmd2 Command
+				if r2 := p2.Parse(whole[:c], &cmd2); c < len(whole) && r2.Status == StatusOK && r2.N != c {
+					t.Fatalf("prefix of %d parsed as %d bytes", c, r2.N)
+				}
+			case StatusError:
+				if res.N == 0 && !res.Close {
+					t.Fatal("error without progress")
+				}
+				if res.Reply != nil && !knownReply(res.Reply) {
+					t.Fatalf("unknown reply %q", res.Reply)
+				}
+				if res.Close {
+					return
+				}
+			}
+			off += res.N + res.Swallow
+		}
+	})
+}
+
+func checkCommand(t *testing.T, cmd *Command) {
+	if cmd.Kind == CmdNone || cmd.Kind >= numCommandKinds {
+		t.Fatalf("bad kind %d", cmd.Kind)
+	}
+	for _, k := range cmd.Keys {
+		if !validKey(k) {
+			t.Fatalf("invalid key %q accepted", k)
+		}
+	}
+	if cmd.Kind.IsStorage() && len(cmd.Keys) != 1 {
+		t.Fatalf("%v with %d keys", cmd.Kind, len(cmd.Keys))
+	}
+	if len(cmd.Data) > 1<<16 {
+		t.Fatalf("value of %d bytes over the limit", len(cmd.Data))
+	}
+}
+
+func knownReply(r []byte) bool {
+	for _, k := range [][]byte{replyError, replyBadFormat, replyBadDataChunk, replyDeleteUsage,
+		replyInvalidDelta, replyInvalidExptime, replyTooLarge} {
+		if bytes.Equal(r, k) {
+			return true
+		}
+	}
+	return false
+}

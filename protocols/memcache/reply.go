@@ -1,0 +1,89 @@
+package memcache
+
+import (
+	"github.com/ndbgate/ndbgate/gateway"
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// encode appends p's reply. This is the one place canonical errors become
+// memcached text replies.
+func (cs *connState) encode(dst []byte, p *pending) []byte {
+	if p.req.Outcome == gateway.OutcomeNone || len(p.fixed) > 0 {
+		return append(dst, p.fixed...)
+	}
+	r := p.req
+	switch r.Outcome {
+	case gateway.OutcomeValues:
+		for i := range r.Items {
+			if r.Items[i].Err != nil {
+				return appendErrorReply(dst, r.Items[i].Err)
+			}
+		}
+		withCas := p.kind == CmdGets || p.kind == CmdGats
+		for i := range r.Items {
+			it := &r.Items[i]
+			if !it.Hit {
+				continue
+			}
+			if withCas {
+				dst = AppendValueCas(dst, it.Key, it.Flags, it.Value, it.Cas)
+			} else {
+				dst = AppendValue(dst, it.Key, it.Flags, it.Value)
+			}
+		}
+		return append(dst, replyEnd...)
+	case gateway.OutcomeStored:
+		return append(dst, replyStored...)
+	case gateway.OutcomeNotStored:
+		return append(dst, replyNotStored...)
+	case gateway.OutcomeExists:
+		return append(dst, replyExists...)
+	case gateway.OutcomeNotFound:
+		return append(dst, replyNotFound...)
+	case gateway.OutcomeDeleted:
+		return append(dst, replyDeleted...)
+	case gateway.OutcomeTouched:
+		return append(dst, replyTouched...)
+	case gateway.OutcomeNumber:
+		return AppendUint(dst, r.Number)
+	default:
+		return appendErrorReply(dst, r.Err)
+	}
+}
+
+// appendErrorReply maps a canonical error onto memcached's reply for it.
+func appendErrorReply(dst []byte, err error) []byte {
+	switch ndbclient.CodeOf(err) {
+	case ndbclient.CodeOutOfMemory:
+		return append(dst, replyOutOfMemory...)
+	case ndbclient.CodeTooLarge:
+		return append(dst, replyTooLarge...)
+	case ndbclient.CodeNotNumeric:
+		return append(dst, replyNonNumeric...)
+	case ndbclient.CodeInvalidArgument:
+		return append(dst, replyBadFormat...)
+	case ndbclient.CodeOverloaded:
+		return append(dst, replyBusy...)
+	case ndbclient.CodeTemporary:
+		return append(dst, replyTemporary...)
+	case ndbclient.CodeUnavailable:
+		return append(dst, replyUnavailable...)
+	case ndbclient.CodeUnknownResult:
+		return append(dst, replyUnknownResult...)
+	case ndbclient.CodeSchemaError:
+		return append(dst, replySchema...)
+	default:
+		return append(dst, replyInternal...)
+	}
+}
+
+// ndbgate's own SERVER_ERROR lines for backend conditions memcached lacks.
+var (
+	replyBusy          = []byte("SERVER_ERROR busy, try again\r\n")
+	replyTemporary     = []byte("SERVER_ERROR temporary failure, try again\r\n")
+	replyUnavailable   = []byte("SERVER_ERROR backend unavailable\r\n")
+	replyUnknownResult = []byte("SERVER_ERROR result unknown, the write may have been applied\r\n")
+	replySchema        = []byte("SERVER_ERROR schema error\r\n")
+	replyInternal      = []byte("SERVER_ERROR internal error\r\n")
+	replyTooManyConns  = []byte("ERROR Too many open connections\r\n")
+)

@@ -1,0 +1,155 @@
+package memcache
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndbgate/ndbgate/gateway"
+	"github.com/ndbgate/ndbgate/ndbclient"
+	"github.com/ndbgate/ndbgate/ndbclient/embedded"
+	"github.com/ndbgate/ndbgate/ndbclient/ndbclienttest"
+)
+
+func startServer(t *testing.T, drv ndbclient.Driver, maxPending int) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	backend := ndbclient.NewClient(drv)
+	tbl, err := drv.CreateTable(gateway.DemoTable(1 << 20))
+	require.NoError(t, err)
+	c, err := gateway.NewContainer(gateway.DefaultContainerSpec(), tbl)
+	require.NoError(t, err)
+	svc, err := gateway.New(gateway.Options{Backend: backend, Routes: []gateway.Route{{Container: c}}})
+	require.NoError(t, err)
+	srv := NewServer(Config{Addr: addr, MaxPending: maxPending, Version: "test"}, svc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve() }()
+	select {
+	case <-srv.Started():
+	case err := <-errc:
+		t.Fatalf("serve: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("server did not start")
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return addr
+}
+
+func newEngine(t *testing.T) *embedded.Engine {
+	e := embedded.New(embedded.Config{Partitions: 8, Nodes: 2})
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+// readReplies reads n reply units from r: a line, or for VALUE a block up to END.
+func readLines(t *testing.T, r *bufio.Reader, n int) []string {
+	t.Helper()
+	out := make([]string, 0, n)
+	for len(out) < n {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err, "after %q", out)
+		out = append(out, line)
+	}
+	return out
+}
+
+func TestPipelinedRepliesStayInOrderWhenBackendCompletesOutOfOrder(t *testing.T) {
+	addr := startServer(t, ndbclienttest.Later(newEngine(t), 3*time.Millisecond), 8)
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(20*time.Second)))
+
+	// 200 commands in one write; MaxPending 8 also exercises backpressure.
+	var req strings.Builder
+	var want []string
+	for i := 0; i < 50; i++ {
+		fmt.Fprintf(&req, "set k%d 7 0 %d\r\nv%d\r\n", i, len(fmt.Sprint(i))+1, i)
+		want = append(want, "STORED\r\n")
+		fmt.Fprintf(&req, "get k%d nokey\r\n", i)
+		want = append(want, fmt.Sprintf("VALUE k%d 7 %d\r\n", i, len(fmt.Sprint(i))+1), fmt.Sprintf("v%d\r\n", i), "END\r\n")
+		fmt.Fprintf(&req, "incr n 1\r\n")
+		if i == 0 {
+			want = append(want, "NOT_FOUND\r\n")
+		} else {
+			want = append(want, fmt.Sprintf("%d\r\n", i))
+		}
+		if i == 0 {
+			req.WriteString("set n 0 0 1\r\n0\r\n")
+			want = append(want, "STORED\r\n")
+		}
+		fmt.Fprintf(&req, "bogus\r\n")
+		want = append(want, "ERROR\r\n")
+	}
+	_, err = conn.Write([]byte(req.String()))
+	require.NoError(t, err)
+	got := readLines(t, bufio.NewReader(conn), len(want))
+	require.Equal(t, want, got)
+}
+
+func TestManyConnectionsWithSlowBackend(t *testing.T) {
+	addr := startServer(t, ndbclienttest.Later(newEngine(t), time.Millisecond), 64)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for c := 0; c < 16; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+			r := bufio.NewReader(conn)
+			for i := 0; i < 100; i++ {
+				key := fmt.Sprintf("c%d-%d", c, i)
+				fmt.Fprintf(conn, "set %s 0 0 %d\r\n%s\r\nget %s\r\n", key, len(key), key, key)
+				want := []string{"STORED\r\n", fmt.Sprintf("VALUE %s 0 %d\r\n", key, len(key)), key + "\r\n", "END\r\n"}
+				for _, w := range want {
+					line, err := r.ReadString('\n')
+					if err != nil || line != w {
+						errs <- fmt.Errorf("conn %d: want %q, got %q (%v)", c, w, line, err)
+						return
+					}
+				}
+			}
+		}(c)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+func TestQuitClosesAfterQueuedReplies(t *testing.T) {
+	addr := startServer(t, ndbclienttest.Later(newEngine(t), 2*time.Millisecond), 16)
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+	_, err = conn.Write([]byte("set a 0 0 1\r\nx\r\nget a\r\nquit\r\nget a\r\n"))
+	require.NoError(t, err)
+	all, err := io.ReadAll(conn)
+	require.NoError(t, err)
+	require.Equal(t, "STORED\r\nVALUE a 0 1\r\nx\r\nEND\r\n", string(all))
+}
