@@ -22,7 +22,7 @@ type Counters struct {
 	DeleteMisses, IncrHits, IncrMisses paddedCounter
 	DecrHits, DecrMisses, CasHits      paddedCounter
 	CasMisses, CasBadval, CmdFlush     paddedCounter
-	BackendErrors                      paddedCounter
+	BackendErrors, TotalItems          paddedCounter
 }
 
 func (c *Counters) count(r *Request) {
@@ -44,11 +44,15 @@ func (c *Counters) count(r *Request) {
 		}
 	case VerbSet, VerbAdd, VerbReplace, VerbAppend, VerbPrepend:
 		c.CmdSet.Add(1)
+		if r.Outcome == OutcomeStored {
+			c.TotalItems.Add(1)
+		}
 	case VerbCas:
 		c.CmdSet.Add(1)
 		switch r.Outcome {
 		case OutcomeStored:
 			c.CasHits.Add(1)
+			c.TotalItems.Add(1)
 		case OutcomeExists:
 			c.CasBadval.Add(1)
 		case OutcomeNotFound:
@@ -85,7 +89,7 @@ func (c *Counters) Reset() {
 		&c.CmdGet, &c.GetHits, &c.GetMisses, &c.CmdSet, &c.CmdTouch, &c.TouchHits,
 		&c.TouchMisses, &c.DeleteHits, &c.DeleteMisses, &c.IncrHits, &c.IncrMisses,
 		&c.DecrHits, &c.DecrMisses, &c.CasHits, &c.CasMisses, &c.CasBadval, &c.CmdFlush,
-		&c.BackendErrors,
+		&c.BackendErrors, &c.TotalItems,
 	} {
 		p.Store(0)
 	}

@@ -223,34 +223,31 @@ func (r *Request) inPass(p Policy, it *Item) bool {
 	return p == PolicyNDB || (p == PolicyCaching && !it.Hit && it.Err == nil)
 }
 
-// addGetOps appends key i's ops from op index n: a read, preceded for gat by an
-// expiry update in the same transaction. It returns the next free op index.
+// addGetOps appends key i's ops from op index n: a read, followed for gat by an
+// expiry update in the same transaction. The read comes first because gat
+// returns the item as it was, even when the new expiry makes it expire at once.
+// It returns the next free op index.
 func (r *Request) addGetOps(n, i int, t *keyTarget) int {
 	c := t.route.Container
-	if r.Verb == VerbGat && c.ExpireColumn >= 0 {
-		u := r.op(n)
-		u.Kind, u.Table, u.TxnWithNext = ndbclient.OpUpdate, c.Table, true
-		var err error
-		if u.Key, err = r.keyValues(c, t.key, u.Key); err != nil {
-			r.Items[i].Err = err
-			return n
-		}
-		setUint(u, c.ExpireColumn, r.svc.expireAt(r.Exptime))
-		n++
-	}
+	touch := r.Verb == VerbGat && c.ExpireColumn >= 0
 	o := r.op(n)
 	o.Kind, o.Table = ndbclient.OpRead, c.Table
 	var err error
 	if o.Key, err = r.keyValues(c, t.key, o.Key); err != nil {
 		r.Items[i].Err = err
-		if r.Verb == VerbGat && c.ExpireColumn >= 0 {
-			return n - 1
-		}
 		return n
 	}
 	o.Read = append(o.Read, c.readProj...)
 	o.Affected = uint64(i) // remembers the item; drivers leave Affected alone for reads
-	return n + 1
+	if !touch {
+		return n + 1
+	}
+	o.Lock, o.TxnWithNext = ndbclient.LockExclusive, true
+	u := r.op(n + 1)
+	u.Kind, u.Table = ndbclient.OpUpdate, c.Table
+	u.Key = append(u.Key[:0], o.Key...)
+	setUint(u, c.ExpireColumn, r.svc.expireAt(r.Exptime))
+	return n + 2
 }
 
 func (r *Request) getDone() {

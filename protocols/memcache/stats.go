@@ -70,6 +70,7 @@ func (s *Server) appendGeneralStats(dst []byte) []byte {
 	dst = AppendStat(dst, "threads", uint64(runtime.GOMAXPROCS(0)))
 	dst = AppendStat(dst, "bytes", ds.Bytes)
 	dst = AppendStat(dst, "curr_items", ds.Items)
+	dst = AppendStat(dst, "total_items", c.TotalItems.Load())
 	dst = AppendStat(dst, "evictions", ds.Evictions)
 	dst = AppendStat(dst, "reclaimed", ds.Expired)
 	// ndbgate's own counters.
