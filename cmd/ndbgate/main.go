@@ -1,0 +1,159 @@
+// Command ndbgate is a NoSQL gateway for MySQL NDB Cluster and RonDB: memcached
+// (and later REST and gRPC) requests become native NDB operations. With no
+// cluster configured it serves from its embedded engine.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/ndbgate/ndbgate/config"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "version", "--version", "-v":
+		fmt.Fprintf(stdout, "ndbgate %s (%s, %s/%s, drivers: %s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH, driversBuilt())
+		return 0
+	case "serve":
+		cfg, err := loadConfig(args[1:], os.LookupEnv, stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "ndbgate: %v\n", err)
+			return 2
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		if err := serve(ctx, cfg, newLogger(cfg.Log, stderr)); err != nil {
+			fmt.Fprintf(stderr, "ndbgate: %v\n", err)
+			return 1
+		}
+		return 0
+	case "help", "-h", "--help":
+		usage(stdout)
+		return 0
+	}
+	fmt.Fprintf(stderr, "ndbgate: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage:
+  ndbgate serve [--config FILE] [--memcache ADDR] [--rest ADDR] [--grpc ADDR]
+                [--item-size-max N] [--memory-limit N] [--ndb-connectstring CS] ...
+  ndbgate version
+
+Run "ndbgate serve --help" for every flag.
+`)
+}
+
+// loadConfig layers defaults, the YAML file, NDBGATE_* env and flags (last wins).
+func loadConfig(args []string, lookup func(string) (string, bool), stderr io.Writer) (config.Config, error) {
+	cfg := config.Default()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		file              = fs.String("config", "", "YAML config file (env NDBGATE_CONFIG)")
+		memcacheAddr      = fs.String("memcache", cfg.Listeners.Memcache, "memcache listener host:port; empty turns it off")
+		restAddr          = fs.String("rest", cfg.Listeners.REST, "HTTP listener (metrics, health; REST API) host:port; empty turns it off")
+		grpcAddr          = fs.String("grpc", cfg.Listeners.GRPC, "gRPC listener host:port; empty turns it off")
+		connectstring     = fs.String("ndb-connectstring", "", "NDB management server(s), host:1186[,host2:1186]; empty = embedded engine")
+		poolSize          = fs.Int("ndb-pool-size", cfg.NDB.PoolSize, "NDB cluster connections in the pool")
+		partitions        = fs.Int("partitions", cfg.Embedded.Partitions, "embedded engine: partitions per table")
+		nodes             = fs.Int("nodes", cfg.Embedded.Nodes, "embedded engine: simulated data nodes")
+		maxConns          = fs.Int("max-connections", cfg.Limits.MaxConnections, "memcache: most open connections (memcached -c)")
+		logLevel          = fs.String("log-level", cfg.Log.Level, "debug, info, warn or error")
+		logFormat         = fs.String("log-format", cfg.Log.Format, "text or json")
+		itemSizeMax       config.ByteSize
+		memoryLimit       config.ByteSize
+		itemSizeMaxString = cfg.Limits.ItemSizeMax.String()
+	)
+	fs.Func("item-size-max", "largest value, e.g. 1m (memcached -I); default "+itemSizeMaxString, func(s string) error { return itemSizeMax.Set(s) })
+	fs.Func("memory-limit", "embedded engine memory limit, e.g. 512m; 0 = none (memcached -m)", func(s string) error { return memoryLimit.Set(s) })
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	path := *file
+	if path == "" {
+		path, _ = lookup("NDBGATE_CONFIG")
+	}
+	if path != "" {
+		if err := cfg.LoadFile(path); err != nil {
+			return cfg, err
+		}
+	}
+	if err := cfg.ApplyEnv(lookup); err != nil {
+		return cfg, err
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "memcache":
+			cfg.Listeners.Memcache = *memcacheAddr
+		case "rest":
+			cfg.Listeners.REST = *restAddr
+		case "grpc":
+			cfg.Listeners.GRPC = *grpcAddr
+		case "ndb-connectstring":
+			cfg.NDB.Connectstring = *connectstring
+		case "ndb-pool-size":
+			cfg.NDB.PoolSize = *poolSize
+		case "partitions":
+			cfg.Embedded.Partitions = *partitions
+		case "nodes":
+			cfg.Embedded.Nodes = *nodes
+		case "max-connections":
+			cfg.Limits.MaxConnections = *maxConns
+		case "log-level":
+			cfg.Log.Level = *logLevel
+		case "log-format":
+			cfg.Log.Format = *logFormat
+		case "item-size-max":
+			cfg.Limits.ItemSizeMax = itemSizeMax
+		case "memory-limit":
+			cfg.Embedded.MemoryLimit = memoryLimit
+		}
+	})
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	return cfg, nil
+}
+
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// shutdownGrace bounds how long in-flight requests may take after a signal.
+const shutdownGrace = 10 * time.Second

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ndbgate/ndbgate/config"
+	"github.com/ndbgate/ndbgate/gateway"
+	"github.com/ndbgate/ndbgate/ndbclient"
+	"github.com/ndbgate/ndbgate/ndbclient/embedded"
+	"github.com/ndbgate/ndbgate/protocols/memcache"
+)
+
+// serve wires the configured pieces and runs until ctx is done.
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	itemMax := int(cfg.Limits.ItemSizeMax)
+	backendDriver, err := openBackend(cfg, log)
+	if err != nil {
+		return err
+	}
+	backend := ndbclient.NewClient(backendDriver)
+	defer backend.Close()
+
+	var local *ndbclient.Client
+	if needsLocal(cfg) {
+		local = ndbclient.NewClient(newEmbedded(cfg))
+		defer local.Close()
+	}
+	routes, err := buildRoutes(cfg, backend, local, itemMax)
+	if err != nil {
+		return err
+	}
+	svc, err := gateway.New(gateway.Options{Backend: backend, Local: local, Routes: routes, ItemSizeMax: itemMax, Logger: log})
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	gateway.RegisterMetrics(reg)
+	ndbclient.RegisterMetrics(reg, backendDriver)
+
+	errc := make(chan error, 3)
+	var mc *memcache.Server
+	if cfg.Listeners.Memcache != "" {
+		mc = memcache.NewServer(memcache.Config{
+			Addr:           cfg.Listeners.Memcache,
+			MaxConnections: cfg.Limits.MaxConnections,
+			MaxPending:     cfg.Limits.MaxPendingPerConn,
+			ItemSizeMax:    itemMax,
+			Version:        memcacheVersion(),
+			Settings: [][2]string{
+				{"ndbgate_backend", backendDriver.Name()},
+				{"ndbgate_version", version},
+			},
+		}, svc, log)
+		go func() {
+			if err := mc.Serve(); err != nil {
+				errc <- memcache.ListenError(cfg.Listeners.Memcache, err)
+			}
+		}()
+		select {
+		case <-mc.Started():
+		case err := <-errc:
+			return err
+		case <-ctx.Done():
+			return nil
+		}
+		log.LogAttrs(ctx, slog.LevelInfo, "memcache listening", slog.String("addr", cfg.Listeners.Memcache))
+	}
+
+	var hs *http.Server
+	if cfg.Listeners.REST != "" {
+		ln, err := net.Listen("tcp", cfg.Listeners.REST)
+		if err != nil {
+			return fmt.Errorf("rest listener %s: %w (pick another --rest address, or --rest '' to turn it off)", cfg.Listeners.REST, err)
+		}
+		hs = &http.Server{Handler: httpHandler(reg, svc), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+		log.LogAttrs(ctx, slog.LevelInfo, "http listening", slog.String("addr", cfg.Listeners.REST), slog.String("routes", "/metrics /healthz /readyz"))
+	}
+	if cfg.Listeners.GRPC != "" {
+		log.LogAttrs(ctx, slog.LevelInfo, "grpc front end not in this version yet; address accepted but not listened on", slog.String("addr", cfg.Listeners.GRPC))
+	}
+	log.LogAttrs(ctx, slog.LevelInfo, "ndbgate ready", slog.String("version", version), slog.String("backend", backendDriver.Name()), slog.Int("routes", len(routes)))
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	log.LogAttrs(context.Background(), slog.LevelInfo, "shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if hs != nil {
+		_ = hs.Shutdown(sctx)
+	}
+	if mc != nil {
+		if err := mc.Shutdown(sctx); err != nil {
+			log.LogAttrs(sctx, slog.LevelWarn, "memcache shutdown", slog.Any("error", err))
+		}
+	}
+	return runErr
+}
+
+func memcacheVersion() string { return "1.6.0-ndbgate-" + version }
+
+func httpHandler(reg *prometheus.Registry, svc *gateway.Service) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if err := svc.Ready(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = fmt.Fprintf(w, `{"status":"unavailable","error":%q}`, err.Error())
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"ready"}`))
+	})
+	return mux
+}
+
+func newEmbedded(cfg config.Config) *embedded.Engine {
+	return embedded.New(embedded.Config{
+		Partitions:   cfg.Embedded.Partitions,
+		Nodes:        cfg.Embedded.Nodes,
+		MemoryLimit:  uint64(cfg.Embedded.MemoryLimit),
+		ReapInterval: time.Duration(cfg.Embedded.ReapInterval),
+	})
+}
+
+// openBackend returns the NDB driver when a connectstring is set, else the
+// embedded engine.
+func openBackend(cfg config.Config, log *slog.Logger) (ndbclient.Driver, error) {
+	if cfg.NDB.Connectstring != "" {
+		return openNDB(cfg, log)
+	}
+	return newEmbedded(cfg), nil
+}
+
+func needsLocal(cfg config.Config) bool {
+	for _, kp := range cfg.KeyPrefixes {
+		if kp.Policy == "caching" || kp.Policy == "local-only" {
+			return true
+		}
+	}
+	return false
+}
+
+// buildRoutes resolves containers against the backend's tables (creating
+// memcache-shaped tables on the embedded engine) and maps key prefixes.
+func buildRoutes(cfg config.Config, backend, local *ndbclient.Client, itemMax int) ([]gateway.Route, error) {
+	specs := map[string]gateway.ContainerSpec{}
+	tables := map[string]*ndbclient.Table{}
+	def := gateway.DefaultContainerSpec()
+	specs[def.Name] = def
+	tables[def.Name] = gateway.DemoTable(itemMax)
+	for _, c := range cfg.Containers {
+		specs[c.Name] = gateway.ContainerSpec{
+			Name: c.Name, KeyColumns: c.KeyColumns, ValueColumns: c.ValueColumns,
+			FlagsColumn: c.FlagsColumn, CasColumn: c.CasColumn, ExpireColumn: c.ExpireColumn, MathColumn: c.MathColumn,
+		}
+		t := memcacheShape(c, itemMax)
+		tables[c.Name] = t
+	}
+	prefixes := cfg.KeyPrefixes
+	if len(prefixes) == 0 {
+		name := gateway.DefaultContainerName
+		if len(cfg.Containers) > 0 {
+			name = cfg.Containers[0].Name
+		}
+		prefixes = []config.KeyPrefix{{Prefix: "", Container: name, Policy: "ndb-only"}}
+	}
+	built := map[string]*gateway.Container{}
+	var routes []gateway.Route
+	for _, kp := range prefixes {
+		policy, err := gateway.ParsePolicy(kp.Policy)
+		if err != nil {
+			return nil, fmt.Errorf("key prefix %q: %w", kp.Prefix, err)
+		}
+		c, ok := built[kp.Container]
+		if !ok {
+			t, err := ensureTable(backend, tables[kp.Container])
+			if err != nil {
+				return nil, fmt.Errorf("container %q: %w", kp.Container, err)
+			}
+			if local != nil {
+				if _, err := ensureTable(local, t); err != nil {
+					return nil, fmt.Errorf("container %q (local cache): %w", kp.Container, err)
+				}
+			}
+			if c, err = gateway.NewContainer(specs[kp.Container], t); err != nil {
+				return nil, err
+			}
+			built[kp.Container] = c
+		}
+		routes = append(routes, gateway.Route{Prefix: kp.Prefix, Container: c, Policy: policy})
+	}
+	return routes, nil
+}
+
+// memcacheShape is the table the embedded engine creates for a container that
+// names its columns but whose table does not exist yet.
+func memcacheShape(c config.Container, itemMax int) *ndbclient.Table {
+	t := &ndbclient.Table{Database: c.Database, Name: c.Table, ExpireColumn: -1, Eviction: c.Eviction == nil || *c.Eviction}
+	for _, k := range c.KeyColumns {
+		t.PrimaryKey = append(t.PrimaryKey, len(t.Columns))
+		t.Columns = append(t.Columns, ndbclient.Column{Name: k, Type: ndbclient.TypeVarchar, Length: 250})
+	}
+	for _, v := range c.ValueColumns {
+		t.Columns = append(t.Columns, ndbclient.Column{Name: v, Type: ndbclient.TypeVarbinary, Length: itemMax, Nullable: true})
+	}
+	add := func(name string, typ ndbclient.ColumnType, nullable bool) int {
+		if name == "" {
+			return -1
+		}
+		t.Columns = append(t.Columns, ndbclient.Column{Name: name, Type: typ, Nullable: nullable})
+		return len(t.Columns) - 1
+	}
+	add(c.FlagsColumn, ndbclient.TypeUint32, false)
+	add(c.CasColumn, ndbclient.TypeUint64, false)
+	t.ExpireColumn = add(c.ExpireColumn, ndbclient.TypeUint32, false)
+	add(c.MathColumn, ndbclient.TypeUint64, true)
+	return t
+}
+
+// ensureTable returns the driver's table of t's name, creating it if the driver
+// can (the embedded engine); a table of another shape is a schema error.
+func ensureTable(cl *ndbclient.Client, t *ndbclient.Table) (*ndbclient.Table, error) {
+	if got, err := cl.Table(t.Database, t.Name); err == nil {
+		return got, nil
+	}
+	return cl.Driver().CreateTable(t)
+}
