@@ -1,0 +1,96 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestPymemcache runs tests/python (pytest + pymemcache) against the server.
+// Without python3, pytest or pymemcache it skips, except with CI=true, where it
+// fails.
+func TestPymemcache(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		skipOrFailMissing(t, "python3 not on PATH")
+	}
+	{
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, python, "-c", "import pymemcache, pytest").CombinedOutput()
+		cancel()
+		if err != nil {
+			skipOrFailMissing(t, "python3 cannot import pymemcache and pytest (pip install -r tests/python/requirements.txt): %v\n%s", err, out)
+		}
+	}
+	forEachTarget(t, func(t *testing.T, tg *target) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, python, "-m", "pytest", "-q", "-p", "no:cacheprovider", filepath.Join("tests", "python"))
+		cmd.Dir = repoRoot
+		cmd.Env = cleanEnv("NDBGATE_MEMCACHE="+tg.addr, "PYTHONDONTWRITEBYTECODE=1")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		t.Logf("pytest output against %s:\n%s", tg.name, out.String())
+		require.NoError(t, ctx.Err(), "pytest timed out")
+		require.NoError(t, err, "pytest failed against %s", tg.name)
+		assert.Regexp(t, regexp.MustCompile(`(?m)^\d+ passed`), out.String(), "pytest summary")
+		assert.NotContains(t, out.String(), "skipped", "no test may be skipped when the server is given")
+	})
+}
+
+// memccapableASCIITests is the number of ASCII tests in libmemcached 1.x's
+// memccapable (`memccapable -a`).
+const memccapableASCIITests = 27
+
+var (
+	reCapablePass = regexp.MustCompile(`(?m)^ascii .*\[pass\]$`)
+	reCapableFail = regexp.MustCompile(`(?m)^.*\[FAIL\]$`)
+	reCapableSkip = regexp.MustCompile(`(?m)^.*\[skip\]$`)
+)
+
+// TestMemccapable runs libmemcached's conformance checker in ASCII mode and
+// requires all 27 of its tests to pass. Without memccapable it skips, except
+// with CI=true, where it fails.
+func TestMemccapable(t *testing.T) {
+	bin, err := exec.LookPath("memccapable")
+	if err != nil {
+		skipOrFailMissing(t, "memccapable not on PATH (Debian package libmemcached-tools)")
+	}
+	forEachTarget(t, func(t *testing.T, tg *target) {
+		host, port, err := net.SplitHostPort(tg.addr)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "-a", "-t", "5", "-h", host, "-p", port)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		runErr := cmd.Run()
+		text := out.String()
+		t.Logf("memccapable -a against %s:\n%s", tg.name, text)
+		require.NoError(t, ctx.Err(), "memccapable timed out")
+		passed := len(reCapablePass.FindAllString(text, -1))
+		failed := len(reCapableFail.FindAllString(text, -1))
+		skipped := len(reCapableSkip.FindAllString(text, -1))
+		assert.Equal(t, memccapableASCIITests, passed, "memccapable ASCII tests passed")
+		assert.Equal(t, 0, failed, "memccapable ASCII tests failed")
+		assert.Equal(t, 0, skipped, "memccapable ASCII tests skipped")
+		assert.Contains(t, text, "All tests passed")
+		assert.NoError(t, runErr, "memccapable exit status")
+		if tg.srv != nil {
+			assert.True(t, tg.srv.alive(), "ndbgate died during memccapable")
+		}
+		// Afterwards the server still serves.
+		c := dialRaw(t, tg.addr)
+		c.roundTrip("set after:capable 0 0 2\r\nok\r\n", "STORED\r\n")
+		c.roundTrip("get after:capable\r\n", "VALUE after:capable 0 2\r\nok\r\nEND\r\n")
+	})
+}
