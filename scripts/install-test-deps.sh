@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs on a fresh Debian machine: libmemcached's
+# conformance checker (memccapable), memcached (a reference peer for protocol
+# tests), Python's pymemcache, and the Go modules. Idempotent and quiet when
+# everything is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "install-test-deps: not root and no sudo; install libmemcached-tools and memcached by hand" >&2
+  fi
+fi
+
+need_apt=()
+command -v memccapable >/dev/null 2>&1 || need_apt+=(libmemcached-tools)
+command -v memcached >/dev/null 2>&1 || need_apt+=(memcached)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "install-test-deps: apt-get install ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  # Debian starts memcached as a service on 11211, ndbgate's default port; the
+  # tests use their own ports, but a user running `make run` needs 11211 free.
+  if command -v systemctl >/dev/null 2>&1; then $SUDO systemctl disable --now memcached >/dev/null 2>&1 || true; fi
+  $SUDO pkill -x memcached >/dev/null 2>&1 || true
+fi
+
+if ! python3 -c 'import pymemcache, pytest' >/dev/null 2>&1; then
+  echo "install-test-deps: pip install -r tests/python/requirements.txt"
+  python3 -m pip install -q --disable-pip-version-check -r tests/python/requirements.txt
+fi
+
+go mod download
