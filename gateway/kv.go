@@ -19,6 +19,7 @@ const (
 	stageIncr
 	stageReadModify  // read value, cas and math for a read-modify-write
 	stageWriteModify // conditional update of a read-modify-write
+	stageCreate      // insert of an incr/decr's initial value (binary protocol)
 )
 
 // pass is which client a get's current batch went to.
@@ -61,6 +62,8 @@ func (r *Request) batchDone(_ *ndbclient.Batch, err error) {
 		r.readModifyDone()
 	case stageWriteModify:
 		r.writeModifyDone()
+	case stageCreate:
+		r.createDone()
 	}
 }
 

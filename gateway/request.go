@@ -64,6 +64,10 @@ type Request struct {
 	Exptime int64  // memcached form: 0 never, <0 expired, <=30d relative, else absolute
 	Cas     uint64 // VerbCas compare value
 	Delta   uint64 // incr/decr
+	// Create makes incr/decr store Initial (with Exptime) when the key is
+	// missing, as memcached's binary protocol does, instead of NOT_FOUND.
+	Create  bool
+	Initial uint64
 	// Done is called exactly once per Do, inline or from another goroutine.
 	Done func(*Request)
 
@@ -110,6 +114,7 @@ func (s *Service) NewRequest() *Request {
 // Reset clears inputs and outputs, keeping buffers.
 func (r *Request) Reset() {
 	r.Verb, r.Flags, r.Exptime, r.Cas, r.Delta = 0, 0, 0, 0, 0
+	r.Create, r.Initial = false, 0
 	r.Outcome, r.Number, r.NewCas, r.Err = OutcomeNone, 0, 0, nil
 	r.Items = r.Items[:0]
 	r.keyBuf = r.keyBuf[:0]

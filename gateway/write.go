@@ -82,6 +82,10 @@ func (r *Request) startWrite() {
 		if !r.setItem(c, o, r.value) {
 			return
 		}
+	case VerbDelete:
+		if r.Cas != 0 && c.CasColumn >= 0 { // binary protocol: delete only this version
+			o.CondColumn, o.CondValue, o.HasCond = c.CasColumn, ndbclient.Uint(r.Cas), true
+		}
 	}
 	r.submit(r.writeClient(), stageWrite, 0, 1)
 }
@@ -105,7 +109,7 @@ func (r *Request) writeDone() {
 		r.Outcome = OutcomeNotFound
 	case code == ndbclient.CodeDuplicate && r.Verb == VerbAdd:
 		r.Outcome = OutcomeNotStored
-	case code == ndbclient.CodeConditionFailed && r.Verb == VerbCas:
+	case code == ndbclient.CodeConditionFailed && (r.Verb == VerbCas || r.Verb == VerbDelete):
 		r.Outcome = OutcomeExists
 	default:
 		r.fail(err)
@@ -187,6 +191,10 @@ func (r *Request) incrDone() {
 	case ndbclient.CodeOK:
 		r.Outcome, r.Number = OutcomeNumber, o.Row[0].Uint()
 	case ndbclient.CodeNotFound:
+		if r.Create {
+			r.startCreate()
+			return
+		}
 		r.Outcome, r.NewCas = OutcomeNotFound, 0
 	case ndbclient.CodeNotNumeric:
 		r.startReadModify()
@@ -222,6 +230,10 @@ func (r *Request) readModifyDone() {
 	switch ndbclient.CodeOf(rd.Err) {
 	case ndbclient.CodeOK:
 	case ndbclient.CodeNotFound:
+		if r.Create && (r.Verb == VerbIncr || r.Verb == VerbDecr) {
+			r.startCreate()
+			return
+		}
 		r.Outcome, r.NewCas = OutcomeNotFound, 0
 		if r.Verb == VerbAppend || r.Verb == VerbPrepend {
 			r.Outcome = OutcomeNotStored
@@ -308,6 +320,45 @@ func (r *Request) writeModifyDone() {
 		}
 	default:
 		r.fail(u.Err)
+		r.NewCas = 0
+	}
+	r.finish()
+}
+
+// ---- incr/decr of a missing key with an initial value (binary protocol) ----
+
+// startCreate inserts the initial value. If another client created the key in
+// the meantime, the add is retried against the existing value.
+func (r *Request) startCreate() {
+	r.attempts++
+	if r.attempts > maxModifyAttempts {
+		r.fail(ndbclient.Errorf(ndbclient.CodeTemporary, "too many concurrent changes to the key"))
+		r.NewCas = 0
+		r.finish()
+		return
+	}
+	o, c, ok := r.firstOp(ndbclient.OpInsert)
+	if !ok {
+		return
+	}
+	text := strconv.AppendUint(r.textBuf[:0], r.Initial, 10)
+	r.Flags = 0
+	if !r.setItem(c, o, text) {
+		return
+	}
+	r.submit(r.writeClient(), stageCreate, 0, 1)
+}
+
+func (r *Request) createDone() {
+	o := &r.ops[0]
+	switch ndbclient.CodeOf(o.Err) {
+	case ndbclient.CodeOK:
+		r.Outcome, r.Number = OutcomeNumber, r.Initial
+	case ndbclient.CodeDuplicate:
+		r.startIncr()
+		return
+	default:
+		r.fail(o.Err)
 		r.NewCas = 0
 	}
 	r.finish()

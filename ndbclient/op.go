@@ -73,7 +73,7 @@ type Op struct {
 	// Set holds the columns written by insert/update/write/cond-update/add/append.
 	Set []ColumnValue
 
-	CondColumn int // OpCondUpdate always checks it; OpAppend checks it when HasCond
+	CondColumn int // OpCondUpdate always checks it; OpAppend and OpDelete when HasCond
 	CondValue  Value
 	HasCond    bool
 

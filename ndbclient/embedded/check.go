@@ -130,6 +130,9 @@ func (t *table) checkOp(op *ndbclient.Op, inTxn bool) error {
 	case ndbclient.OpRead:
 		return t.checkRead(op.Read)
 	case ndbclient.OpDelete:
+		if op.HasCond {
+			return t.checkCond(op)
+		}
 		return nil
 	}
 	if err := t.checkSet(op); err != nil {

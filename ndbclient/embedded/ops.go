@@ -35,6 +35,8 @@ func (p *partition) do(op *ndbclient.Op, key []byte, tag uint32, now uint32, u *
 	case ndbclient.OpDelete:
 		if s := p.find(tag, key, now); s < 0 {
 			err = ndbclient.ErrNotFound
+		} else if op.HasCond && !p.condHolds(s, op) {
+			err = ndbclient.ErrConditionFailed
 		} else {
 			p.del(s)
 		}

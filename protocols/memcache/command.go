@@ -26,6 +26,7 @@ const (
 	CmdVerbosity
 	CmdQuit
 	CmdStats
+	CmdNoop // binary NOOP
 	numCommandKinds
 )
 
@@ -34,7 +35,7 @@ const NumCommandKinds = int(numCommandKinds)
 
 var commandNames = [numCommandKinds]string{
 	"none", "get", "gets", "gat", "gats", "set", "add", "replace", "append", "prepend",
-	"cas", "delete", "incr", "decr", "touch", "flush_all", "version", "verbosity", "quit", "stats",
+	"cas", "delete", "incr", "decr", "touch", "flush_all", "version", "verbosity", "quit", "stats", "noop",
 }
 
 func (k CommandKind) String() string {
@@ -76,6 +77,18 @@ type Command struct {
 	Level int64
 	// Arg is the stats sub-command ("" for general stats, "settings", ...).
 	Arg []byte
-	// NoReply is set when the command ended with "noreply".
+	// NoReply is set when the command ended with "noreply" (text) or is a quiet
+	// opcode (binary).
 	NoReply bool
+
+	// Binary protocol only: the request's opcode and opaque (echoed in replies),
+	// whether it is a quiet variant, whether replies carry the key, and for
+	// incr/decr whether a missing key is created with Initial.
+	Binary  bool
+	Opcode  uint8
+	Opaque  uint32
+	Quiet   bool
+	WithKey bool
+	Create  bool
+	Initial uint64
 }

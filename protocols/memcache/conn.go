@@ -25,6 +25,25 @@ type connState struct {
 	free       []*pending
 	closeAfter bool
 	closed     atomic.Bool
+	// proto is fixed by the connection's first byte, as in memcached.
+	proto connProto
+	// openGet collects a run of binary quiet gets into one request (one backend
+	// batch); a non-quiet get, any other command or the end of the input ends it.
+	openGet *pending
+}
+
+type connProto uint8
+
+const (
+	protoUnknown connProto = iota
+	protoText
+	protoBinary
+)
+
+// binKey is the opcode and opaque of one key of a binary get run.
+type binKey struct {
+	opcode uint8
+	opaque uint32
 }
 
 // Completion states of a pending command.
@@ -49,6 +68,12 @@ type pending struct {
 	keys   []uint64
 	writes bool
 	onDone func(*gateway.Request)
+	// Binary protocol: the request's opcode and opaque, and per key of a get
+	// run its own.
+	bin     bool
+	opcode  uint8
+	opaque  uint32
+	binKeys []binKey
 }
 
 func (cs *connState) newPending(kind CommandKind, noreply bool) *pending {
@@ -64,6 +89,7 @@ func (cs *connState) newPending(kind CommandKind, noreply bool) *pending {
 	}
 	p.kind, p.noreply, p.fixed, p.barrier = kind, noreply, p.fixed[:0], false
 	p.keys, p.writes = p.keys[:0], false
+	p.bin, p.opcode, p.opaque, p.binKeys = false, 0, 0, p.binKeys[:0]
 	p.start = time.Now()
 	p.req.Reset()
 	p.state.Store(stateSubmitting)
@@ -97,6 +123,25 @@ func (cs *connState) reply(kind CommandKind, b []byte, noreply bool) {
 
 // serve parses and starts commands from buf; it returns the bytes consumed.
 func (cs *connState) serve(buf []byte) int {
+	if cs.proto == protoUnknown && len(buf) > 0 {
+		cs.proto = protoText
+		if buf[0] == binReqMagic {
+			cs.proto = protoBinary
+		}
+	}
+	used := cs.serveLoop(buf)
+	cs.closeRun()
+	return used
+}
+
+func (cs *connState) parse(buf []byte) Result {
+	if cs.proto == protoBinary {
+		return cs.parser.ParseBinary(buf, &cs.cmd)
+	}
+	return cs.parser.Parse(buf, &cs.cmd)
+}
+
+func (cs *connState) serveLoop(buf []byte) int {
 	used := 0
 	maxPending := cs.srv.cfg.MaxPending
 	for used < len(buf) && !cs.closeAfter {
@@ -112,11 +157,12 @@ func (cs *connState) serve(buf []byte) int {
 				break // a completion will wake the loop and serve the rest
 			}
 		}
-		res := cs.parser.Parse(buf[used:], &cs.cmd)
+		res := cs.parse(buf[used:])
 		switch res.Status {
 		case StatusNeedMore:
 			return used
 		case StatusError:
+			cs.closeRun()
 			if res.TooLarge && cs.conflicts(&cs.cmd) {
 				cs.flush()
 				if cs.conflicts(&cs.cmd) {
@@ -142,6 +188,22 @@ func (cs *connState) serve(buf []byte) int {
 				cs.closeAfter = true
 			}
 		default:
+			if cs.cmd.Binary && cs.inRun(&cs.cmd) {
+				if cs.openGet != nil && !cs.joinsRun(&cs.cmd) {
+					cs.closeRun()
+				}
+				if cs.conflicts(&cs.cmd) {
+					cs.closeRun()
+					cs.flush()
+					if cs.conflicts(&cs.cmd) {
+						return used
+					}
+				}
+				used += res.N
+				cs.addToRun(&cs.cmd)
+				continue
+			}
+			cs.closeRun()
 			if cs.conflicts(&cs.cmd) {
 				// An earlier command on one of these keys is still running; the
 				// client must see its effect, so parse this one again once it is done.
@@ -206,8 +268,118 @@ func (p *pending) track(cmd *Command) {
 	}
 }
 
+// inRun reports whether a binary command is a get-family one that can share a
+// batch with its neighbours.
+func (cs *connState) inRun(cmd *Command) bool {
+	return cmd.Kind == CmdGet || cmd.Kind == CmdGat || cmd.Kind == CmdTouch
+}
+
+func (cs *connState) joinsRun(cmd *Command) bool {
+	r := cs.openGet.req
+	if cmd.Kind == CmdGet {
+		return r.Verb == gateway.VerbGet
+	}
+	return r.Verb == gateway.VerbGat && r.Exptime == cmd.Exptime
+}
+
+// addToRun adds a binary get-family command to the open run, opening one if
+// needed; a non-quiet command ends the run.
+func (cs *connState) addToRun(cmd *Command) {
+	p := cs.openGet
+	if p == nil {
+		kind := cmd.Kind
+		if kind == CmdTouch {
+			kind = CmdGat
+		}
+		p = cs.newPending(kind, false)
+		p.bin, p.opcode, p.opaque = true, cmd.Opcode, cmd.Opaque
+		p.req.Verb = gateway.VerbGet
+		if kind == CmdGat {
+			p.req.Verb, p.req.Exptime = gateway.VerbGat, cmd.Exptime
+		}
+		cs.openGet = p
+	}
+	p.req.AddKey(cmd.Keys[0])
+	p.binKeys = append(p.binKeys, binKey{cmd.Opcode, cmd.Opaque})
+	p.track(cmd)
+	if !cmd.Quiet {
+		cs.closeRun()
+	}
+}
+
+// closeRun starts the open run of binary gets, if any.
+func (cs *connState) closeRun() {
+	if p := cs.openGet; p != nil {
+		cs.openGet = nil
+		cs.do(p)
+	}
+}
+
+// dispatchBinary starts a binary command other than a get.
+func (cs *connState) dispatchBinary(cmd *Command) {
+	s := cs.srv
+	fixed := func(b []byte) {
+		p := cs.newPending(cmd.Kind, false)
+		p.bin, p.opcode, p.opaque = true, cmd.Opcode, cmd.Opaque
+		p.fixed = append(p.fixed, b...)
+		p.state.Store(stateDone)
+	}
+	switch cmd.Kind {
+	case CmdSet, CmdAdd, CmdReplace, CmdAppend, CmdPrepend, CmdCas, CmdDelete, CmdIncr, CmdDecr:
+		p := cs.newPending(cmd.Kind, false)
+		p.bin, p.opcode, p.opaque = true, cmd.Opcode, cmd.Opaque
+		r := p.req
+		r.Verb = storageVerb[cmd.Kind]
+		r.AddKey(cmd.Keys[0])
+		r.SetValue(cmd.Data)
+		r.Flags, r.Exptime, r.Cas, r.Delta = cmd.Flags, cmd.Exptime, cmd.Cas, cmd.Delta
+		r.Create, r.Initial = cmd.Create, cmd.Initial
+		p.track(cmd)
+		cs.do(p)
+	case CmdFlushAll:
+		p := cs.newPending(cmd.Kind, false)
+		p.bin, p.opcode, p.opaque = true, cmd.Opcode, cmd.Opaque
+		if !cmd.Quiet {
+			p.fixed = appendBinHeader(p.fixed, cmd.Opcode, 0, 0, statusOK, 0, cmd.Opaque, 0)
+		}
+		p.barrier = true
+		delay := cmd.Delay
+		go func() {
+			s.svc.FlushAll(delay)
+			p.complete(nil)
+		}()
+		p.state.CompareAndSwap(stateSubmitting, stateWaiting)
+	case CmdNoop, CmdVerbosity:
+		if cmd.Kind == CmdVerbosity {
+			s.verbosity.Store(cmd.Level)
+		}
+		fixed(appendBinHeader(nil, cmd.Opcode, 0, 0, statusOK, 0, cmd.Opaque, 0))
+	case CmdVersion:
+		b := appendBinHeader(nil, cmd.Opcode, 0, 0, statusOK, len(s.cfg.Version), cmd.Opaque, 0)
+		fixed(append(b, s.cfg.Version...))
+	case CmdQuit:
+		if !cmd.Quiet {
+			fixed(appendBinHeader(nil, cmd.Opcode, 0, 0, statusOK, 0, cmd.Opaque, 0))
+		}
+		cs.closeAfter = true
+	case CmdStats:
+		text := s.appendStats(nil, cmd.Arg)
+		if string(text) == string(replyError) {
+			fixed(appendBinError(nil, cmd.Opcode, cmd.Opaque, statusKeyNotFound))
+			return
+		}
+		fixed(appendBinStats(nil, cmd.Opcode, cmd.Opaque, text))
+	default:
+		fixed(appendBinError(nil, cmd.Opcode, cmd.Opaque, statusUnknownCommand))
+	}
+}
+
 // dispatch starts one parsed command.
 func (cs *connState) dispatch(cmd *Command) {
+	if cmd.Binary {
+		cs.dispatchBinary(cmd)
+		return
+	}
 	s := cs.srv
 	switch cmd.Kind {
 	case CmdGet, CmdGets, CmdGat, CmdGats:

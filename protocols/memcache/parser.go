@@ -53,6 +53,7 @@ type Parser struct {
 	MaxItemSize int
 	keys        [][]byte
 	words       [maxWords + 1][]byte
+	reply       []byte // scratch for binary error replies
 }
 
 // Parse parses the first command in buf into cmd. Slices in cmd alias buf.

@@ -1,6 +1,8 @@
 package memcache
 
 import (
+	"encoding/binary"
+
 	"github.com/ndbgate/ndbgate/gateway"
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
@@ -10,6 +12,9 @@ import (
 func (cs *connState) encode(dst []byte, p *pending) []byte {
 	if p.req.Outcome == gateway.OutcomeNone || len(p.fixed) > 0 {
 		return append(dst, p.fixed...)
+	}
+	if p.bin {
+		return encodeBinary(dst, p)
 	}
 	r := p.req
 	switch r.Outcome {
@@ -48,6 +53,78 @@ func (cs *connState) encode(dst []byte, p *pending) []byte {
 		return AppendUint(dst, r.Number)
 	default:
 		return appendErrorReply(dst, r.Err)
+	}
+}
+
+// encodeBinary appends p's binary reply: quiet commands say nothing on success
+// (quiet gets nothing on a miss), errors are always sent.
+func encodeBinary(dst []byte, p *pending) []byte {
+	r := p.req
+	if r.Outcome == gateway.OutcomeValues {
+		for i := range r.Items {
+			it, bk := &r.Items[i], p.binKeys[i]
+			switch {
+			case it.Err != nil:
+				dst = appendBinError(dst, bk.opcode, bk.opaque, binStatusOf(it.Err))
+			case it.Hit:
+				dst = appendBinValue(dst, bk.opcode, bk.opaque, it.Key, it.Flags, it.Value, it.Cas, bk.opcode != opTouch)
+			case !binQuiet(bk.opcode):
+				dst = appendBinMiss(dst, bk.opcode, bk.opaque, it.Key)
+			}
+		}
+		return dst
+	}
+	status := uint16(statusOK)
+	switch r.Outcome {
+	case gateway.OutcomeStored, gateway.OutcomeDeleted, gateway.OutcomeTouched:
+		if binQuiet(p.opcode) {
+			return dst
+		}
+		return appendBinHeader(dst, p.opcode, 0, 0, statusOK, 0, p.opaque, r.NewCas)
+	case gateway.OutcomeNumber:
+		if binQuiet(p.opcode) {
+			return dst
+		}
+		dst = appendBinHeader(dst, p.opcode, 0, 0, statusOK, 8, p.opaque, r.NewCas)
+		return binary.BigEndian.AppendUint64(dst, r.Number)
+	case gateway.OutcomeNotStored:
+		switch p.kind {
+		case CmdAdd:
+			status = statusKeyExists
+		case CmdReplace:
+			status = statusKeyNotFound
+		default:
+			status = statusNotStored
+		}
+	case gateway.OutcomeExists:
+		status = statusKeyExists
+	case gateway.OutcomeNotFound:
+		status = statusKeyNotFound
+	default:
+		status = binStatusOf(r.Err)
+	}
+	return appendBinError(dst, p.opcode, p.opaque, status)
+}
+
+// binStatusOf maps a canonical error onto a binary status.
+func binStatusOf(err error) uint16 {
+	switch ndbclient.CodeOf(err) {
+	case ndbclient.CodeNotFound:
+		return statusKeyNotFound
+	case ndbclient.CodeOutOfMemory:
+		return statusOutOfMemory
+	case ndbclient.CodeTooLarge:
+		return statusTooLarge
+	case ndbclient.CodeNotNumeric:
+		return statusNonNumeric
+	case ndbclient.CodeInvalidArgument:
+		return statusInvalid
+	case ndbclient.CodeOverloaded:
+		return statusBusy
+	case ndbclient.CodeTemporary, ndbclient.CodeUnavailable, ndbclient.CodeUnknownResult:
+		return statusTempFailure
+	default:
+		return statusInternal
 	}
 }
 

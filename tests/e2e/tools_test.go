@@ -47,50 +47,60 @@ func TestPymemcache(t *testing.T) {
 	})
 }
 
-// memccapableASCIITests is the number of ASCII tests in libmemcached 1.x's
-// memccapable (`memccapable -a`).
-const memccapableASCIITests = 27
-
-var (
-	reCapablePass = regexp.MustCompile(`(?m)^ascii .*\[pass\]$`)
-	reCapableFail = regexp.MustCompile(`(?m)^.*\[FAIL\]$`)
-	reCapableSkip = regexp.MustCompile(`(?m)^.*\[skip\]$`)
+// libmemcached 1.x's memccapable has 27 ASCII tests and 27 binary ones.
+const (
+	memccapableASCIITests  = 27
+	memccapableBinaryTests = 27
 )
 
-// TestMemccapable runs libmemcached's conformance checker in ASCII mode and
-// requires all 27 of its tests to pass. Without memccapable it skips, except
-// with CI=true, where it fails.
+var (
+	reCapableASCII  = regexp.MustCompile(`(?m)^ascii .*\[pass\]$`)
+	reCapableBinary = regexp.MustCompile(`(?m)^binary .*\[pass\]$`)
+	reCapableFail   = regexp.MustCompile(`(?m)^.*\[FAIL\]$`)
+	reCapableSkip   = regexp.MustCompile(`(?m)^.*\[skip\]$`)
+)
+
 func TestMemccapable(t *testing.T) {
 	bin, err := exec.LookPath("memccapable")
 	if err != nil {
 		skipOrFailMissing(t, "memccapable not on PATH (Debian package libmemcached-tools)")
 	}
-	forEachTarget(t, func(t *testing.T, tg *target) {
-		host, port, err := net.SplitHostPort(tg.addr)
-		require.NoError(t, err)
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, bin, "-a", "-t", "5", "-h", host, "-p", port)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		runErr := cmd.Run()
-		text := out.String()
-		t.Logf("memccapable -a against %s:\n%s", tg.name, text)
-		require.NoError(t, ctx.Err(), "memccapable timed out")
-		passed := len(reCapablePass.FindAllString(text, -1))
-		failed := len(reCapableFail.FindAllString(text, -1))
-		skipped := len(reCapableSkip.FindAllString(text, -1))
-		assert.Equal(t, memccapableASCIITests, passed, "memccapable ASCII tests passed")
-		assert.Equal(t, 0, failed, "memccapable ASCII tests failed")
-		assert.Equal(t, 0, skipped, "memccapable ASCII tests skipped")
-		assert.Contains(t, text, "All tests passed")
-		assert.NoError(t, runErr, "memccapable exit status")
-		if tg.srv != nil {
-			assert.True(t, tg.srv.alive(), "ndbgate died during memccapable")
-		}
-		// Afterwards the server still serves.
-		c := dialRaw(t, tg.addr)
-		c.roundTrip("set after:capable 0 0 2\r\nok\r\n", "STORED\r\n")
-		c.roundTrip("get after:capable\r\n", "VALUE after:capable 0 2\r\nok\r\nEND\r\n")
-	})
+	for _, mode := range []struct {
+		name          string
+		args          []string
+		ascii, binary int
+	}{
+		{"ascii (-a)", []string{"-a"}, memccapableASCIITests, 0},
+		{"ascii and binary", nil, memccapableASCIITests, memccapableBinaryTests},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			forEachTarget(t, func(t *testing.T, tg *target) {
+				host, port, err := net.SplitHostPort(tg.addr)
+				require.NoError(t, err)
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				args := append(append([]string{}, mode.args...), "-t", "5", "-h", host, "-p", port)
+				cmd := exec.CommandContext(ctx, bin, args...)
+				var out bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &out
+				runErr := cmd.Run()
+				text := out.String()
+				t.Logf("memccapable %v against %s:\n%s", mode.args, tg.name, text)
+				require.NoError(t, ctx.Err(), "memccapable timed out")
+				assert.Equal(t, mode.ascii, len(reCapableASCII.FindAllString(text, -1)), "memccapable ASCII tests passed")
+				assert.Equal(t, mode.binary, len(reCapableBinary.FindAllString(text, -1)), "memccapable binary tests passed")
+				assert.Equal(t, 0, len(reCapableFail.FindAllString(text, -1)), "memccapable tests failed")
+				assert.Equal(t, 0, len(reCapableSkip.FindAllString(text, -1)), "memccapable tests skipped")
+				assert.Contains(t, text, "All tests passed")
+				assert.NoError(t, runErr, "memccapable exit status")
+				if tg.srv != nil {
+					assert.True(t, tg.srv.alive(), "ndbgate died during memccapable")
+				}
+				// Afterwards the server still serves.
+				c := dialRaw(t, tg.addr)
+				c.roundTrip("set after:capable 0 0 2\r\nok\r\n", "STORED\r\n")
+				c.roundTrip("get after:capable\r\n", "VALUE after:capable 0 2\r\nok\r\nEND\r\n")
+			})
+		})
+	}
 }
