@@ -21,13 +21,14 @@ const (
 	// decr). Incr wraps at 2^64; decr clamps at 0. A NULL column is NotNumeric.
 	// With Create, a missing row is inserted with AddColumn = Initial and the Set
 	// columns. Set columns are also applied on success (e.g. a new cas). Row
-	// receives the Read projection after the change.
+	// receives the Read projection after the change. With HasCond,
+	// ConditionFailed unless CondColumn equals CondValue.
 	OpAdd
 	// OpAppend appends (or with Prepend, prepends) Data to the bytes column
 	// AppendColumn and applies Set: one transaction of an exclusive read plus an
 	// update. NotFound if the row is missing; TooLarge if the result would not fit.
 	// With HasCond, ConditionFailed unless CondColumn equals CondValue (NULL
-	// matches NULL).
+	// matches NULL). Row receives the Read projection after the change.
 	OpAppend
 	// OpDeleteAll removes every row of Table (flush): a scan with delete. Key is unused.
 	OpDeleteAll
@@ -73,7 +74,7 @@ type Op struct {
 	// Set holds the columns written by insert/update/write/cond-update/add/append.
 	Set []ColumnValue
 
-	CondColumn int // OpCondUpdate always checks it; OpAppend and OpDelete when HasCond
+	CondColumn int // OpCondUpdate always checks it; OpAdd, OpAppend and OpDelete when HasCond
 	CondValue  Value
 	HasCond    bool
 
@@ -92,8 +93,23 @@ type Op struct {
 	// transactions short; an op's own failure fails the whole run.
 	TxnWithNext bool
 
+	// Item state, memcached's per-item bookkeeping, kept by caching engines (the
+	// embedded engine). Drivers without it ignore these inputs and leave Meta
+	// zero and Won false. Writes start a row's state afresh unless KeepState.
+	NoBump    bool   // read: no LRU bump, no fetched mark, no last-access update
+	Lease     bool   // read hit: try to win the recache token (see Won)
+	RecacheAt uint32 // with Lease: also win if the row expires before this (unix s)
+	KeepState bool   // update: keep the row's state (touch)
+	MarkStale bool   // update: mark the row stale and release its token
+	TokenSent bool   // insert/write: the new row's token is already taken (vivify)
+
 	// Results, set by the driver.
 	Err error
+	// Meta is the row's state before a read (or before a write's change).
+	Meta ItemMeta
+	// Won: the read took the row's recache token, because the row is stale or
+	// expires before RecacheAt and nobody holds the token yet.
+	Won bool
 	// Row holds the Read projection's values. Drivers append into Row[:0], so a
 	// caller that keeps Row's capacity avoids allocation. Bytes values point into
 	// RowBuf (or into the caller's own buffers); valid until the op is reused.
@@ -106,6 +122,14 @@ type Op struct {
 // Reset clears results and inputs but keeps slice capacity.
 func (o *Op) Reset() {
 	*o = Op{Key: o.Key[:0], Read: o.Read[:0], Set: o.Set[:0], Row: o.Row[:0], RowBuf: o.RowBuf[:0]}
+}
+
+// ItemMeta is a row's cache bookkeeping (memcached's item flags and time).
+type ItemMeta struct {
+	LastAccess uint32 // unix seconds of the last read or write
+	Fetched    bool   // read at least once since written
+	Stale      bool   // marked stale by an invalidation
+	TokenSent  bool   // a client holds the recache token
 }
 
 // Batch is a list of operations executed together. Each op has its own result;

@@ -158,6 +158,11 @@ func (t *table) checkOp(op *ndbclient.Op, inTxn bool) error {
 		if op.Create && op.Initial > ci.umax {
 			return ci.invalid("initial value %d is out of range 0..%d", op.Initial, ci.umax)
 		}
+		if op.HasCond {
+			if err := t.checkCond(op); err != nil {
+				return err
+			}
+		}
 		return t.checkRead(op.Read)
 	case ndbclient.OpAppend:
 		ci, err := t.column(op.AppendColumn, "append")
@@ -168,8 +173,11 @@ func (t *table) checkOp(op *ndbclient.Op, inTxn bool) error {
 			return ci.invalid("append needs a non-key bytes column")
 		}
 		if op.HasCond {
-			return t.checkCond(op)
+			if err := t.checkCond(op); err != nil {
+				return err
+			}
 		}
+		return t.checkRead(op.Read)
 	}
 	return nil
 }

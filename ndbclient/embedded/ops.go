@@ -18,19 +18,21 @@ func (p *partition) do(op *ndbclient.Op, key []byte, tag uint32, now uint32, u *
 	}
 	op.Affected = 0
 	var err error
+	s := int32(-1)
 	switch op.Kind {
 	case ndbclient.OpInsert:
 		if p.find(tag, key, now) >= 0 {
 			err = ndbclient.ErrDuplicate
 		} else {
-			_, err = p.write(-1, tag, key, op.Set, -1, nil, now)
+			s, err = p.write(-1, tag, key, op.Set, -1, nil, now)
 		}
 	case ndbclient.OpUpdate, ndbclient.OpWrite:
-		s := p.find(tag, key, now)
+		s = p.find(tag, key, now)
 		if s < 0 && op.Kind == ndbclient.OpUpdate {
 			err = ndbclient.ErrNotFound
 		} else {
-			_, err = p.write(s, tag, key, op.Set, -1, nil, now)
+			op.Meta = p.meta(s)
+			s, err = p.write(s, tag, key, op.Set, -1, nil, now)
 		}
 	case ndbclient.OpDelete:
 		if s := p.find(tag, key, now); s < 0 {
@@ -41,22 +43,26 @@ func (p *partition) do(op *ndbclient.Op, key []byte, tag uint32, now uint32, u *
 			p.del(s)
 		}
 	case ndbclient.OpCondUpdate:
-		s := p.find(tag, key, now)
+		s = p.find(tag, key, now)
 		switch {
 		case s < 0:
 			err = ndbclient.ErrNotFound
 		case !p.condHolds(s, op):
 			err = ndbclient.ErrConditionFailed
 		default:
-			_, err = p.write(s, tag, key, op.Set, -1, nil, now)
+			op.Meta = p.meta(s)
+			s, err = p.write(s, tag, key, op.Set, -1, nil, now)
 		}
 	case ndbclient.OpAdd:
-		err = p.add(op, key, tag, now)
+		s, err = p.add(op, key, tag, now)
 	case ndbclient.OpAppend:
-		err = p.appendOp(op, key, tag, now)
+		s, err = p.appendOp(op, key, tag, now)
 	}
 	op.Err = err
 	if err == nil {
+		if s >= 0 {
+			p.afterWrite(s, op)
+		}
 		op.Affected = 1
 	}
 }
@@ -66,8 +72,19 @@ func (p *partition) read(op *ndbclient.Op, key []byte, tag uint32, now uint32) e
 	if s < 0 {
 		return ndbclient.ErrNotFound
 	}
-	if p.t.eviction {
-		p.lruTouch(s, now)
+	sl := &p.slots[s]
+	op.Meta = p.meta(s)
+	if op.Lease && sl.state&stToken == 0 &&
+		(sl.state&stStale != 0 || (op.RecacheAt != 0 && sl.expire != 0 && sl.expire < op.RecacheAt)) {
+		sl.state |= stToken
+		op.Won = true
+	}
+	if !op.NoBump {
+		sl.state |= stFetched
+		if p.t.eviction {
+			p.lruTouch(s, now)
+		}
+		sl.used = now
 	}
 	if len(op.Read) > 0 {
 		p.t.project(op, p.row(s))
@@ -90,27 +107,60 @@ func (p *partition) write(s int32, tag uint32, key []byte, set []ndbclient.Colum
 	return s, err
 }
 
+// meta reports slot s's state (zero for s < 0).
+func (p *partition) meta(s int32) ndbclient.ItemMeta {
+	if s < 0 {
+		return ndbclient.ItemMeta{}
+	}
+	sl := &p.slots[s]
+	return ndbclient.ItemMeta{
+		LastAccess: sl.used,
+		Fetched:    sl.state&stFetched != 0,
+		Stale:      sl.state&stStale != 0,
+		TokenSent:  sl.state&stToken != 0,
+	}
+}
+
+// afterWrite sets the state of slot s, just written by op: a new version
+// starts afresh, as a new memcached item does, unless op keeps it.
+func (p *partition) afterWrite(s int32, op *ndbclient.Op) {
+	sl := &p.slots[s]
+	if !op.KeepState {
+		sl.state = 0
+	}
+	if op.MarkStale {
+		sl.state = sl.state&^stToken | stStale
+	}
+	if op.TokenSent {
+		sl.state |= stToken
+	}
+}
+
 func (p *partition) condHolds(s int32, op *ndbclient.Op) bool {
 	var v ndbclient.Value
 	p.t.decode(p.row(s), op.CondColumn, &v)
 	return p.t.cols[op.CondColumn].equal(&v, &op.CondValue)
 }
 
-func (p *partition) add(op *ndbclient.Op, key []byte, tag uint32, now uint32) error {
+func (p *partition) add(op *ndbclient.Op, key []byte, tag uint32, now uint32) (int32, error) {
 	t := p.t
 	s := p.find(tag, key, now)
 	var err error
+	if s >= 0 && op.HasCond && !p.condHolds(s, op) {
+		return -1, ndbclient.ErrConditionFailed
+	}
 	if s < 0 {
 		if !op.Create {
-			return ndbclient.ErrNotFound
+			return -1, ndbclient.ErrNotFound
 		}
 		v := ndbclient.Uint(op.Initial)
 		s, err = p.write(-1, tag, key, op.Set, op.AddColumn, &v, now)
 	} else {
 		v := t.colValue(p.row(s), op.AddColumn)
 		if v.IsNull() {
-			return ndbclient.ErrNotNumeric
+			return -1, ndbclient.ErrNotNumeric
 		}
+		op.Meta = p.meta(s)
 		n := v.Uint()
 		switch {
 		case !op.Subtract:
@@ -123,21 +173,25 @@ func (p *partition) add(op *ndbclient.Op, key []byte, tag uint32, now uint32) er
 		v = ndbclient.Uint(n)
 		s, err = p.write(s, tag, key, op.Set, op.AddColumn, &v, now)
 	}
-	if err == nil && len(op.Read) > 0 {
+	if err != nil {
+		return -1, err
+	}
+	if len(op.Read) > 0 {
 		t.project(op, p.row(s))
 	}
-	return err
+	return s, nil
 }
 
-func (p *partition) appendOp(op *ndbclient.Op, key []byte, tag uint32, now uint32) error {
+func (p *partition) appendOp(op *ndbclient.Op, key []byte, tag uint32, now uint32) (int32, error) {
 	t := p.t
 	s := p.find(tag, key, now)
 	if s < 0 {
-		return ndbclient.ErrNotFound
+		return -1, ndbclient.ErrNotFound
 	}
 	if op.HasCond && !p.condHolds(s, op) {
-		return ndbclient.ErrConditionFailed
+		return -1, ndbclient.ErrConditionFailed
 	}
+	op.Meta = p.meta(s)
 	ci := &t.cols[op.AppendColumn]
 	old := t.colValue(p.row(s), op.AppendColumn).B // NULL appends as empty
 	if op.Prepend {
@@ -146,12 +200,18 @@ func (p *partition) appendOp(op *ndbclient.Op, key []byte, tag uint32, now uint3
 		p.cat = append(append(p.cat[:0], old...), op.Data...)
 	}
 	if n := ci.byteLen(p.cat); n > ci.byteLimit() {
-		return ndbclient.Errorf(ndbclient.CodeTooLarge, "column %q (%s): value would be %d bytes, longer than the column's %d", ci.Name, ci.Type, n, ci.byteLimit())
+		return -1, ndbclient.Errorf(ndbclient.CodeTooLarge, "column %q (%s): value would be %d bytes, longer than the column's %d", ci.Name, ci.Type, n, ci.byteLimit())
 	}
 	v := ndbclient.Bytes(p.cat)
-	_, err := p.write(s, tag, key, op.Set, op.AppendColumn, &v, now)
+	s, err := p.write(s, tag, key, op.Set, op.AppendColumn, &v, now)
 	if cap(p.cat) > maxChunk {
 		p.cat = nil
 	}
-	return err
+	if err != nil {
+		return -1, err
+	}
+	if len(op.Read) > 0 {
+		t.project(op, p.row(s))
+	}
+	return s, nil
 }

@@ -21,7 +21,15 @@ type slot struct {
 	prev   int32  // LRU links (eviction tables); next also chains free slots
 	next   int32
 	class  uint16 // arena size class
+	state  uint8  // stFetched | stStale | stToken
 }
+
+// Row state bits (memcached's ITEM_FETCHED, ITEM_STALE, ITEM_TOKEN_SENT).
+const (
+	stFetched uint8 = 1 << iota
+	stStale
+	stToken
+)
 
 // rowOverhead is what a row costs besides its arena chunk: its slot and about
 // two index entries (the index runs between 3/8 and 3/4 full).
@@ -143,6 +151,7 @@ func (p *partition) put(s int32, tag uint32, row []byte, now uint32, force bool)
 	sl.size = uint32(len(row))
 	copy(p.arena.bytes(sl.page, sl.off, sl.size), row)
 	sl.expire = p.t.expireOf(row)
+	sl.used = now
 	if p.t.eviction {
 		p.lruFront(s, now)
 	}

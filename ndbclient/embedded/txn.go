@@ -19,6 +19,8 @@ type undoRec struct {
 	key     [2]int // key bytes in undoLog.buf
 	row     [2]int // before-image in undoLog.buf
 	existed bool
+	state   uint8 // the row's item state and last access
+	used    uint32
 }
 
 type undoLog struct {
@@ -42,6 +44,7 @@ func (u *undoLog) save(p *partition, key []byte, tag uint32, now uint32) {
 		r.row[0] = len(u.buf)
 		u.buf = append(u.buf, p.row(s)...)
 		r.row[1] = len(u.buf)
+		r.state, r.used = p.slots[s].state, p.slots[s].used
 	}
 	u.recs = append(u.recs, r)
 }
@@ -56,7 +59,8 @@ func (u *undoLog) rollback(now uint32) {
 			p.del(s)
 		}
 		if r.existed {
-			_, _ = p.put(-1, r.tag, u.buf[r.row[0]:r.row[1]], now, true)
+			s, _ := p.put(-1, r.tag, u.buf[r.row[0]:r.row[1]], now, true)
+			p.slots[s].state, p.slots[s].used = r.state, r.used
 		}
 	}
 }
