@@ -52,7 +52,7 @@ type Container struct {
 	ExpireColumn int
 	MathColumn   int
 
-	// readProj is what a get reads: value columns, then flags, cas, math.
+	// readProj is what a get reads: value columns, then flags, cas, expire, math.
 	readProj []int
 	// simple is the fast path: one bytes key column and one bytes value column.
 	simple bool
@@ -107,7 +107,7 @@ func (c *Container) Prepare() error {
 		return fmt.Errorf("container %q: math column %q must be nullable (NULL marks a non-numeric value)", c.Name, t.Columns[c.MathColumn].Name)
 	}
 	c.readProj = append(c.readProj[:0], c.ValueColumns...)
-	for _, col := range []int{c.FlagsColumn, c.CasColumn, c.MathColumn} {
+	for _, col := range []int{c.FlagsColumn, c.CasColumn, c.ExpireColumn, c.MathColumn} {
 		if col >= 0 {
 			c.readProj = append(c.readProj, col)
 		}

@@ -19,7 +19,10 @@ const (
 	stageIncr
 	stageReadModify  // read value, cas and math for a read-modify-write
 	stageWriteModify // conditional update of a read-modify-write
-	stageCreate      // insert of an incr/decr's initial value (binary protocol)
+	stageCreate      // insert of an incr/decr's initial value, or of an append's data
+	stageVivify      // insert of the empty item of a meta get with N
+	stageStaleCheck  // read of the cas an invalidating meta set compares against
+	stageStaleStore  // store of an invalidating meta set with an older cas
 )
 
 // pass is which client a get's current batch went to.
@@ -64,6 +67,12 @@ func (r *Request) batchDone(_ *ndbclient.Batch, err error) {
 		r.writeModifyDone()
 	case stageCreate:
 		r.createDone()
+	case stageVivify:
+		r.vivifyDone()
+	case stageStaleCheck:
+		r.staleCheckDone()
+	case stageStaleStore:
+		r.staleStoreDone()
 	}
 }
 
@@ -162,8 +171,9 @@ func decodeText(c *Container, row []ndbclient.Value, dst []byte) []byte {
 	return dst
 }
 
-// rowMeta returns flags and cas of a row read with c.readProj.
-func rowMeta(c *Container, row []ndbclient.Value) (flags uint32, cas uint64) {
+// rowMeta returns flags, cas and expiry (unix seconds, 0 never) of a row read
+// with c.readProj.
+func rowMeta(c *Container, row []ndbclient.Value) (flags uint32, cas uint64, expire uint32) {
 	i := len(c.ValueColumns)
 	if c.FlagsColumn >= 0 {
 		flags = uint32(row[i].Uint())
@@ -171,8 +181,12 @@ func rowMeta(c *Container, row []ndbclient.Value) (flags uint32, cas uint64) {
 	}
 	if c.CasColumn >= 0 {
 		cas = row[i].Uint()
+		i++
 	}
-	return flags, cas
+	if c.ExpireColumn >= 0 {
+		expire = uint32(row[i].Uint())
+	}
+	return flags, cas, expire
 }
 
 // ---- get / gat ----
@@ -215,7 +229,51 @@ func (r *Request) nextGetPass() {
 	}
 	r.fillLocal()
 	r.decodeItems()
+	if r.Meta.Vivify && len(r.Items) == 1 && !r.Items[0].Hit && r.Items[0].Err == nil && r.targets[0].route != nil {
+		r.startVivify()
+		return
+	}
 	r.Outcome = OutcomeValues
+	r.finish()
+}
+
+// startVivify creates the empty item a meta get with N asks for on a miss and
+// takes its recache token; if another client created it first, the get runs again.
+func (r *Request) startVivify() {
+	r.attempts++
+	if r.attempts > maxModifyAttempts {
+		r.fail(ndbclient.Errorf(ndbclient.CodeTemporary, "too many concurrent changes to the key"))
+		r.finish()
+		return
+	}
+	o, c, ok := r.firstOp(ndbclient.OpInsert)
+	if !ok {
+		return
+	}
+	o.TokenSent = true
+	r.Flags = 0
+	if !r.setItemExpiring(c, o, nil, r.Meta.VivifyExptime) {
+		return
+	}
+	r.submit(r.writeClient(), stageVivify, 0, 1)
+}
+
+func (r *Request) vivifyDone() {
+	o := &r.ops[0]
+	switch ndbclient.CodeOf(o.Err) {
+	case ndbclient.CodeOK:
+		it := &r.Items[0]
+		it.Hit, it.Won, it.Value, it.Flags, it.Cas = true, true, nil, 0, r.NewCas
+		it.Expire = uint32(r.svc.expireAt(r.Meta.VivifyExptime))
+		it.Meta = ndbclient.ItemMeta{LastAccess: uint32(r.svc.now().Unix())}
+		r.Outcome = OutcomeValues
+	case ndbclient.CodeDuplicate:
+		r.startGet()
+		return
+	default:
+		r.fail(o.Err)
+	}
+	r.NewCas = 0
 	r.finish()
 }
 
@@ -242,6 +300,10 @@ func (r *Request) addGetOps(n, i int, t *keyTarget) int {
 	}
 	o.Read = append(o.Read, c.readProj...)
 	o.Affected = uint64(i) // remembers the item; drivers leave Affected alone for reads
+	o.NoBump, o.Lease = r.Meta.NoBump, r.Meta.Lease
+	if r.Meta.Recache > 0 {
+		o.RecacheAt = uint32(r.svc.expireAt(r.Meta.Recache))
+	}
 	if !touch {
 		return n + 1
 	}
@@ -249,6 +311,7 @@ func (r *Request) addGetOps(n, i int, t *keyTarget) int {
 	u := r.op(n + 1)
 	u.Kind, u.Table = ndbclient.OpUpdate, c.Table
 	u.Key = append(u.Key[:0], o.Key...)
+	u.KeepState = true
 	setUint(u, c.ExpireColumn, r.svc.expireAt(r.Exptime))
 	return n + 2
 }
@@ -262,7 +325,11 @@ func (r *Request) getDone() {
 		switch ndbclient.CodeOf(o.Err) {
 		case ndbclient.CodeOK:
 			it.Hit = true
-			it.Flags, it.Cas = rowMeta(r.targets[o.Affected].route.Container, o.Row)
+			it.Flags, it.Cas, it.Expire = rowMeta(r.targets[o.Affected].route.Container, o.Row)
+			it.Meta, it.Won = o.Meta, o.Won
+			if r.Verb == VerbGat {
+				it.Expire = uint32(r.svc.expireAt(r.Exptime))
+			}
 		case ndbclient.CodeNotFound:
 		default:
 			it.Err = o.Err

@@ -45,12 +45,36 @@ const (
 
 // Item is one key's result of a get.
 type Item struct {
-	Key   []byte // as the client sent it (with any prefix)
-	Value []byte
-	Flags uint32
-	Cas   uint64
-	Hit   bool
-	Err   error // a per-key backend failure (not a miss)
+	Key    []byte // as the client sent it (with any prefix)
+	Value  []byte
+	Flags  uint32
+	Cas    uint64
+	Expire uint32 // unix seconds, 0 never
+	Hit    bool
+	Err    error // a per-key backend failure (not a miss)
+	// Meta is the item's state before this get; Won says this get took its
+	// recache token (meta protocol, Meta.Lease).
+	Meta ndbclient.ItemMeta
+	Won  bool
+}
+
+// MetaOptions are the meta protocol's extras (memcached's mg/ms/md/ma flags).
+type MetaOptions struct {
+	Lease   bool  // get: hand out the recache token of stale items (every mg)
+	NoBump  bool  // get u: leave LRU position, fetched mark and access time alone
+	Recache int64 // get R: also win the token when the TTL left is below this (0 off)
+	// Vivify: a get (N) creates an empty item on a miss and wins its token; an
+	// append creates the item from its data; an incr creates it with Initial.
+	Vivify        bool
+	VivifyExptime int64
+	NewCas        uint64 // E: the new version's cas instead of a generated one
+	HasNewCas     bool
+	// Invalidate: a cas store (ms C I) with an older cas still stores, marked
+	// stale; a delete (md I) marks the item stale with a new cas instead.
+	Invalidate bool
+	ClearValue bool // delete x: empty the value but keep the item
+	SetTTL     bool // delete I / incr: also set Exptime on success
+	WantSize   bool // store: report the stored value's size in Size
 }
 
 // Request is one reusable key-value request. A front end owns it: it fills the
@@ -68,6 +92,8 @@ type Request struct {
 	// missing, as memcached's binary protocol does, instead of NOT_FOUND.
 	Create  bool
 	Initial uint64
+	// Meta holds the meta protocol's extras; zero for the other protocols.
+	Meta MetaOptions
 	// Done is called exactly once per Do, inline or from another goroutine.
 	Done func(*Request)
 
@@ -76,6 +102,8 @@ type Request struct {
 	Items   []Item
 	Number  uint64 // incr/decr result
 	NewCas  uint64 // cas of a successful store or incr
+	Size    int    // stored value's size (Meta.WantSize)
+	Expire  uint32 // incr/decr: the item's expiry after the change (unix s, 0 never)
 	Err     error
 
 	keyBuf  []byte
@@ -114,8 +142,9 @@ func (s *Service) NewRequest() *Request {
 // Reset clears inputs and outputs, keeping buffers.
 func (r *Request) Reset() {
 	r.Verb, r.Flags, r.Exptime, r.Cas, r.Delta = 0, 0, 0, 0, 0
-	r.Create, r.Initial = false, 0
+	r.Create, r.Initial, r.Meta = false, 0, MetaOptions{}
 	r.Outcome, r.Number, r.NewCas, r.Err = OutcomeNone, 0, 0, nil
+	r.Size, r.Expire = 0, 0
 	r.Items = r.Items[:0]
 	r.keyBuf = r.keyBuf[:0]
 	r.keyEnds = r.keyEnds[:0]

@@ -32,17 +32,31 @@ func (r *Request) firstOp(kind ndbclient.OpKind) (*ndbclient.Op, *Container, boo
 
 // setItem appends the assignments of a full store: value, flags, cas, expiry, math.
 func (r *Request) setItem(c *Container, o *ndbclient.Op, text []byte) bool {
+	return r.setItemExpiring(c, o, text, r.Exptime)
+}
+
+func (r *Request) setItemExpiring(c *Container, o *ndbclient.Op, text []byte, exptime int64) bool {
 	if err := r.setValueColumns(c, o, text); err != nil {
 		r.fail(err)
 		r.finish()
 		return false
 	}
 	setUint(o, c.FlagsColumn, uint64(r.Flags))
-	r.NewCas = r.svc.nextCas()
+	r.NewCas = r.newCas()
 	setUint(o, c.CasColumn, r.NewCas)
-	setUint(o, c.ExpireColumn, r.svc.expireAt(r.Exptime))
+	setUint(o, c.ExpireColumn, r.svc.expireAt(exptime))
 	setMath(c, o, text)
+	r.Size = len(text)
 	return true
+}
+
+// newCas is the cas of the version a write creates: the client's (meta E) or
+// the next of this gateway's unique sequence.
+func (r *Request) newCas() uint64 {
+	if r.Meta.HasNewCas {
+		return r.Meta.NewCas
+	}
+	return r.svc.nextCas()
 }
 
 func (r *Request) startWrite() {
@@ -58,6 +72,9 @@ func (r *Request) startWrite() {
 		kind = ndbclient.OpCondUpdate
 	case VerbDelete, VerbUnlink:
 		kind = ndbclient.OpDelete
+		if r.Meta.Invalidate || r.Meta.ClearValue {
+			kind = ndbclient.OpUpdate // md I / x keep the item
+		}
 	}
 	o, c, ok := r.firstOp(kind)
 	if !ok {
@@ -70,6 +87,7 @@ func (r *Request) startWrite() {
 			o.Kind = ndbclient.OpRead
 		}
 		setUint(o, c.ExpireColumn, r.svc.expireAt(r.Exptime))
+		o.KeepState = true
 	case VerbCas:
 		if c.CasColumn < 0 {
 			r.fail(ndbclient.Errorf(ndbclient.CodeSchemaError, "container %s has no cas column", c.Name))
@@ -83,8 +101,14 @@ func (r *Request) startWrite() {
 			return
 		}
 	case VerbDelete:
-		if r.Cas != 0 && c.CasColumn >= 0 { // binary protocol: delete only this version
+		if r.Cas != 0 && c.CasColumn >= 0 { // binary and meta protocols: delete only this version
 			o.CondColumn, o.CondValue, o.HasCond = c.CasColumn, ndbclient.Uint(r.Cas), true
+			if o.Kind == ndbclient.OpUpdate {
+				o.Kind = ndbclient.OpCondUpdate
+			}
+		}
+		if o.Kind != ndbclient.OpDelete && !r.markDeleted(c, o) {
+			return
 		}
 	}
 	r.submit(r.writeClient(), stageWrite, 0, 1)
@@ -109,12 +133,115 @@ func (r *Request) writeDone() {
 		r.Outcome = OutcomeNotFound
 	case code == ndbclient.CodeDuplicate && r.Verb == VerbAdd:
 		r.Outcome = OutcomeNotStored
+	case code == ndbclient.CodeConditionFailed && r.Verb == VerbCas && r.Meta.Invalidate:
+		r.startStaleCheck()
+		return
 	case code == ndbclient.CodeConditionFailed && (r.Verb == VerbCas || r.Verb == VerbDelete):
 		r.Outcome = OutcomeExists
 	default:
 		r.fail(err)
 	}
 	if r.Outcome != OutcomeStored {
+		r.NewCas = 0
+	}
+	r.finish()
+}
+
+// markDeleted fills the update of a meta delete that keeps the item: x empties
+// the value (a new version, cas kept unless E), I marks it stale with a new cas
+// (and a new TTL with T).
+func (r *Request) markDeleted(c *Container, o *ndbclient.Op) bool {
+	o.KeepState = !r.Meta.ClearValue
+	o.MarkStale = r.Meta.Invalidate
+	if r.Meta.ClearValue {
+		if err := r.setValueColumns(c, o, nil); err != nil {
+			r.fail(err)
+			r.finish()
+			return false
+		}
+		setUint(o, c.FlagsColumn, 0)
+		setMath(c, o, nil)
+		if !r.Meta.Invalidate {
+			setUint(o, c.ExpireColumn, r.svc.expireAt(r.Exptime))
+		}
+	}
+	if r.Meta.Invalidate && r.Meta.SetTTL {
+		setUint(o, c.ExpireColumn, r.svc.expireAt(r.Exptime))
+	}
+	if r.Meta.Invalidate || r.Meta.HasNewCas {
+		setUint(o, c.CasColumn, r.newCas())
+	}
+	return true
+}
+
+// ---- invalidating cas store (meta set C.. I) ----
+
+// startStaleCheck reads the item's cas after a cas store failed: with I, a
+// supplied cas older than the item's still stores, marked stale.
+func (r *Request) startStaleCheck() {
+	r.attempts++
+	if r.attempts > maxModifyAttempts {
+		r.fail(ndbclient.Errorf(ndbclient.CodeTemporary, "too many concurrent changes to the key"))
+		r.NewCas = 0
+		r.finish()
+		return
+	}
+	o, c, ok := r.firstOp(ndbclient.OpRead)
+	if !ok {
+		return
+	}
+	o.Read = append(o.Read, c.CasColumn)
+	o.NoBump = true
+	r.submit(r.writeClient(), stageStaleCheck, 0, 1)
+}
+
+func (r *Request) staleCheckDone() {
+	o := &r.ops[0]
+	switch ndbclient.CodeOf(o.Err) {
+	case ndbclient.CodeOK:
+	case ndbclient.CodeNotFound:
+		r.Outcome, r.NewCas = OutcomeNotFound, 0
+		r.finish()
+		return
+	default:
+		r.fail(o.Err)
+		r.NewCas = 0
+		r.finish()
+		return
+	}
+	current := o.Row[0].Uint()
+	switch {
+	case current == r.Cas: // changed back meanwhile: an ordinary cas store
+		r.startWrite()
+		return
+	case current < r.Cas:
+		r.Outcome, r.NewCas = OutcomeExists, 0
+		r.finish()
+		return
+	}
+	u, c, ok := r.firstOp(ndbclient.OpCondUpdate)
+	if !ok {
+		return
+	}
+	u.CondColumn, u.CondValue = c.CasColumn, ndbclient.Uint(current)
+	u.MarkStale = true
+	if !r.setItem(c, u, r.value) {
+		return
+	}
+	r.submit(r.writeClient(), stageStaleStore, 0, 1)
+}
+
+func (r *Request) staleStoreDone() {
+	switch err := r.ops[0].Err; ndbclient.CodeOf(err) {
+	case ndbclient.CodeOK:
+		r.Outcome = OutcomeStored
+	case ndbclient.CodeConditionFailed:
+		r.startStaleCheck()
+		return
+	case ndbclient.CodeNotFound:
+		r.Outcome, r.NewCas = OutcomeNotFound, 0
+	default:
+		r.fail(err)
 		r.NewCas = 0
 	}
 	r.finish()
@@ -128,7 +255,7 @@ func (r *Request) writeDone() {
 func (r *Request) startAppend() {
 	t := &r.targets[0]
 	c := t.route.Container
-	if !c.simple {
+	if !c.simple || r.Cas != 0 { // a cas check (meta set C) needs the cas read
 		r.startReadModify()
 		return
 	}
@@ -141,8 +268,11 @@ func (r *Request) startAppend() {
 		o.HasCond, o.CondColumn, o.CondValue = true, c.MathColumn, ndbclient.Null()
 		o.Set = append(o.Set, ndbclient.ColumnValue{Column: c.MathColumn, Value: ndbclient.Null()})
 	}
-	r.NewCas = r.svc.nextCas()
+	r.NewCas = r.newCas()
 	setUint(o, c.CasColumn, r.NewCas)
+	if r.Meta.WantSize {
+		o.Read = append(o.Read, c.ValueColumns[0])
+	}
 	r.submit(r.writeClient(), stageAppend, 0, 1)
 }
 
@@ -151,7 +281,14 @@ func (r *Request) appendDone() {
 	switch ndbclient.CodeOf(err) {
 	case ndbclient.CodeOK:
 		r.Outcome = OutcomeStored
+		if o := &r.ops[0]; len(o.Row) > 0 {
+			r.Size = len(o.Row[0].B)
+		}
 	case ndbclient.CodeNotFound:
+		if r.Meta.Vivify {
+			r.startCreate()
+			return
+		}
 		r.Outcome, r.NewCas = OutcomeNotStored, 0
 	case ndbclient.CodeConditionFailed:
 		r.startReadModify()
@@ -180,8 +317,18 @@ func (r *Request) startIncr() {
 	}
 	o.AddColumn, o.Delta, o.Subtract = c.MathColumn, r.Delta, r.Verb == VerbDecr
 	o.Read = append(o.Read, c.MathColumn)
-	r.NewCas = r.svc.nextCas()
+	if c.ExpireColumn >= 0 {
+		o.Read = append(o.Read, c.ExpireColumn)
+	}
+	if r.Cas != 0 && c.CasColumn >= 0 { // meta arithmetic C
+		o.HasCond, o.CondColumn, o.CondValue = true, c.CasColumn, ndbclient.Uint(r.Cas)
+	}
+	r.NewCas = r.newCas()
 	setUint(o, c.CasColumn, r.NewCas)
+	if r.Meta.SetTTL {
+		setUint(o, c.ExpireColumn, r.svc.expireAt(r.Exptime))
+	}
+	o.KeepState = true
 	r.submit(r.writeClient(), stageIncr, 0, 1)
 }
 
@@ -190,6 +337,11 @@ func (r *Request) incrDone() {
 	switch ndbclient.CodeOf(o.Err) {
 	case ndbclient.CodeOK:
 		r.Outcome, r.Number = OutcomeNumber, o.Row[0].Uint()
+		if len(o.Row) > 1 {
+			r.Expire = uint32(o.Row[1].Uint())
+		}
+	case ndbclient.CodeConditionFailed:
+		r.Outcome, r.NewCas = OutcomeExists, 0
 	case ndbclient.CodeNotFound:
 		if r.Create {
 			r.startCreate()
@@ -230,7 +382,7 @@ func (r *Request) readModifyDone() {
 	switch ndbclient.CodeOf(rd.Err) {
 	case ndbclient.CodeOK:
 	case ndbclient.CodeNotFound:
-		if r.Create && (r.Verb == VerbIncr || r.Verb == VerbDecr) {
+		if r.Create && (r.Verb == VerbIncr || r.Verb == VerbDecr) || r.Meta.Vivify && (r.Verb == VerbAppend || r.Verb == VerbPrepend) {
 			r.startCreate()
 			return
 		}
@@ -247,6 +399,13 @@ func (r *Request) readModifyDone() {
 		return
 	}
 	c := r.targets[0].route.Container
+	_, readCas, readExpire := rowMeta(c, rd.Row)
+	if r.Cas != 0 && c.CasColumn >= 0 && readCas != r.Cas { // meta C on append/arithmetic
+		r.Outcome, r.NewCas = OutcomeExists, 0
+		r.finish()
+		return
+	}
+	r.Expire = readExpire
 	old := decodeText(c, rd.Row, r.textBuf[:0])
 	var text []byte
 	switch r.Verb {
@@ -285,8 +444,7 @@ func (r *Request) readModifyDone() {
 	u.Kind, u.Table = ndbclient.OpCondUpdate, c.Table
 	u.Key = append(u.Key, rd.Key...)
 	if c.CasColumn >= 0 {
-		_, cas := rowMeta(c, rd.Row)
-		u.CondColumn, u.CondValue = c.CasColumn, ndbclient.Uint(cas)
+		u.CondColumn, u.CondValue = c.CasColumn, ndbclient.Uint(readCas)
 	} else {
 		u.CondColumn, u.CondValue = c.ValueColumns[0], rd.Row[0]
 	}
@@ -296,8 +454,14 @@ func (r *Request) readModifyDone() {
 		return
 	}
 	setMath(c, u, text)
-	r.NewCas = r.svc.nextCas()
+	r.NewCas = r.newCas()
 	setUint(u, c.CasColumn, r.NewCas)
+	if r.Meta.SetTTL && (r.Verb == VerbIncr || r.Verb == VerbDecr) {
+		r.Expire = uint32(r.svc.expireAt(r.Exptime))
+		setUint(u, c.ExpireColumn, uint64(r.Expire))
+	}
+	u.KeepState = r.Verb == VerbIncr || r.Verb == VerbDecr
+	r.Size = len(text)
 	r.submit(r.writeClient(), stageWriteModify, 1, 2)
 }
 
@@ -325,10 +489,11 @@ func (r *Request) writeModifyDone() {
 	r.finish()
 }
 
-// ---- incr/decr of a missing key with an initial value (binary protocol) ----
+// ---- creating a missing key: incr/decr with an initial value (binary, meta
+// N J), append with autovivify (meta N) ----
 
-// startCreate inserts the initial value. If another client created the key in
-// the meantime, the add is retried against the existing value.
+// startCreate inserts the initial value (or an append's data). If another
+// client created the key in the meantime, the incr or append is retried.
 func (r *Request) startCreate() {
 	r.attempts++
 	if r.attempts > maxModifyAttempts {
@@ -341,11 +506,22 @@ func (r *Request) startCreate() {
 	if !ok {
 		return
 	}
-	text := strconv.AppendUint(r.textBuf[:0], r.Initial, 10)
-	r.Flags = 0
-	if !r.setItem(c, o, text) {
+	exptime := r.Exptime
+	if r.Meta.Vivify && !r.Meta.SetTTL {
+		exptime = r.Meta.VivifyExptime
+	}
+	var text []byte
+	if r.Verb == VerbAppend || r.Verb == VerbPrepend {
+		text = r.value
+		exptime = r.Meta.VivifyExptime
+	} else {
+		text = strconv.AppendUint(r.textBuf[:0], r.Initial, 10)
+		r.Flags = 0
+	}
+	if !r.setItemExpiring(c, o, text, exptime) {
 		return
 	}
+	r.Expire = uint32(r.svc.expireAt(exptime))
 	r.submit(r.writeClient(), stageCreate, 0, 1)
 }
 
@@ -354,8 +530,15 @@ func (r *Request) createDone() {
 	switch ndbclient.CodeOf(o.Err) {
 	case ndbclient.CodeOK:
 		r.Outcome, r.Number = OutcomeNumber, r.Initial
+		if r.Verb == VerbAppend || r.Verb == VerbPrepend {
+			r.Outcome = OutcomeStored
+		}
 	case ndbclient.CodeDuplicate:
-		r.startIncr()
+		if r.Verb == VerbAppend || r.Verb == VerbPrepend {
+			r.startAppend()
+		} else {
+			r.startIncr()
+		}
 		return
 	default:
 		r.fail(o.Err)

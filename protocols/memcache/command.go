@@ -27,6 +27,12 @@ const (
 	CmdQuit
 	CmdStats
 	CmdNoop // binary NOOP
+	CmdMetaGet
+	CmdMetaSet
+	CmdMetaDelete
+	CmdMetaArithmetic
+	CmdMetaNoop
+	CmdMetaDebug
 	numCommandKinds
 )
 
@@ -36,6 +42,7 @@ const NumCommandKinds = int(numCommandKinds)
 var commandNames = [numCommandKinds]string{
 	"none", "get", "gets", "gat", "gats", "set", "add", "replace", "append", "prepend",
 	"cas", "delete", "incr", "decr", "touch", "flush_all", "version", "verbosity", "quit", "stats", "noop",
+	"mg", "ms", "md", "ma", "mn", "me",
 }
 
 func (k CommandKind) String() string {
@@ -49,6 +56,9 @@ func (k CommandKind) String() string {
 func (k CommandKind) IsStorage() bool {
 	return k >= CmdSet && k <= CmdCas
 }
+
+// IsMeta reports whether the command is one of the meta protocol's.
+func (k CommandKind) IsMeta() bool { return k >= CmdMetaGet && k <= CmdMetaDebug }
 
 // IsRetrieval reports whether the command is get, gets, gat or gats.
 func (k CommandKind) IsRetrieval() bool { return k >= CmdGet && k <= CmdGats }
@@ -91,4 +101,7 @@ type Command struct {
 	WithKey bool
 	Create  bool
 	Initial uint64
+
+	// Meta protocol only: the flags.
+	Meta MetaFlags
 }

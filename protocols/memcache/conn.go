@@ -74,6 +74,9 @@ type pending struct {
 	opcode  uint8
 	opaque  uint32
 	binKeys []binKey
+	// Meta protocol: per command (or per key of an mg run) its flags and key.
+	meta    []metaKey
+	metaBuf []byte
 }
 
 func (cs *connState) newPending(kind CommandKind, noreply bool) *pending {
@@ -90,6 +93,7 @@ func (cs *connState) newPending(kind CommandKind, noreply bool) *pending {
 	p.kind, p.noreply, p.fixed, p.barrier = kind, noreply, p.fixed[:0], false
 	p.keys, p.writes = p.keys[:0], false
 	p.bin, p.opcode, p.opaque, p.binKeys = false, 0, 0, p.binKeys[:0]
+	p.meta, p.metaBuf = p.meta[:0], p.metaBuf[:0]
 	p.start = time.Now()
 	p.req.Reset()
 	p.state.Store(stateSubmitting)
@@ -175,7 +179,7 @@ func (cs *connState) serveLoop(buf []byte) int {
 			if len(res.Reply) > 0 {
 				cs.reply(cs.cmd.Kind, res.Reply, false)
 			}
-			if res.TooLarge && cs.cmd.Kind == CmdSet && len(cs.cmd.Keys) == 1 {
+			if res.TooLarge && (cs.cmd.Kind == CmdSet || cs.cmd.Kind == CmdMetaSet) && len(cs.cmd.Keys) == 1 {
 				// memcached drops the old item when a set is refused, so a
 				// client never reads back the value it meant to replace.
 				p := cs.newPending(CmdDelete, true)
@@ -188,7 +192,7 @@ func (cs *connState) serveLoop(buf []byte) int {
 				cs.closeAfter = true
 			}
 		default:
-			if cs.cmd.Binary && cs.inRun(&cs.cmd) {
+			if cs.inRun(&cs.cmd) {
 				if cs.openGet != nil && !cs.joinsRun(&cs.cmd) {
 					cs.closeRun()
 				}
@@ -232,8 +236,14 @@ func (cs *connState) blocked() bool {
 var keySeed = maphash.MakeSeed()
 
 // writesKeys reports whether a command changes the keys it names.
-func writesKeys(k CommandKind) bool {
-	return k != CmdGet && k != CmdGets
+func writesKeys(cmd *Command) bool {
+	switch cmd.Kind {
+	case CmdGet, CmdGets, CmdMetaDebug:
+		return false
+	case CmdMetaGet:
+		return !metaGetBatchable(cmd)
+	}
+	return true
 }
 
 // conflicts reports whether cmd must wait for a command still in flight: one
@@ -243,7 +253,7 @@ func (cs *connState) conflicts(cmd *Command) bool {
 	if len(cmd.Keys) == 0 {
 		return false
 	}
-	w := writesKeys(cmd.Kind)
+	w := writesKeys(cmd)
 	for _, p := range cs.queue {
 		if p.state.Load() == stateDone || len(p.keys) == 0 || (!w && !p.writes) {
 			continue
@@ -262,20 +272,29 @@ func (cs *connState) conflicts(cmd *Command) bool {
 
 // track records the keys of a command about to start, for conflicts.
 func (p *pending) track(cmd *Command) {
-	p.writes = writesKeys(cmd.Kind)
+	p.writes = writesKeys(cmd)
 	for _, k := range cmd.Keys {
 		p.keys = append(p.keys, maphash.Bytes(keySeed, k))
 	}
 }
 
-// inRun reports whether a binary command is a get-family one that can share a
-// batch with its neighbours.
+// inRun reports whether a command is a binary get-family one, or a meta get,
+// that can share a batch with its neighbours.
 func (cs *connState) inRun(cmd *Command) bool {
-	return cmd.Kind == CmdGet || cmd.Kind == CmdGat || cmd.Kind == CmdTouch
+	if cmd.Binary {
+		return cmd.Kind == CmdGet || cmd.Kind == CmdGat || cmd.Kind == CmdTouch
+	}
+	return metaGetBatchable(cmd)
 }
 
 func (cs *connState) joinsRun(cmd *Command) bool {
 	r := cs.openGet.req
+	if cmd.Kind == CmdMetaGet {
+		return cs.openGet.kind == CmdMetaGet && r.Meta.NoBump == cmd.Meta.On('u') && r.Meta.Recache == cmd.Meta.Recache
+	}
+	if cs.openGet.kind == CmdMetaGet {
+		return false
+	}
 	if cmd.Kind == CmdGet {
 		return r.Verb == gateway.VerbGet
 	}
@@ -286,6 +305,20 @@ func (cs *connState) joinsRun(cmd *Command) bool {
 // needed; a non-quiet command ends the run.
 func (cs *connState) addToRun(cmd *Command) {
 	p := cs.openGet
+	if cmd.Kind == CmdMetaGet {
+		if p == nil {
+			p = cs.newPending(CmdMetaGet, false)
+			metaGetOptions(p.req, cmd)
+			cs.openGet = p
+		}
+		p.req.AddKey(cmd.Keys[0])
+		p.addMeta(cmd)
+		p.track(cmd)
+		if !cmd.Quiet {
+			cs.closeRun()
+		}
+		return
+	}
 	if p == nil {
 		kind := cmd.Kind
 		if kind == CmdTouch {
@@ -378,6 +411,10 @@ func (cs *connState) dispatchBinary(cmd *Command) {
 func (cs *connState) dispatch(cmd *Command) {
 	if cmd.Binary {
 		cs.dispatchBinary(cmd)
+		return
+	}
+	if cmd.Kind.IsMeta() {
+		cs.dispatchMeta(cmd)
 		return
 	}
 	s := cs.srv

@@ -53,7 +53,8 @@ type Parser struct {
 	MaxItemSize int
 	keys        [][]byte
 	words       [maxWords + 1][]byte
-	reply       []byte // scratch for binary error replies
+	reply       []byte             // scratch for binary error replies
+	b64         [KeyMaxLength]byte // a meta command's decoded base64 key
 }
 
 // Parse parses the first command in buf into cmd. Slices in cmd alias buf.
@@ -116,6 +117,18 @@ func (p *Parser) Parse(buf []byte, cmd *Command) Result {
 		cmd.Kind = CmdQuit
 	case "verbosity":
 		res = p.verbosity(w, cmd)
+	case "mg":
+		return p.meta(CmdMetaGet, buf, lineLen, line, w, cmd)
+	case "ms":
+		return p.meta(CmdMetaSet, buf, lineLen, line, w, cmd)
+	case "md":
+		return p.meta(CmdMetaDelete, buf, lineLen, line, w, cmd)
+	case "ma":
+		return p.meta(CmdMetaArithmetic, buf, lineLen, line, w, cmd)
+	case "mn":
+		return p.meta(CmdMetaNoop, buf, lineLen, line, w, cmd)
+	case "me":
+		return p.meta(CmdMetaDebug, buf, lineLen, line, w, cmd)
 	default:
 		// memcached hangs up on what looks like an HTTP request line.
 		if n > 1 && bytes.HasPrefix(w[n-1], []byte("HTTP/")) {

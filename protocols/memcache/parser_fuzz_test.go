@@ -67,6 +67,12 @@ func checkCommand(t *testing.T, cmd *Command) {
 		t.Fatalf("bad kind %d", cmd.Kind)
 	}
 	for _, k := range cmd.Keys {
+		if cmd.Meta.KeyB64 {
+			if len(k) == 0 || len(k) > KeyMaxLength {
+				t.Fatalf("binary key of %d bytes accepted", len(k))
+			}
+			continue
+		}
 		if !validKey(k) {
 			t.Fatalf("invalid key %q accepted", k)
 		}
@@ -81,10 +87,63 @@ func checkCommand(t *testing.T, cmd *Command) {
 
 func knownReply(r []byte) bool {
 	for _, k := range [][]byte{replyError, replyBadFormat, replyBadDataChunk, replyDeleteUsage,
-		replyInvalidDelta, replyInvalidExptime, replyTooLarge} {
+		replyInvalidDelta, replyInvalidExptime, replyTooLarge,
+		replyFlagsTooLongMg, replyFlagsTooLong, replyDuplicateFlag, replyInvalidOrDupFlag, replyInvalidFlag,
+		replyBadToken, replyKeyDecode, replyMTokenLength, replyBadInitial, replyBadDelta, replyOpaqueTooLong,
+		replyBadMsMode, replyBadMaMode} {
 		if bytes.Equal(r, k) {
 			return true
 		}
 	}
 	return false
+}
+
+// FuzzParseMeta holds the meta commands to FuzzParse's invariants, plus: a
+// refused meta command always gets one of memcached's replies, and quiet never
+// hides an error.
+func FuzzParseMeta(f *testing.F) {
+	for _, tc := range metaCases() {
+		f.Add([]byte(tc.in), uint16(len(tc.in)/2))
+	}
+	f.Add([]byte("mg a v q\r\nmg b v q k O1\r\nmn\r\n"), uint16(7))
+	f.Add([]byte("ms Zm9v 3 b MA N10 I C1\r\nabc\r\nmd Zm9v b I T0 x\r\n"), uint16(20))
+	f.Fuzz(func(t *testing.T, in []byte, cut uint16) {
+		p := Parser{MaxItemSize: 1 << 16}
+		var cmd Command
+		off := 0
+		for steps := 0; off < len(in) && steps < 1000; steps++ {
+			res := p.Parse(in[off:], &cmd)
+			if res.N < 0 || res.N > len(in)-off {
+				t.Fatalf("consumed %d of %d", res.N, len(in)-off)
+			}
+			switch res.Status {
+			case StatusNeedMore:
+				return
+			case StatusOK:
+				checkCommand(t, &cmd)
+				if cmd.Kind.IsMeta() && cmd.NoReply {
+					t.Fatal("meta command with noreply")
+				}
+				whole := in[off : off+res.N]
+				c := int(cut) % (len(whole) + 1)
+				var p2 Parser
+				p2.MaxItemSize = p.MaxItemSize
+				var cmd2 Command
+				if r2 := p2.Parse(whole[:c], &cmd2); c < len(whole) && r2.Status == StatusOK && r2.N != c {
+					t.Fatalf("prefix of %d parsed as %d bytes", c, r2.N)
+				}
+			case StatusError:
+				if res.N == 0 && !res.Close {
+					t.Fatal("error without progress")
+				}
+				if res.Reply != nil && !knownReply(res.Reply) {
+					t.Fatalf("unknown reply %q", res.Reply)
+				}
+				if res.Close {
+					return
+				}
+			}
+			off += res.N + res.Swallow
+		}
+	})
 }

@@ -16,6 +16,9 @@ func (cs *connState) encode(dst []byte, p *pending) []byte {
 	if p.bin {
 		return encodeBinary(dst, p)
 	}
+	if p.kind.IsMeta() {
+		return encodeMeta(dst, p)
+	}
 	r := p.req
 	switch r.Outcome {
 	case gateway.OutcomeValues:
