@@ -72,9 +72,14 @@ func New(o Options) (*Service, error) {
 	}
 	s := &Service{backend: o.Backend, local: o.Local, router: r, itemMax: o.ItemSizeMax, log: o.Logger, now: o.Now, started: o.Now()}
 	// CAS values must differ across restarts of a gateway sharing a persistent
-	// cluster, so the sequence starts at the clock in microseconds; it then grows by
-	// one per write, which stays ahead of the clock below a million writes a second.
-	s.casSeq.Store(uint64(o.Now().UnixMicro()))
+	// cluster, so there the sequence starts at the clock in microseconds; it then
+	// grows by one per write, which stays ahead of the clock below a million
+	// writes a second. The embedded engine forgets everything on restart, so it
+	// counts from 1 as memcached does: some meta clients (meta-memcache's parser)
+	// read a cas token as a 32-bit number.
+	if o.Backend.Driver().Name() != "embedded" {
+		s.casSeq.Store(uint64(o.Now().UnixMicro()))
+	}
 	return s, nil
 }
 

@@ -27,7 +27,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO pkill -x memcached >/dev/null 2>&1 || true
 fi
 
-if ! python3 -c 'import pymemcache, pytest, pylibmc' >/dev/null 2>&1; then
+if ! python3 -c 'import pymemcache, pytest, pylibmc, meta_memcache' >/dev/null 2>&1; then
   echo "install-test-deps: pip install -r tests/python/requirements.txt"
   python3 -m pip install -q --disable-pip-version-check -r tests/python/requirements.txt
 fi

@@ -24,10 +24,10 @@ func TestPymemcache(t *testing.T) {
 	}
 	{
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		out, err := exec.CommandContext(ctx, python, "-c", "import pymemcache, pytest, pylibmc").CombinedOutput()
+		out, err := exec.CommandContext(ctx, python, "-c", "import pymemcache, pytest, pylibmc, meta_memcache").CombinedOutput()
 		cancel()
 		if err != nil {
-			skipOrFailMissing(t, "python3 cannot import pymemcache, pylibmc and pytest (pip install -r tests/python/requirements.txt): %v\n%s", err, out)
+			skipOrFailMissing(t, "python3 cannot import pymemcache, pylibmc, meta_memcache and pytest (pip install -r tests/python/requirements.txt): %v\n%s", err, out)
 		}
 	}
 	forEachTarget(t, func(t *testing.T, tg *target) {
