@@ -20,6 +20,7 @@ import (
 // Config is the whole configuration.
 type Config struct {
 	Listeners   Listeners      `yaml:"listeners"`
+	Memcache    Memcache       `yaml:"memcache"`
 	NDB         NDB            `yaml:"ndb"`
 	Embedded    Embedded       `yaml:"embedded"`
 	Containers  []Container    `yaml:"containers"`
@@ -34,6 +35,28 @@ type Listeners struct {
 	Memcache string `yaml:"memcache"`
 	REST     string `yaml:"rest"`
 	GRPC     string `yaml:"grpc"`
+}
+
+// Memcache configures the memcache front end beyond its TCP address.
+type Memcache struct {
+	// Socket is a unix-socket path served as well (memcached -s); SocketMode
+	// its permissions in octal (memcached -a), default 0700.
+	Socket     string `yaml:"socket"`
+	SocketMode string `yaml:"socket_mode"`
+	TLS        TLS    `yaml:"tls"`
+	// SASLCredentialsFile, when set, requires SASL PLAIN with the users of this
+	// file ("user:password" lines). As under memcached -S, only the binary
+	// protocol is then served.
+	SASLCredentialsFile string `yaml:"sasl_credentials_file"`
+}
+
+// TLS is the memcache TLS listener. ClientCAFile turns on mutual TLS: clients
+// must present a certificate signed by one of its CAs.
+type TLS struct {
+	Listen       string `yaml:"listen"`
+	CertFile     string `yaml:"cert_file"`
+	KeyFile      string `yaml:"key_file"`
+	ClientCAFile string `yaml:"client_ca_file"`
 }
 
 // NDB selects a real cluster. An empty connectstring means the embedded engine.
@@ -93,6 +116,7 @@ type Log struct {
 func Default() Config {
 	return Config{
 		Listeners: Listeners{Memcache: "127.0.0.1:11211", REST: "127.0.0.1:4406", GRPC: "127.0.0.1:5406"},
+		Memcache:  Memcache{SocketMode: "0700"},
 		NDB:       NDB{PoolSize: 2},
 		Embedded:  Embedded{Partitions: 16, Nodes: 1, ReapInterval: Duration(time.Second)},
 		Limits:    Limits{ItemSizeMax: 1 << 20, MaxConnections: 4096, MaxPendingPerConn: 1024},
@@ -117,7 +141,7 @@ func (c *Config) LoadFile(path string) error {
 		for k := range c.Extra {
 			keys = append(keys, k)
 		}
-		return fmt.Errorf("config file %s: unknown top-level keys %v (known: listeners, ndb, embedded, containers, key_prefixes, limits, log)", path, keys)
+		return fmt.Errorf("config file %s: unknown top-level keys %v (known: listeners, memcache, ndb, embedded, containers, key_prefixes, limits, log)", path, keys)
 	}
 	return nil
 }
@@ -130,6 +154,9 @@ var envVars = []struct {
 	{"NDBGATE_MEMCACHE", func(c *Config, v string) error { c.Listeners.Memcache = v; return nil }},
 	{"NDBGATE_REST", func(c *Config, v string) error { c.Listeners.REST = v; return nil }},
 	{"NDBGATE_GRPC", func(c *Config, v string) error { c.Listeners.GRPC = v; return nil }},
+	{"NDBGATE_MEMCACHE_SOCKET", func(c *Config, v string) error { c.Memcache.Socket = v; return nil }},
+	{"NDBGATE_MEMCACHE_TLS", func(c *Config, v string) error { c.Memcache.TLS.Listen = v; return nil }},
+	{"NDBGATE_MEMCACHE_SASL_CREDENTIALS", func(c *Config, v string) error { c.Memcache.SASLCredentialsFile = v; return nil }},
 	{"NDBGATE_NDB_CONNECTSTRING", func(c *Config, v string) error { c.NDB.Connectstring = v; return nil }},
 	{"NDBGATE_NDB_POOL_SIZE", func(c *Config, v string) error { return setInt(&c.NDB.PoolSize, v) }},
 	{"NDBGATE_ITEM_SIZE_MAX", func(c *Config, v string) error { return c.Limits.ItemSizeMax.Set(v) }},
@@ -162,6 +189,18 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 	return nil
 }
 
+// SocketFileMode parses SocketMode (octal, e.g. 0700).
+func (m Memcache) SocketFileMode() (os.FileMode, error) {
+	if m.SocketMode == "" {
+		return 0o700, nil
+	}
+	n, err := strconv.ParseUint(m.SocketMode, 8, 32)
+	if err != nil || n > 0o777 {
+		return 0, fmt.Errorf("want octal permissions such as 0700 or 0660")
+	}
+	return os.FileMode(n), nil
+}
+
 func setInt(dst *int, v string) error {
 	n, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil {
@@ -178,6 +217,7 @@ func (c *Config) Validate() error {
 		{"listeners.memcache (--memcache)", c.Listeners.Memcache},
 		{"listeners.rest (--rest)", c.Listeners.REST},
 		{"listeners.grpc (--grpc)", c.Listeners.GRPC},
+		{"memcache.tls.listen (--memcache-tls)", c.Memcache.TLS.Listen},
 	} {
 		if l.addr == "" {
 			continue
@@ -187,6 +227,12 @@ func (c *Config) Validate() error {
 		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 			errs = append(errs, fmt.Errorf("%s = %q has a bad port", l.name, l.addr))
 		}
+	}
+	if _, err := c.Memcache.SocketFileMode(); err != nil {
+		errs = append(errs, fmt.Errorf("memcache.socket_mode (--memcache-socket-mode) = %q: %v", c.Memcache.SocketMode, err))
+	}
+	if t := c.Memcache.TLS; t.Listen != "" && (t.CertFile == "" || t.KeyFile == "") {
+		errs = append(errs, fmt.Errorf("memcache.tls.listen (--memcache-tls) = %q needs memcache.tls.cert_file and key_file (--tls-cert, --tls-key)", t.Listen))
 	}
 	if c.Limits.ItemSizeMax < 1024 || c.Limits.ItemSizeMax > 1<<30 {
 		errs = append(errs, fmt.Errorf("limits.item_size_max (--item-size-max) = %d: must be between 1k and 1g, as memcached's -I", c.Limits.ItemSizeMax))

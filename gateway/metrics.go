@@ -24,9 +24,17 @@ var (
 		Name: "ndbgate_protocol_errors_total",
 		Help: "Malformed requests by protocol.",
 	}, []string{"protocol"})
+	MemcacheDialect = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ndbgate_memcache_commands_total",
+		Help: "memcache commands by dialect: text (classic), meta, binary.",
+	}, []string{"dialect"})
+	MemcacheAuth = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ndbgate_memcache_auth_total",
+		Help: "memcache SASL outcomes: ok, failure (bad credentials or mechanism), refused (a command before authenticating).",
+	}, []string{"outcome"})
 )
 
 // RegisterMetrics registers the gateway's metrics.
 func RegisterMetrics(reg prometheus.Registerer) {
-	reg.MustRegister(Requests, RequestDuration, ConnectionsCurrent, ProtocolErrors)
+	reg.MustRegister(Requests, RequestDuration, ConnectionsCurrent, ProtocolErrors, MemcacheDialect, MemcacheAuth)
 }

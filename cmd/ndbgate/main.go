@@ -86,6 +86,13 @@ func loadConfig(args []string, lookup func(string) (string, bool), stderr io.Wri
 		nodes             = fs.Int("nodes", cfg.Embedded.Nodes, "embedded engine: simulated data nodes")
 		maxConns          = fs.Int("max-connections", cfg.Limits.MaxConnections, "memcache: most open connections (memcached -c)")
 		logLevel          = fs.String("log-level", cfg.Log.Level, "debug, info, warn or error")
+		mcSocket          = fs.String("memcache-socket", "", "memcache: also serve this unix-socket path (memcached -s)")
+		mcSocketMode      = fs.String("memcache-socket-mode", cfg.Memcache.SocketMode, "memcache: unix-socket permissions, octal (memcached -a)")
+		mcTLS             = fs.String("memcache-tls", "", "memcache: also serve TLS on host:port (needs --tls-cert and --tls-key)")
+		tlsCert           = fs.String("tls-cert", "", "TLS certificate file (PEM)")
+		tlsKey            = fs.String("tls-key", "", "TLS private key file (PEM)")
+		tlsClientCA       = fs.String("tls-client-ca", "", "require client certificates signed by these CAs (PEM): mutual TLS")
+		saslFile          = fs.String("memcache-sasl-credentials", "", "memcache: require SASL PLAIN with the user:password lines of this file (binary protocol only, as memcached -S)")
 		logFormat         = fs.String("log-format", cfg.Log.Format, "text or json")
 		itemSizeMax       config.ByteSize
 		memoryLimit       config.ByteSize
@@ -131,6 +138,20 @@ func loadConfig(args []string, lookup func(string) (string, bool), stderr io.Wri
 			cfg.Limits.MaxConnections = *maxConns
 		case "log-level":
 			cfg.Log.Level = *logLevel
+		case "memcache-socket":
+			cfg.Memcache.Socket = *mcSocket
+		case "memcache-socket-mode":
+			cfg.Memcache.SocketMode = *mcSocketMode
+		case "memcache-tls":
+			cfg.Memcache.TLS.Listen = *mcTLS
+		case "tls-cert":
+			cfg.Memcache.TLS.CertFile = *tlsCert
+		case "tls-key":
+			cfg.Memcache.TLS.KeyFile = *tlsKey
+		case "tls-client-ca":
+			cfg.Memcache.TLS.ClientCAFile = *tlsClientCA
+		case "memcache-sasl-credentials":
+			cfg.Memcache.SASLCredentialsFile = *saslFile
 		case "log-format":
 			cfg.Log.Format = *logFormat
 		case "item-size-max":

@@ -51,7 +51,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 
 	errc := make(chan error, 3)
 	var mc *memcache.Server
-	if cfg.Listeners.Memcache != "" {
+	if cfg.Listeners.Memcache != "" || cfg.Memcache.Socket != "" || cfg.Memcache.TLS.Listen != "" {
+		mcfg, err := memcacheSecurity(cfg.Memcache)
+		if err != nil {
+			return err
+		}
 		mc = memcache.NewServer(memcache.Config{
 			Addr:           cfg.Listeners.Memcache,
 			MaxConnections: cfg.Limits.MaxConnections,
@@ -62,6 +66,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 				{"ndbgate_backend", backendDriver.Name()},
 				{"ndbgate_version", version},
 			},
+			Credentials: mcfg.Credentials,
+			Socket:      mcfg.Socket,
+			SocketMode:  mcfg.SocketMode,
+			TLSAddr:     mcfg.TLSAddr,
+			TLS:         mcfg.TLS,
 		}, svc, log)
 		go func() {
 			if err := mc.Serve(); err != nil {
@@ -75,7 +84,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		case <-ctx.Done():
 			return nil
 		}
-		log.LogAttrs(ctx, slog.LevelInfo, "memcache listening", slog.String("addr", cfg.Listeners.Memcache))
+		log.LogAttrs(ctx, slog.LevelInfo, "memcache listening", slog.String("addr", cfg.Listeners.Memcache),
+			slog.String("socket", cfg.Memcache.Socket), slog.String("tls", cfg.Memcache.TLS.Listen),
+			slog.Bool("mutual_tls", cfg.Memcache.TLS.ClientCAFile != ""), slog.Bool("sasl", mcfg.Credentials != nil))
 	}
 
 	var hs *http.Server

@@ -35,6 +35,9 @@ const (
 	opTouch      = 0x1c
 	opGAT        = 0x1d
 	opGATQ       = 0x1e
+	opSaslList   = 0x20
+	opSaslAuth   = 0x21
+	opSaslStep   = 0x22
 	opGATK       = 0x23
 	opGATKQ      = 0x24
 )
@@ -48,6 +51,8 @@ const (
 	statusInvalid        = 0x04
 	statusNotStored      = 0x05
 	statusNonNumeric     = 0x06
+	statusAuthError      = 0x20
+	statusAuthContinue   = 0x21
 	statusUnknownCommand = 0x81
 	statusOutOfMemory    = 0x82
 	statusInternal       = 0x84
@@ -64,6 +69,10 @@ const (
 	binBodyLimit = 1 << 30
 	// noCreate in an incr/decr's expiration means "do not create".
 	noCreate = 0xffffffff
+	// saslMechMax is memcached's MAX_SASL_MECH_LEN; saslDataMax bounds a
+	// SASL response (PLAIN: authzid, user and password).
+	saslMechMax = 32
+	saslDataMax = 1024
 )
 
 // binStatusText is the body memcached sends with an error status.
@@ -83,6 +92,8 @@ func binStatusText(status uint16) string {
 		return "Non-numeric server-side value for incr or decr"
 	case statusUnknownCommand:
 		return "Unknown command"
+	case statusAuthError:
+		return "Auth failure."
 	case statusOutOfMemory:
 		return "Out of memory"
 	case statusBusy:
@@ -166,6 +177,10 @@ func (p *Parser) ParseBinary(buf []byte, cmd *Command) Result {
 		valid = extLen == 4 && keyLen == 0 && bodyLen == 4
 	case opTouch, opGAT, opGATQ, opGATK, opGATKQ:
 		valid = extLen == 4 && keyLen != 0 && bodyLen == keyLen+extLen
+	case opSaslList:
+		valid = extLen == 0
+	case opSaslAuth, opSaslStep:
+		valid = extLen == 0 && keyLen > 0 && keyLen <= saslMechMax && bodyLen-keyLen <= saslDataMax
 	default:
 		// Unknown opcode: answered, and its body skipped.
 		return fail(statusUnknownCommand, binHeaderLen, bodyLen, false)
@@ -253,6 +268,16 @@ func (p *Parser) ParseBinary(buf []byte, cmd *Command) Result {
 		cmd.Keys = cmd.Keys[:0]
 	case opVerbosity:
 		cmd.Kind, cmd.Level = CmdVerbosity, int64(binary.BigEndian.Uint32(e))
+	case opSaslList:
+		cmd.Kind = CmdSaslList
+		cmd.Keys = cmd.Keys[:0]
+	case opSaslAuth, opSaslStep:
+		cmd.Kind, cmd.Data = CmdSaslAuth, buf[head:total]
+		if op == opSaslStep {
+			cmd.Kind = CmdSaslStep
+		}
+		cmd.Keys = cmd.Keys[:0]
+		cmd.Arg = key() // the mechanism
 	}
 	cmd.NoReply = cmd.Quiet
 	return Result{Status: StatusOK, N: total}

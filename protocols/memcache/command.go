@@ -33,6 +33,9 @@ const (
 	CmdMetaArithmetic
 	CmdMetaNoop
 	CmdMetaDebug
+	CmdSaslList // binary SASL_LIST_MECHS
+	CmdSaslAuth // binary SASL_AUTH: Keys[0] is the mechanism, Data the response
+	CmdSaslStep // binary SASL_STEP
 	numCommandKinds
 )
 
@@ -42,7 +45,7 @@ const NumCommandKinds = int(numCommandKinds)
 var commandNames = [numCommandKinds]string{
 	"none", "get", "gets", "gat", "gats", "set", "add", "replace", "append", "prepend",
 	"cas", "delete", "incr", "decr", "touch", "flush_all", "version", "verbosity", "quit", "stats", "noop",
-	"mg", "ms", "md", "ma", "mn", "me",
+	"mg", "ms", "md", "ma", "mn", "me", "sasl_list_mechs", "sasl_auth", "sasl_step",
 }
 
 func (k CommandKind) String() string {

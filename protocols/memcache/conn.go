@@ -5,8 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/panjf2000/gnet/v2"
-
 	"github.com/ndbgate/ndbgate/gateway"
 )
 
@@ -15,7 +13,7 @@ import (
 // pending.state and wake the loop.
 type connState struct {
 	srv     *Server
-	c       gnet.Conn
+	t       transport
 	parser  Parser
 	cmd     Command
 	swallow int // bytes of a refused data block still to discard
@@ -27,6 +25,8 @@ type connState struct {
 	closed     atomic.Bool
 	// proto is fixed by the connection's first byte, as in memcached.
 	proto connProto
+	// authed: SASL succeeded on this connection (when credentials are set).
+	authed bool
 	// openGet collects a run of binary quiet gets into one request (one backend
 	// batch); a non-quiet get, any other command or the end of the input ends it.
 	openGet *pending
@@ -108,7 +108,7 @@ func (p *pending) complete(*gateway.Request) {
 	}
 	p.state.Store(stateDone)
 	if !p.cs.closed.Load() {
-		_ = p.cs.c.Wake(nil)
+		p.cs.t.wake()
 	}
 }
 
@@ -132,6 +132,12 @@ func (cs *connState) serve(buf []byte) int {
 		if buf[0] == binReqMagic {
 			cs.proto = protoBinary
 		}
+	}
+	if cs.proto == protoText && cs.srv.cfg.Credentials != nil {
+		// Under SASL memcached speaks only binary and hangs up on anything else.
+		cs.srv.m.countAuth(authRefused)
+		cs.closeAfter = true
+		return len(buf)
 	}
 	used := cs.serveLoop(buf)
 	cs.closeRun()
@@ -162,6 +168,16 @@ func (cs *connState) serveLoop(buf []byte) int {
 			}
 		}
 		res := cs.parse(buf[used:])
+		if res.Status != StatusNeedMore && cs.proto == protoBinary && !res.Close && cs.needsAuth(&cs.cmd) {
+			cs.closeRun()
+			cs.srv.m.countAuth(authRefused)
+			p := cs.newPending(cs.cmd.Kind, false)
+			p.bin, p.opcode, p.opaque = true, cs.cmd.Opcode, cs.cmd.Opaque
+			p.fixed = appendBinError(p.fixed, cs.cmd.Opcode, cs.cmd.Opaque, statusAuthError)
+			p.state.Store(stateDone)
+			cs.closeAfter = true
+			return used + res.N
+		}
 		switch res.Status {
 		case StatusNeedMore:
 			return used
@@ -395,6 +411,8 @@ func (cs *connState) dispatchBinary(cmd *Command) {
 			fixed(appendBinHeader(nil, cmd.Opcode, 0, 0, statusOK, 0, cmd.Opaque, 0))
 		}
 		cs.closeAfter = true
+	case CmdSaslList, CmdSaslAuth, CmdSaslStep:
+		cs.dispatchSASL(cmd, fixed)
 	case CmdStats:
 		text := s.appendStats(nil, cmd.Arg)
 		if string(text) == string(replyError) {
@@ -507,7 +525,7 @@ func (cs *connState) flush() {
 	rest := copy(cs.queue, cs.queue[n:])
 	cs.queue = cs.queue[:rest]
 	if len(cs.out) > 0 {
-		_, _ = cs.c.Write(cs.out)
+		cs.t.write(cs.out)
 		cs.srv.bytesWritten.Add(uint64(len(cs.out)))
 		if cap(cs.out) > 1<<20 {
 			cs.out = nil // do not pin a huge buffer to an idle connection

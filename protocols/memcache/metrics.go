@@ -1,6 +1,7 @@
 package memcache
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,12 +29,49 @@ type serverMetrics struct {
 	latency     [NumCommandKinds]prometheus.Observer
 	conns       prometheus.Gauge
 	parseErrors prometheus.Counter
+	dialect     [numDialects]prometheus.Counter
+	auth        [numAuthOutcomes]prometheus.Counter
+	// The same counts for "stats" (which "stats reset" clears).
+	dialectN [numDialects]atomic.Uint64
+	authN    [numAuthOutcomes]atomic.Uint64
 }
+
+func (m *serverMetrics) countAuth(o int) {
+	m.auth[o].Inc()
+	m.authN[o].Add(1)
+}
+
+// Dialects and auth outcomes, for ndbgate_memcache_commands_total and
+// ndbgate_memcache_auth_total.
+const (
+	dialectText = iota
+	dialectMeta
+	dialectBinary
+	numDialects
+)
+
+const (
+	authOK = iota
+	authFailure
+	authRefused
+	numAuthOutcomes
+)
+
+var (
+	dialectLabels = [numDialects]string{"text", "meta", "binary"}
+	authLabels    = [numAuthOutcomes]string{"ok", "failure", "refused"}
+)
 
 func newServerMetrics() *serverMetrics {
 	m := &serverMetrics{
 		conns:       gateway.ConnectionsCurrent.WithLabelValues("memcache"),
 		parseErrors: gateway.ProtocolErrors.WithLabelValues("memcache"),
+	}
+	for i := range m.dialect {
+		m.dialect[i] = gateway.MemcacheDialect.WithLabelValues(dialectLabels[i])
+	}
+	for i := range m.auth {
+		m.auth[i] = gateway.MemcacheAuth.WithLabelValues(authLabels[i])
 	}
 	for k := 0; k < NumCommandKinds; k++ {
 		name := CommandKind(k).String()
@@ -61,6 +99,15 @@ func (m *serverMetrics) observe(p *pending) {
 		}
 	}
 	m.requests[p.kind][o].Inc()
+	d, n := dialectText, 1
+	switch {
+	case p.bin:
+		d, n = dialectBinary, max(1, len(p.binKeys))
+	case p.kind.IsMeta():
+		d, n = dialectMeta, max(1, len(p.meta))
+	}
+	m.dialect[d].Add(float64(n))
+	m.dialectN[d].Add(uint64(n))
 	m.latency[p.kind].Observe(time.Since(p.start).Seconds())
 }
 

@@ -2,6 +2,7 @@ package memcache
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +30,15 @@ type Config struct {
 	Version     string
 	// Settings are extra "stats settings" lines (name -> value).
 	Settings [][2]string
+	// Credentials, when set, require SASL PLAIN (binary protocol only, as
+	// memcached -S).
+	Credentials *Credentials
+	// Socket is a unix-socket path to serve as well ("" none), with SocketMode.
+	Socket     string
+	SocketMode os.FileMode
+	// TLSAddr serves the same protocols over TLS with TLS (crypto/tls).
+	TLSAddr string
+	TLS     *tls.Config
 }
 
 // Server serves memcached's text protocol on gnet: one event loop per core, no
@@ -43,6 +53,9 @@ type Server struct {
 	started chan struct{}
 	once    sync.Once
 	m       *serverMetrics
+
+	tlsLn   net.Listener
+	streams streamSet
 
 	currConns, totalConns, rejectedConns atomic.Int64
 	bytesRead, bytesWritten              atomic.Uint64
@@ -63,15 +76,53 @@ func NewServer(cfg Config, svc *gateway.Service, log *slog.Logger) *Server {
 	return &Server{cfg: cfg, svc: svc, log: log, started: make(chan struct{}), m: newServerMetrics()}
 }
 
-// Serve listens and serves until Shutdown. It returns an error if it cannot listen.
+// Serve listens on the TCP address and the unix socket (gnet) and the TLS
+// address (stream.go), and serves until Shutdown. It returns an error if it
+// cannot listen.
 func (s *Server) Serve() error {
-	return gnet.Run(s, "tcp://"+s.cfg.Addr,
-		gnet.WithMulticore(true),
-		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
-		gnet.WithReuseAddr(true),
-		gnet.WithLogger(gnetLogger{s.log}),
-		gnet.WithLogLevel(logging.ErrorLevel),
-	)
+	errc := make(chan error, 2)
+	running := 0
+	if s.cfg.TLSAddr != "" {
+		ln, err := tls.Listen("tcp", s.cfg.TLSAddr, s.cfg.TLS)
+		if err != nil {
+			return fmt.Errorf("memcache TLS listener %s: %w", s.cfg.TLSAddr, err)
+		}
+		s.tlsLn = ln
+		running++
+		go func() { errc <- s.serveStreams(ln) }()
+	}
+	var addrs []string
+	if s.cfg.Addr != "" {
+		addrs = append(addrs, "tcp://"+s.cfg.Addr)
+	}
+	if s.cfg.Socket != "" {
+		if fi, err := os.Lstat(s.cfg.Socket); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			_ = os.Remove(s.cfg.Socket) // a stale socket of an earlier run, as memcached -s
+		}
+		addrs = append(addrs, "unix://"+s.cfg.Socket)
+	}
+	if len(addrs) == 0 {
+		s.once.Do(func() { close(s.started) })
+	} else {
+		running++
+		go func() {
+			errc <- gnet.Rotate(s, addrs,
+				gnet.WithMulticore(true),
+				gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+				gnet.WithReuseAddr(true),
+				gnet.WithLogger(gnetLogger{s.log}),
+				gnet.WithLogLevel(logging.ErrorLevel),
+			)
+		}()
+	}
+	var first error
+	for ; running > 0; running-- {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+			_ = s.Shutdown(context.Background())
+		}
+	}
+	return first
 }
 
 // Started is closed once the listener accepts connections.
@@ -79,43 +130,69 @@ func (s *Server) Started() <-chan struct{} { return s.started }
 
 // Shutdown stops accepting and closes connections after their queued replies.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopStreams()
 	select {
 	case <-s.started:
+		if s.eng.Validate() != nil {
+			return nil // no gnet listener
+		}
 		return s.eng.Stop(ctx)
 	default:
 		return nil
 	}
 }
 
-// OnBoot records the engine handle.
+// OnBoot records the engine handle and sets the unix socket's mode.
 func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 	s.eng = eng
+	if s.cfg.Socket != "" && s.cfg.SocketMode != 0 {
+		if err := os.Chmod(s.cfg.Socket, s.cfg.SocketMode); err != nil {
+			s.log.Error("memcache socket mode", slog.String("path", s.cfg.Socket), slog.Any("error", err))
+		}
+	}
 	s.once.Do(func() { close(s.started) })
 	return gnet.None
 }
 
-// OnOpen admits a connection or refuses it as memcached does when full.
-func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+// admit counts a new connection, or refuses it as memcached does when full.
+func (s *Server) admit() bool {
 	if s.currConns.Load() >= int64(s.cfg.MaxConnections) {
 		s.rejectedConns.Add(1)
-		return replyTooManyConns, gnet.Close
+		return false
 	}
 	s.currConns.Add(1)
 	s.totalConns.Add(1)
 	s.m.conns.Inc()
-	cs := &connState{srv: s, c: c}
-	cs.parser.MaxItemSize = s.cfg.ItemSizeMax
+	return true
+}
+
+func (s *Server) release(cs *connState) {
+	cs.closed.Store(true)
+	s.currConns.Add(-1)
+	s.m.conns.Dec()
+}
+
+// OnOpen admits a connection or refuses it as memcached does when full.
+func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	if !s.admit() {
+		return replyTooManyConns, gnet.Close
+	}
+	cs := s.newConnState(gnetTransport{c})
 	c.SetContext(cs)
 	return nil, gnet.None
+}
+
+func (s *Server) newConnState(t transport) *connState {
+	cs := &connState{srv: s, t: t}
+	cs.parser.MaxItemSize = s.cfg.ItemSizeMax
+	return cs
 }
 
 // OnClose forgets the connection. Requests still in flight complete into the
 // dead queue and are dropped.
 func (s *Server) OnClose(c gnet.Conn, _ error) gnet.Action {
 	if cs, ok := c.Context().(*connState); ok {
-		cs.closed.Store(true)
-		s.currConns.Add(-1)
-		s.m.conns.Dec()
+		s.release(cs)
 	}
 	return gnet.None
 }

@@ -23,6 +23,12 @@ func (s *Server) appendStats(dst []byte, arg []byte) []byte {
 		s.bytesWritten.Store(0)
 		s.totalConns.Store(0)
 		s.rejectedConns.Store(0)
+		for i := range s.m.dialectN {
+			s.m.dialectN[i].Store(0)
+		}
+		for i := range s.m.authN {
+			s.m.authN[i].Store(0)
+		}
 		return append(dst, replyReset...)
 	default:
 		return append(dst, replyError...)
@@ -73,7 +79,13 @@ func (s *Server) appendGeneralStats(dst []byte) []byte {
 	dst = AppendStat(dst, "total_items", c.TotalItems.Load())
 	dst = AppendStat(dst, "evictions", ds.Evictions)
 	dst = AppendStat(dst, "reclaimed", ds.Expired)
+	dst = AppendStat(dst, "meta_cmds", s.m.dialectN[dialectMeta].Load())
+	dst = AppendStat(dst, "auth_cmds", s.m.authN[authOK].Load()+s.m.authN[authFailure].Load())
+	dst = AppendStat(dst, "auth_errors", s.m.authN[authFailure].Load())
 	// ndbgate's own counters.
+	dst = AppendStat(dst, "ndbgate_text_cmds", s.m.dialectN[dialectText].Load())
+	dst = AppendStat(dst, "ndbgate_binary_cmds", s.m.dialectN[dialectBinary].Load())
+	dst = AppendStat(dst, "ndbgate_auth_refused", s.m.authN[authRefused].Load())
 	dst = AppendStat(dst, "ndbgate_backend_errors", c.BackendErrors.Load())
 	dst = AppendStat(dst, "ndbgate_out_of_memory", ds.OutOfMemory)
 	dst = AppendStat(dst, "ndbgate_partitions", uint64(ds.Partitions))

@@ -422,6 +422,11 @@ func dialRaw(t testing.TB, addr string) *rawConn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, ioTimeout)
 	require.NoError(t, err, "dial %s", addr)
+	return wrapRaw(t, c)
+}
+
+// wrapRaw makes a rawConn of any connection (unix socket, TLS).
+func wrapRaw(t testing.TB, c net.Conn) *rawConn {
 	t.Cleanup(func() { _ = c.Close() })
 	return &rawConn{t: t, c: c, r: bufio.NewReaderSize(c, 64<<10)}
 }
