@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh Debian machine: libmemcached's
 # conformance checker (memccapable), memcached (a reference peer for protocol
-# tests), Python's pymemcache, and the Go modules. Idempotent and quiet when
+# tests), the Python clients (pymemcache, pylibmc, meta-memcache), Node's memjs
+# (tests/node, from its lock file), and the Go modules. Idempotent and quiet when
 # everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +31,15 @@ fi
 if ! python3 -c 'import pymemcache, pytest, pylibmc, meta_memcache' >/dev/null 2>&1; then
   echo "install-test-deps: pip install -r tests/python/requirements.txt"
   python3 -m pip install -q --disable-pip-version-check -r tests/python/requirements.txt
+fi
+
+if [ ! -d tests/node/node_modules/memjs ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "install-test-deps: npm not found; install Node.js (the memjs tests need it)" >&2
+    exit 1
+  fi
+  echo "install-test-deps: npm ci --prefix tests/node"
+  npm ci --prefix tests/node --no-audit --no-fund --loglevel=error
 fi
 
 go mod download

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -103,4 +104,44 @@ func TestMemccapable(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestMemjs runs tests/node (node --test with memjs, a binary-protocol client
+// that also does SASL) against memcached and ndbgate, then against an ndbgate
+// that requires SASL. Without node or tests/node/node_modules it skips, except
+// with CI=true.
+func TestMemjs(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		skipOrFailMissing(t, "node not on PATH")
+	}
+	dir := filepath.Join(repoRoot, "tests", "node")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "memjs")); err != nil {
+		skipOrFailMissing(t, "memjs not installed (npm ci --prefix tests/node): %v", err)
+	}
+	run := func(t *testing.T, env ...string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, node, "--test", "memjs.test.js")
+		cmd.Dir = dir
+		cmd.Env = cleanEnv(env...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		t.Logf("node --test output:\n%s", out.String())
+		require.NoError(t, ctx.Err(), "node timed out")
+		require.NoError(t, err, "memjs tests failed")
+		assert.Regexp(t, `(?m)^# fail 0$`, out.String())
+		assert.NotRegexp(t, `(?m)^# pass 0$`, out.String())
+	}
+	forEachTarget(t, func(t *testing.T, tg *target) {
+		run(t, "NDBGATE_MEMCACHE="+tg.addr)
+	})
+	t.Run("ndbgate-sasl", func(t *testing.T) {
+		creds := filepath.Join(t.TempDir(), "users")
+		require.NoError(t, os.WriteFile(creds, []byte("node:s3cret\n"), 0o600))
+		s := startServer(t, "--memcache-sasl-credentials", creds)
+		run(t, "NDBGATE_MEMCACHE="+s.memcacheAddr, "NDBGATE_SASL=node:s3cret")
+		assert.NotContains(t, s.output.String(), "s3cret", "passwords are never logged")
+	})
 }
