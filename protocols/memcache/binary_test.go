@@ -363,3 +363,32 @@ func readFull(c net.Conn, b []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// TestBinaryCasOnIncrAndAppend: a non-zero cas on INCR/DECR and APPEND/PREPEND
+// is compared, as memcached does (EXISTS on a mismatch).
+func TestBinaryCasOnIncrAndAppend(t *testing.T) {
+	addr := startServer(t, newEngine(t), 64)
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+	do := func(req []byte) binResp {
+		_, err := conn.Write(req)
+		require.NoError(t, err)
+		return readResp(t, conn)
+	}
+	r := do(binReq(opIncrement, []byte("n"), incrExtras(1, 5, 0), nil, 1, 0))
+	require.Equal(t, uint16(statusOK), r.status)
+	cas := r.cas
+	assert.Equal(t, uint16(statusKeyExists), do(binReq(opIncrement, []byte("n"), incrExtras(1, 0, 0), nil, 2, cas+100)).status)
+	r = do(binReq(opIncrement, []byte("n"), incrExtras(1, 0, 0), nil, 3, cas))
+	require.Equal(t, uint16(statusOK), r.status)
+	assert.Equal(t, uint64(6), binary.BigEndian.Uint64(r.vb))
+
+	r = do(binReq(opSet, []byte("s"), setExtras(0, 0), []byte("mid"), 4, 0))
+	require.Equal(t, uint16(statusOK), r.status)
+	assert.Equal(t, uint16(statusKeyExists), do(binReq(opAppend, []byte("s"), nil, []byte(">"), 5, r.cas+1)).status)
+	assert.Equal(t, uint16(statusOK), do(binReq(opAppend, []byte("s"), nil, []byte(">"), 6, r.cas)).status)
+	r = do(binReq(opGet, []byte("s"), nil, nil, 7, 0))
+	assert.Equal(t, "mid>", string(r.vb))
+}
