@@ -22,6 +22,7 @@ KEYS=${KEYS:-100000}
 PIPELINE=${PIPELINE:-1}
 MC_PORT=${MC_PORT:-22122}
 NG_PORT=${NG_PORT:-22123}
+NG_ARGS=${NG_ARGS:-}   # extra ndbgate flags, e.g. "--partitions 256"
 OUT=${OUT:-$(mktemp -d /tmp/ndbgate-bench.XXXXXX)}
 
 for tool in memtier_benchmark memcached python3 go; do
@@ -39,7 +40,7 @@ trap cleanup EXIT
 
 user_flag=(); [ "$(id -u)" -eq 0 ] && user_flag=(-u root)
 memcached -p "$MC_PORT" -U 0 -l 127.0.0.1 -t 2 -m 1024 -c 4096 "${user_flag[@]}" & pids+=($!)
-"$OUT/ndbgate" serve --memcache "127.0.0.1:$NG_PORT" --rest '' --grpc '' --log-level warn & pids+=($!)
+"$OUT/ndbgate" serve --memcache "127.0.0.1:$NG_PORT" --rest "" --grpc "" --log-level warn ${NG_ARGS:-} & pids+=($!)
 for port in "$MC_PORT" "$NG_PORT"; do
   for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done
 done

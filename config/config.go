@@ -23,6 +23,7 @@ type Config struct {
 	Memcache    Memcache       `yaml:"memcache"`
 	NDB         NDB            `yaml:"ndb"`
 	Embedded    Embedded       `yaml:"embedded"`
+	Dispatch    Dispatch       `yaml:"dispatch"`
 	Containers  []Container    `yaml:"containers"`
 	KeyPrefixes []KeyPrefix    `yaml:"key_prefixes"`
 	Limits      Limits         `yaml:"limits"`
@@ -71,6 +72,21 @@ type Embedded struct {
 	Partitions   int      `yaml:"partitions"`
 	Nodes        int      `yaml:"nodes"`
 	ReapInterval Duration `yaml:"reap_interval"`
+	// SimulatedRoundTrip makes every backend round complete this much later,
+	// as a data node round trip would: for measuring batching and coalescing
+	// on one machine. Benchmarks only; never the default.
+	SimulatedRoundTrip Duration `yaml:"simulated_round_trip"`
+}
+
+// Dispatch tunes the backend dispatcher (ndbclient): rounds, coalescing,
+// admission, retries. Lanes (per-node queues with coalescing) are on for the
+// NDB driver and for the embedded engine with a simulated round trip.
+type Dispatch struct {
+	RoundSize     int   `yaml:"round_size"`       // ops per round trip, default 128, at most 1024
+	Coalesce      *bool `yaml:"coalesce"`         // merge queued requests of a node into one round trip; default true
+	RoundsPerNode int   `yaml:"rounds_per_node"`  // round trips in flight per data node, default 1
+	MaxInFlight   int   `yaml:"max_inflight_ops"` // past it requests fail fast with Overloaded, default 65536
+	MaxRetries    int   `yaml:"max_retries"`      // retries of Temporary errors, default 3
 }
 
 // Container maps memcached items onto a table's columns, as in ndbmemcache.
@@ -141,7 +157,7 @@ func (c *Config) LoadFile(path string) error {
 		for k := range c.Extra {
 			keys = append(keys, k)
 		}
-		return fmt.Errorf("config file %s: unknown top-level keys %v (known: listeners, memcache, ndb, embedded, containers, key_prefixes, limits, log)", path, keys)
+		return fmt.Errorf("config file %s: unknown top-level keys %v (known: listeners, memcache, ndb, embedded, dispatch, containers, key_prefixes, limits, log)", path, keys)
 	}
 	return nil
 }
@@ -239,6 +255,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Embedded.MemoryLimit != 0 && c.Embedded.MemoryLimit < 1<<20 {
 		errs = append(errs, fmt.Errorf("embedded.memory_limit (--memory-limit) = %d: use 0 for no limit or at least 1m", c.Embedded.MemoryLimit))
+	}
+	if d := c.Dispatch; d.RoundSize < 0 || d.RoundSize > 1024 || d.RoundsPerNode < 0 || d.MaxInFlight < 0 || d.MaxRetries < 0 {
+		errs = append(errs, fmt.Errorf("dispatch: round_size must be 0..1024 (0 = default 128); rounds_per_node, max_inflight_ops and max_retries must not be negative"))
+	}
+	if c.Embedded.SimulatedRoundTrip < 0 || c.Embedded.SimulatedRoundTrip > Duration(time.Second) {
+		errs = append(errs, fmt.Errorf("embedded.simulated_round_trip (--simulated-round-trip) = %v: must be 0..1s", time.Duration(c.Embedded.SimulatedRoundTrip)))
 	}
 	if c.Embedded.Partitions < 1 || c.Embedded.Partitions > 4096 {
 		errs = append(errs, fmt.Errorf("embedded.partitions = %d: must be 1..4096", c.Embedded.Partitions))

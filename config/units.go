@@ -60,3 +60,13 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	*d = Duration(v)
 	return nil
 }
+
+// Set parses a duration from a flag or environment variable.
+func (d *Duration) Set(s string) error {
+	v, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("want a duration such as 100us, 5ms or 1s")
+	}
+	*d = Duration(v)
+	return nil
+}

@@ -2,18 +2,77 @@ package ndbclient
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"weak"
 )
 
-// Client is what the gateway talks to: it owns a driver and records batch
-// metrics. The partition-aware dispatcher (grouping, rounds, coalescing, retries)
-// grows here; the gateway's view of it stays Execute and Submit.
+// Client is what the gateway talks to: it owns a driver and runs every
+// Submit through the dispatcher (dispatch.go). The gateway's view of it stays
+// Execute and Submit.
 type Client struct {
-	driver Driver
+	driver   Driver
+	cfg      DispatchConfig
+	nodes    int
+	lanes    []*lane
+	inFlight atomic.Int64
+	scratch  sync.Pool // *[]*round
 }
 
-// NewClient wraps a driver.
-func NewClient(d Driver) *Client { return &Client{driver: d} }
+// NewClient wraps a driver with the default dispatcher: no lanes, retries on.
+func NewClient(d Driver) *Client { return NewClientWith(d, DispatchConfig{}) }
+
+// NewClientWith wraps a driver with a dispatcher configuration.
+func NewClientWith(d Driver, cfg DispatchConfig) *Client {
+	cfg.defaults()
+	c := &Client{driver: d, cfg: cfg, nodes: max(1, d.Stats().Nodes)}
+	c.scratch.New = func() any { s := make([]*round, 0, 8); return &s }
+	liveClients.add(c)
+	if cfg.Lanes {
+		c.lanes = make([]*lane, c.nodes)
+		for i := range c.lanes {
+			c.lanes[i] = &lane{c: c, node: i, nodeOps: dispatchNodeOps.WithLabelValues(fmt.Sprint(i))}
+		}
+	}
+	return c
+}
+
+// liveClients lets the in-flight gauge sum every client at scrape time without
+// a shared counter on the hot path; weak pointers let closed clients go.
+var liveClients clientList
+
+type clientList struct {
+	mu   sync.Mutex
+	list []weak.Pointer[Client]
+}
+
+func (l *clientList) add(c *Client) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	live := l.list[:0]
+	for _, w := range l.list {
+		if w.Value() != nil {
+			live = append(live, w)
+		}
+	}
+	l.list = append(live, weak.Make(c))
+}
+
+func sumInFlight() float64 {
+	liveClients.mu.Lock()
+	defer liveClients.mu.Unlock()
+	var n int64
+	for _, w := range liveClients.list {
+		if c := w.Value(); c != nil {
+			n += c.inFlight.Load()
+		}
+	}
+	return float64(n)
+}
+
+// Config returns the dispatcher configuration in effect.
+func (c *Client) Config() DispatchConfig { return c.cfg }
 
 // Driver returns the underlying driver.
 func (c *Client) Driver() Driver { return c.driver }
@@ -21,17 +80,25 @@ func (c *Client) Driver() Driver { return c.driver }
 // Table returns a table's schema from the driver.
 func (c *Client) Table(database, name string) (*Table, error) { return c.driver.Table(database, name) }
 
-// Execute runs b synchronously.
+// Execute runs b synchronously through the dispatcher.
 func (c *Client) Execute(ctx context.Context, b *Batch) error {
 	if len(b.Ops) == 0 {
 		return nil
 	}
-	observeBatch(b)
-	err := c.driver.Execute(ctx, b)
-	if err != nil && errors.Is(err, context.Canceled) {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return err
+	ch := make(chan error, 1)
+	c.Submit(b, func(_ *Batch, err error) { ch <- err })
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		// The batch is still running and owns b's ops; wait for it so the
+		// caller may reuse them.
+		<-ch
+		return ctx.Err()
+	}
 }
 
 // Submit starts b and calls done once every op has its result, possibly inline.
@@ -41,7 +108,7 @@ func (c *Client) Submit(b *Batch, done func(*Batch, error)) {
 		return
 	}
 	observeBatch(b)
-	c.driver.Submit(b, done)
+	c.dispatch(b, done)
 }
 
 // Close closes the driver.

@@ -17,6 +17,51 @@ var (
 	})
 )
 
+// Dispatcher metrics.
+var (
+	dispatchRoundTrips = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ndbgate_backend_round_trips_total",
+		Help: "Driver round trips (rounds sent to the driver, coalesced ones counted once).",
+	})
+	dispatchRoundOps = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "ndbgate_backend_round_ops",
+		Help:    "Operations per driver round trip.",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024},
+	})
+	dispatchCoalesced = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ndbgate_backend_coalesced_requests_total",
+		Help: "Requests that shared a round trip with an earlier queued request.",
+	})
+	dispatchHintOps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ndbgate_backend_partition_hint_ops_total",
+		Help: "Transactions routed by a key's partition (hint=key) or without one (hint=none: scans).",
+	}, []string{"hint"})
+	dispatchHinted   = dispatchHintOps.WithLabelValues("key")
+	dispatchUnhinted = dispatchHintOps.WithLabelValues("none")
+	dispatchRetries  = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ndbgate_backend_retries_total",
+		Help: "Rounds sent again, by reason (temporary, unknown_result for read-only rounds).",
+	}, []string{"reason"})
+	dispatchInFlight = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "ndbgate_backend_inflight_ops",
+		Help: "Operations admitted and not yet complete.",
+	}, sumInFlight)
+	dispatchOverloaded = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ndbgate_backend_overloaded_total",
+		Help: "Batches refused with Overloaded because too many operations were in flight.",
+	})
+	dispatchNodeOps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ndbgate_backend_node_ops_total",
+		Help: "Operations sent to each data node (dispatcher lanes).",
+	}, []string{"node"})
+)
+
+func init() {
+	// Resolve the reason children so they show before the first retry.
+	dispatchRetries.WithLabelValues("temporary")
+	dispatchRetries.WithLabelValues("unknown_result")
+}
+
 func observeBatch(b *Batch) {
 	batchesTotal.Inc()
 	batchOps.Observe(float64(len(b.Ops)))
@@ -24,7 +69,8 @@ func observeBatch(b *Batch) {
 
 // RegisterMetrics registers the backend metrics and the driver's engine gauges.
 func RegisterMetrics(reg prometheus.Registerer, d Driver) {
-	reg.MustRegister(batchOps, batchesTotal, &driverCollector{d: d})
+	reg.MustRegister(batchOps, batchesTotal, dispatchRoundTrips, dispatchRoundOps, dispatchCoalesced,
+		dispatchHintOps, dispatchRetries, dispatchInFlight, dispatchOverloaded, dispatchNodeOps, &driverCollector{d: d})
 }
 
 var (

@@ -99,6 +99,8 @@ func loadConfig(args []string, lookup func(string) (string, bool), stderr io.Wri
 		itemSizeMaxString = cfg.Limits.ItemSizeMax.String()
 	)
 	fs.Func("item-size-max", "largest value, e.g. 1m (memcached -I); default "+itemSizeMaxString, func(s string) error { return itemSizeMax.Set(s) })
+	var simRTT config.Duration
+	fs.Func("simulated-round-trip", "embedded engine, benchmarks only: delay every backend round trip by this much (e.g. 100us)", func(s string) error { return simRTT.Set(s) })
 	fs.Func("memory-limit", "embedded engine memory limit, e.g. 512m; 0 = none (memcached -m)", func(s string) error { return memoryLimit.Set(s) })
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -158,6 +160,8 @@ func loadConfig(args []string, lookup func(string) (string, bool), stderr io.Wri
 			cfg.Limits.ItemSizeMax = itemSizeMax
 		case "memory-limit":
 			cfg.Embedded.MemoryLimit = memoryLimit
+		case "simulated-round-trip":
+			cfg.Embedded.SimulatedRoundTrip = simRTT
 		}
 	})
 	if err := cfg.Validate(); err != nil {

@@ -27,7 +27,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	backend := ndbclient.NewClient(backendDriver)
+	backend := ndbclient.NewClientWith(backendDriver, dispatchConfig(cfg, backendDriver))
 	defer backend.Close()
 
 	var local *ndbclient.Client
@@ -154,7 +154,25 @@ func newEmbedded(cfg config.Config) *embedded.Engine {
 		Nodes:        cfg.Embedded.Nodes,
 		MemoryLimit:  uint64(cfg.Embedded.MemoryLimit),
 		ReapInterval: time.Duration(cfg.Embedded.ReapInterval),
+
+		RoundTripDelay: time.Duration(cfg.Embedded.SimulatedRoundTrip),
 	})
+}
+
+// dispatchConfig maps the configuration onto the backend dispatcher. Lanes
+// (per-node queues, coalescing) pay off only when a round trip costs
+// something: with the NDB driver, or the embedded engine's simulated delay.
+func dispatchConfig(cfg config.Config, d ndbclient.Driver) ndbclient.DispatchConfig {
+	dc := cfg.Dispatch
+	out := ndbclient.DispatchConfig{
+		RoundSize:     dc.RoundSize,
+		RoundsPerNode: dc.RoundsPerNode,
+		MaxInFlight:   dc.MaxInFlight,
+		MaxRetries:    dc.MaxRetries,
+		Coalesce:      dc.Coalesce == nil || *dc.Coalesce,
+		Lanes:         d.Name() != "embedded" || cfg.Embedded.SimulatedRoundTrip > 0,
+	}
+	return out
 }
 
 // openBackend returns the NDB driver when a connectstring is set, else the

@@ -54,6 +54,11 @@ type Config struct {
 	// Default 1s; negative disables the reaper (expired rows are still misses
 	// and are freed when touched).
 	ReapInterval time.Duration
+	// RoundTripDelay, for benchmarks only, makes Submit complete that long
+	// later on another goroutine, as a data node round trip would, so the
+	// dispatcher's batching and coalescing can be measured on one machine.
+	// Never the default.
+	RoundTripDelay time.Duration
 	// Now returns the current Unix time in seconds. Tests inject a clock here.
 	// The default is time.Now read every clockTick by a background goroutine
 	// (like memcached's current_time), which keeps it off the hot path.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
@@ -37,8 +38,13 @@ func (e *Engine) Execute(ctx context.Context, b *ndbclient.Batch) error {
 	return nil
 }
 
-// Submit runs the batch inline and calls done on the caller's goroutine.
+// Submit runs the batch inline and calls done on the caller's goroutine; with
+// a simulated round-trip delay, it completes that much later elsewhere.
 func (e *Engine) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
+	if d := e.cfg.RoundTripDelay; d > 0 {
+		time.AfterFunc(d, func() { done(b, e.Execute(context.Background(), b)) })
+		return
+	}
 	done(b, e.Execute(context.Background(), b))
 }
 

@@ -1,0 +1,434 @@
+package ndbclient
+
+import (
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The dispatcher sits between Client.Submit and the driver, like CockroachDB's
+// DistSender: it splits a batch by the data node that owns each key, cuts each
+// node's share into rounds of at most RoundSize operations, and sends them in
+// parallel. With lanes on, each node has a bounded number of rounds in flight;
+// requests that arrive meanwhile wait in the node's queue and leave together in
+// the next round (coalescing: one round trip, never one transaction). Temporary
+// failures are retried with backoff and jitter; a write whose result is unknown
+// is never sent again.
+//
+// Lock order: a lane's mu is the only lock, held briefly and never while
+// calling the driver or a completion.
+
+// DispatchConfig tunes the dispatcher. Zero values take the defaults.
+type DispatchConfig struct {
+	// RoundSize bounds the operations of one driver round (default 128; the NDB
+	// API allows 1024 transactions per Ndb object).
+	RoundSize int
+	// Lanes turns on per-node lanes: at most RoundsPerNode rounds in flight per
+	// node, the rest queued. Off, rounds go straight to the driver (the
+	// embedded engine without a simulated delay completes inline and needs no
+	// lanes).
+	Lanes         bool
+	RoundsPerNode int // default 1
+	// Coalesce merges the queued requests of a node into one round (with
+	// lanes). Off, each request is its own round trip.
+	Coalesce bool
+	// MaxInFlight bounds operations admitted at once; past it callers get
+	// Overloaded at once instead of queueing without limit (default 65536).
+	MaxInFlight int
+	// MaxRetries bounds retries of Temporary failures (default 3); the backoff
+	// starts at RetryBase (default 1ms), doubles, is capped at 100ms, and is
+	// jittered.
+	MaxRetries int
+	RetryBase  time.Duration
+	// NoRetry disables retries (tests of the first attempt).
+	NoRetry bool
+}
+
+func (c *DispatchConfig) defaults() {
+	if c.RoundSize <= 0 {
+		c.RoundSize = 128
+	}
+	if c.RoundSize > 1024 {
+		c.RoundSize = 1024
+	}
+	if c.RoundsPerNode <= 0 {
+		c.RoundsPerNode = 1
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 65536
+	}
+	if c.MaxRetries <= 0 && !c.NoRetry {
+		c.MaxRetries = 3
+	}
+	if c.NoRetry {
+		c.MaxRetries = 0
+	}
+	if c.RetryBase <= 0 {
+		c.RetryBase = time.Millisecond
+	}
+}
+
+const retryCap = 100 * time.Millisecond
+
+// call is one Submit in flight: its rounds complete into it.
+type call struct {
+	c       *Client
+	b       *Batch
+	done    func(*Batch, error)
+	pending atomic.Int32 // rounds outstanding
+	errOnce sync.Once
+	err     error // the first batch-level error
+}
+
+// round is a share of a call's ops for one node: whole transaction runs only.
+type round struct {
+	call    *call
+	node    int
+	ops     []*Op
+	attempt int
+}
+
+// flight is one driver round trip: one or more rounds of one node.
+type flight struct {
+	lane   *lane // nil without lanes
+	c      *Client
+	rounds []*round
+	b      Batch
+	state  atomic.Uint32
+	next   *flight // set when the driver completed inline
+	onDone func(*Batch, error)
+}
+
+const (
+	flightSubmitting uint32 = iota
+	flightWaiting
+	flightDone
+)
+
+// lane is one node's queue.
+type lane struct {
+	c        *Client
+	node     int
+	nodeOps  prometheus.Counter
+	mu       sync.Mutex
+	inFlight int
+	queue    []*round
+	queued   int // ops in queue
+}
+
+var (
+	callPool   = sync.Pool{New: func() any { return &call{} }}
+	roundPool  = sync.Pool{New: func() any { return &round{} }}
+	flightPool sync.Pool // New is set in init: flights refer back to the pool
+)
+
+func init() {
+	flightPool.New = func() any {
+		f := &flight{}
+		f.onDone = f.driverDone
+		return f
+	}
+}
+
+// dispatch runs b through the dispatcher.
+func (c *Client) dispatch(b *Batch, done func(*Batch, error)) {
+	n := int64(len(b.Ops))
+	if c.inFlight.Add(n) > int64(c.cfg.MaxInFlight) {
+		c.inFlight.Add(-n)
+		dispatchOverloaded.Inc()
+		for _, op := range b.Ops {
+			op.Err = ErrOverloaded
+		}
+		done(b, ErrOverloaded)
+		return
+	}
+	k := callPool.Get().(*call)
+	k.c, k.b, k.done, k.err, k.errOnce = c, b, done, nil, sync.Once{}
+	rounds, hinted, unhinted := c.split(k, b.Ops)
+	if hinted > 0 {
+		dispatchHinted.Add(float64(hinted))
+	}
+	if unhinted > 0 {
+		dispatchUnhinted.Add(float64(unhinted))
+	}
+	k.pending.Store(int32(len(rounds)))
+	for _, r := range rounds {
+		c.send(r)
+	}
+	c.scratch.Put(&rounds)
+}
+
+// split cuts ops into rounds: per node, whole transaction runs, at most
+// RoundSize ops each (a longer transaction goes alone).
+func (c *Client) split(k *call, ops []*Op) (_ []*round, hinted, unhinted int) {
+	sp := c.scratch.Get().(*[]*round)
+	rounds := (*sp)[:0]
+	open := map[int]*round(nil)
+	single := -2 // the node when every run so far went to one node
+	for i := 0; i < len(ops); {
+		j := i
+		for j < len(ops)-1 && ops[j].TxnWithNext {
+			j++
+		}
+		run := ops[i : j+1]
+		node, hint := c.nodeOf(run[0])
+		if hint {
+			hinted++
+		} else {
+			unhinted++
+		}
+		if single == -2 || single == node {
+			single = node
+		} else {
+			single = -1
+		}
+		var r *round
+		if open == nil {
+			// The common case first: no map until a second node shows up.
+			if len(rounds) > 0 && rounds[len(rounds)-1].node == node && len(rounds[len(rounds)-1].ops)+len(run) <= c.cfg.RoundSize {
+				r = rounds[len(rounds)-1]
+			}
+		} else if o := open[node]; o != nil && len(o.ops)+len(run) <= c.cfg.RoundSize {
+			r = o
+		}
+		if r == nil {
+			r = roundPool.Get().(*round)
+			r.call, r.node, r.ops, r.attempt = k, node, r.ops[:0], 0
+			rounds = append(rounds, r)
+			if single == -1 && open == nil {
+				open = make(map[int]*round)
+				for _, x := range rounds {
+					open[x.node] = x
+				}
+			}
+			if open != nil {
+				open[node] = r
+			}
+		}
+		r.ops = append(r.ops, run...)
+		i = j + 1
+	}
+	*sp = rounds
+	return rounds, hinted, unhinted
+}
+
+// nodeOf is the data node a run goes to: its first op's key decides (NDB
+// starts the transaction on that key's node). Keyless ops (delete_all) go to
+// node 0, without a hint.
+func (c *Client) nodeOf(op *Op) (node int, hint bool) {
+	if op.Kind == OpDeleteAll || op.Table == nil || len(op.Key) == 0 {
+		return 0, false
+	}
+	if c.nodes <= 1 {
+		return 0, true
+	}
+	n := c.driver.NodeOf(op.Table, c.driver.Partition(op.Table, op.Key))
+	if n < 0 || n >= c.nodes {
+		return 0, true
+	}
+	return n, true
+}
+
+// send starts a round: through its node's lane, or straight to the driver.
+func (c *Client) send(r *round) {
+	if !c.cfg.Lanes {
+		f := c.newFlight(nil)
+		f.add(r)
+		runFlights(f)
+		return
+	}
+	c.lanes[r.node].enqueue(r)
+}
+
+func (c *Client) newFlight(l *lane) *flight {
+	f := flightPool.Get().(*flight)
+	f.lane, f.c, f.rounds, f.next = l, c, f.rounds[:0], nil
+	f.b.Reset()
+	return f
+}
+
+func (f *flight) add(r *round) {
+	f.rounds = append(f.rounds, r)
+	f.b.Ops = append(f.b.Ops, r.ops...)
+}
+
+// runFlights submits f, and then, while the driver keeps completing inline,
+// the flights that completion released: a loop, not a recursion.
+func runFlights(f *flight) {
+	for f != nil {
+		f.state.Store(flightSubmitting)
+		c := f.c
+		dispatchRoundTrips.Inc()
+		dispatchRoundOps.Observe(float64(len(f.b.Ops)))
+		if n := len(f.rounds); n > 1 {
+			dispatchCoalesced.Add(float64(n - 1))
+		}
+		if f.lane != nil {
+			f.lane.nodeOps.Add(float64(len(f.b.Ops)))
+		}
+		c.driver.Submit(&f.b, f.onDone)
+		if f.state.CompareAndSwap(flightSubmitting, flightWaiting) {
+			return // completes later on the driver's goroutine
+		}
+		next := f.next
+		f.release()
+		f = next
+	}
+}
+
+// driverDone finishes the flight's rounds and, with lanes, starts what was queued.
+func (f *flight) driverDone(_ *Batch, err error) {
+	for _, r := range f.rounds {
+		r.finish(err)
+	}
+	var next *flight
+	if f.lane != nil {
+		next = f.lane.completed()
+	}
+	// Publish next before the state: runFlights reads it once it sees Done.
+	f.next = next
+	if f.state.CompareAndSwap(flightSubmitting, flightDone) {
+		return // inline: runFlights goes on with next
+	}
+	f.release()
+	runFlights(next)
+}
+
+func (f *flight) release() {
+	clear(f.rounds)
+	clear(f.b.Ops)
+	f.rounds, f.lane, f.c, f.next = f.rounds[:0], nil, nil, nil
+	f.b.Reset()
+	flightPool.Put(f)
+}
+
+// enqueue sends r now if the lane has room, else queues it.
+func (l *lane) enqueue(r *round) {
+	l.mu.Lock()
+	if l.inFlight < l.c.cfg.RoundsPerNode {
+		l.inFlight++
+		l.mu.Unlock()
+		f := l.c.newFlight(l)
+		f.add(r)
+		runFlights(f)
+		return
+	}
+	l.queue = append(l.queue, r)
+	l.queued += len(r.ops)
+	l.mu.Unlock()
+}
+
+// completed frees a lane slot and takes the next flight from the queue: with
+// coalescing as many queued rounds as fit in one round, else one.
+func (l *lane) completed() *flight {
+	l.mu.Lock()
+	if len(l.queue) == 0 {
+		l.inFlight--
+		l.mu.Unlock()
+		return nil
+	}
+	f := l.c.newFlight(l)
+	take, ops := 0, 0
+	for take < len(l.queue) {
+		n := len(l.queue[take].ops)
+		if take > 0 && (!l.c.cfg.Coalesce || ops+n > l.c.cfg.RoundSize) {
+			break
+		}
+		f.add(l.queue[take])
+		ops += n
+		take++
+	}
+	rest := copy(l.queue, l.queue[take:])
+	clear(l.queue[rest:])
+	l.queue = l.queue[:rest]
+	l.queued -= ops
+	l.mu.Unlock()
+	return f
+}
+
+// finish records a round's driver result: retry what may be retried, else
+// complete it.
+func (r *round) finish(batchErr error) {
+	k := r.call
+	c := k.c
+	if batchErr != nil {
+		for _, op := range r.ops {
+			if op.Err == nil {
+				op.Err = batchErr
+			}
+		}
+	}
+	if r.attempt < c.cfg.MaxRetries && r.retryable() {
+		r.attempt++
+		reason := "temporary"
+		for _, op := range r.ops {
+			if CodeOf(op.Err) == CodeUnknownResult {
+				reason = "unknown_result"
+			}
+			op.Err, op.Row, op.Won, op.Meta = nil, op.Row[:0], false, ItemMeta{}
+		}
+		dispatchRetries.WithLabelValues(reason).Inc()
+		backoff := c.cfg.RetryBase << (r.attempt - 1)
+		if backoff > retryCap {
+			backoff = retryCap
+		}
+		backoff = backoff/2 + time.Duration(rand.Int64N(int64(backoff/2)+1))
+		time.AfterFunc(backoff, func() { c.send(r) })
+		return
+	}
+	if batchErr != nil {
+		k.errOnce.Do(func() { k.err = batchErr })
+	}
+	r.ops = r.ops[:0]
+	r.call = nil
+	roundPool.Put(r)
+	if k.pending.Add(-1) == 0 {
+		k.complete()
+	}
+}
+
+// retryable: some op failed Temporary (NDB aborted it: nothing was applied),
+// or its result is unknown and the whole round only read. A round is retried
+// whole: its transactions cannot be split.
+func (r *round) retryable() bool {
+	temporary, unknown, writes := false, false, false
+	for _, op := range r.ops {
+		switch CodeOf(op.Err) {
+		case CodeTemporary:
+			temporary = true
+		case CodeUnknownResult:
+			unknown = true
+		}
+		if op.Kind != OpRead {
+			writes = true
+		}
+	}
+	if unknown {
+		return !writes
+	}
+	return temporary && !r.hasApplied()
+}
+
+// hasApplied reports whether a write in the round succeeded: retrying the
+// round would apply it twice, so only rounds whose writes all failed (or that
+// only read) go again.
+func (r *round) hasApplied() bool {
+	for _, op := range r.ops {
+		if op.Kind != OpRead && op.Err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (k *call) complete() {
+	c, b, done, err := k.c, k.b, k.done, k.err
+	n := int64(len(b.Ops))
+	c.inFlight.Add(-n)
+	k.c, k.b, k.done, k.err = nil, nil, nil, nil
+	callPool.Put(k)
+	done(b, err)
+}

@@ -1,0 +1,426 @@
+package ndbclient_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndbgate/ndbgate/ndbclient"
+	"github.com/ndbgate/ndbgate/ndbclient/embedded"
+)
+
+// recorder wraps a driver: it records every round it is sent (size and the
+// nodes of its keys), can complete later and out of order, can hold rounds
+// until released, and can inject errors per op and attempt.
+type recorder struct {
+	ndbclient.Driver
+	later  time.Duration // >0: complete on another goroutine after up to this
+	hold   chan struct{} // non-nil: each round waits for a receive
+	inject func(op *ndbclient.Op, attempt int) error
+
+	mu       sync.Mutex
+	rounds   []int
+	nodeSets []map[int]bool
+	attempts map[*ndbclient.Op]int
+}
+
+func (d *recorder) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
+	d.mu.Lock()
+	nodes := map[int]bool{}
+	var run []*ndbclient.Op
+	for _, op := range b.Ops {
+		if op.Table != nil && len(op.Key) > 0 {
+			nodes[d.NodeOf(op.Table, d.Partition(op.Table, op.Key))] = true
+		}
+		if d.attempts == nil {
+			d.attempts = map[*ndbclient.Op]int{}
+		}
+		d.attempts[op]++
+		if d.inject != nil {
+			if err := d.inject(op, d.attempts[op]); err != nil {
+				op.Err = err
+				continue
+			}
+		}
+		run = append(run, op)
+	}
+	d.rounds = append(d.rounds, len(b.Ops))
+	d.nodeSets = append(d.nodeSets, nodes)
+	d.mu.Unlock()
+	finish := func() {
+		if d.hold != nil {
+			<-d.hold
+		}
+		var err error
+		if len(run) > 0 {
+			err = d.Driver.Execute(context.Background(), &ndbclient.Batch{Ops: run})
+		}
+		done(b, err)
+	}
+	if d.later > 0 || d.hold != nil {
+		delay := time.Duration(0)
+		if d.later > 0 {
+			delay = time.Duration(rand.Int64N(int64(d.later)))
+		}
+		go func() { time.Sleep(delay); finish() }()
+		return
+	}
+	finish()
+}
+
+func (d *recorder) take() (rounds []int, nodeSets []map[int]bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rounds, nodeSets = d.rounds, d.nodeSets
+	d.rounds, d.nodeSets = nil, nil
+	return rounds, nodeSets
+}
+
+func (d *recorder) attemptsOf(op *ndbclient.Op) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.attempts[op]
+}
+
+func kvTable() *ndbclient.Table {
+	return &ndbclient.Table{
+		Database: "test", Name: "kv",
+		Columns: []ndbclient.Column{
+			{Name: "k", Type: ndbclient.TypeVarchar, Length: 64},
+			{Name: "v", Type: ndbclient.TypeVarbinary, Length: 1024},
+		},
+		PrimaryKey:   []int{0},
+		ExpireColumn: -1,
+	}
+}
+
+// newEngine returns an embedded engine with nodes simulated data nodes and a
+// table filled with keys k0..k(n-1) = v0..
+func newEngine(t *testing.T, nodes, n int) (*embedded.Engine, *ndbclient.Table) {
+	t.Helper()
+	e := embedded.New(embedded.Config{Partitions: 16, Nodes: nodes, ReapInterval: -1})
+	t.Cleanup(func() { _ = e.Close() })
+	tbl, err := e.CreateTable(kvTable())
+	require.NoError(t, err)
+	var b ndbclient.Batch
+	for i := 0; i < n; i++ {
+		b.Ops = append(b.Ops, writeOp(tbl, fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)))
+	}
+	require.NoError(t, e.Execute(context.Background(), &b))
+	for _, op := range b.Ops {
+		require.NoError(t, op.Err)
+	}
+	return e, tbl
+}
+
+func key(k string) []ndbclient.Value { return []ndbclient.Value{ndbclient.String(k)} }
+
+func readOp(tbl *ndbclient.Table, k string) *ndbclient.Op {
+	return &ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Key: key(k), Read: []int{1}}
+}
+
+func writeOp(tbl *ndbclient.Table, k, v string) *ndbclient.Op {
+	return &ndbclient.Op{Kind: ndbclient.OpWrite, Table: tbl, Key: key(k),
+		Set: []ndbclient.ColumnValue{{Column: 1, Value: ndbclient.String(v)}}}
+}
+
+func submitWait(t *testing.T, c *ndbclient.Client, b *ndbclient.Batch) error {
+	t.Helper()
+	ch := make(chan error, 1)
+	c.Submit(b, func(_ *ndbclient.Batch, err error) { ch <- err })
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("batch never completed")
+		return nil
+	}
+}
+
+func requireValues(t *testing.T, ops []*ndbclient.Op, names []string) {
+	t.Helper()
+	for i, op := range ops {
+		require.NoError(t, op.Err, "op %d", i)
+		require.Len(t, op.Row, 1)
+		require.Equal(t, "v"+names[i][1:], string(op.Row[0].B), "op %d (%s)", i, names[i])
+	}
+}
+
+func TestDispatchSplitsByNode(t *testing.T) {
+	for _, lanes := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lanes=%v", lanes), func(t *testing.T) {
+			e, tbl := newEngine(t, 4, 100)
+			rec := &recorder{Driver: e, later: time.Millisecond}
+			c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: lanes, Coalesce: true})
+			var b ndbclient.Batch
+			var names []string
+			for i := 0; i < 100; i++ {
+				names = append(names, fmt.Sprintf("k%d", i))
+				b.Ops = append(b.Ops, readOp(tbl, names[i]))
+			}
+			require.NoError(t, submitWait(t, c, &b))
+			requireValues(t, b.Ops, names)
+			rounds, nodeSets := rec.take()
+			assert.Len(t, rounds, 4, "one round per node: %v", rounds)
+			total := 0
+			for i, r := range rounds {
+				total += r
+				assert.Len(t, nodeSets[i], 1, "a round goes to one node")
+			}
+			assert.Equal(t, 100, total)
+		})
+	}
+}
+
+func TestDispatchRoundSize(t *testing.T) {
+	e, tbl := newEngine(t, 1, 100)
+	rec := &recorder{Driver: e}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{RoundSize: 32})
+	var b ndbclient.Batch
+	var names []string
+	for i := 0; i < 100; i++ {
+		names = append(names, fmt.Sprintf("k%d", i))
+		b.Ops = append(b.Ops, readOp(tbl, names[i]))
+	}
+	require.NoError(t, submitWait(t, c, &b))
+	requireValues(t, b.Ops, names)
+	rounds, _ := rec.take()
+	assert.Equal(t, []int{32, 32, 32, 4}, rounds)
+
+	// A transaction longer than a round goes whole, alone.
+	b.Ops = b.Ops[:0]
+	for i := 0; i < 40; i++ {
+		op := writeOp(tbl, fmt.Sprintf("t%d", i), "x")
+		op.TxnWithNext = i < 39
+		b.Ops = append(b.Ops, op)
+	}
+	b.Ops = append(b.Ops, readOp(tbl, "k1"))
+	require.NoError(t, submitWait(t, c, &b))
+	rounds, _ = rec.take()
+	assert.Equal(t, []int{40, 1}, rounds)
+	for _, op := range b.Ops {
+		require.NoError(t, op.Err)
+	}
+}
+
+// TestDispatchCoalescing: many goroutines each submit single-key reads to a
+// driver with a round-trip delay. With lanes and coalescing, the queued
+// requests of a node share round trips; without coalescing each is its own.
+func TestDispatchCoalescing(t *testing.T) {
+	for _, coalesce := range []bool{true, false} {
+		t.Run(fmt.Sprintf("coalesce=%v", coalesce), func(t *testing.T) {
+			e, tbl := newEngine(t, 2, 200)
+			rec := &recorder{Driver: e, later: 500 * time.Microsecond}
+			c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: true, Coalesce: coalesce})
+			const clients, each = 32, 10
+			var wg sync.WaitGroup
+			var bad atomic.Int32
+			for g := 0; g < clients; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < each; i++ {
+						name := fmt.Sprintf("k%d", rand.IntN(200))
+						b := ndbclient.Batch{Ops: []*ndbclient.Op{readOp(tbl, name)}}
+						ch := make(chan error, 1)
+						c.Submit(&b, func(_ *ndbclient.Batch, err error) { ch <- err })
+						if err := <-ch; err != nil || b.Ops[0].Err != nil || string(b.Ops[0].Row[0].B) != "v"+name[1:] {
+							bad.Add(1)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			assert.Zero(t, bad.Load(), "every request got its own right answer")
+			rounds, nodeSets := rec.take()
+			largest := 0
+			for i, r := range rounds {
+				largest = max(largest, r)
+				assert.Len(t, nodeSets[i], 1)
+			}
+			if coalesce {
+				assert.Less(t, len(rounds), clients*each/2, "coalesced into fewer round trips")
+				assert.Greater(t, largest, 1)
+			} else {
+				assert.Len(t, rounds, clients*each, "one round trip per request")
+				assert.Equal(t, 1, largest)
+			}
+		})
+	}
+}
+
+func TestDispatchOverloaded(t *testing.T) {
+	e, tbl := newEngine(t, 1, 10)
+	rec := &recorder{Driver: e, hold: make(chan struct{})}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{MaxInFlight: 8})
+	first := ndbclient.Batch{}
+	for i := 0; i < 8; i++ {
+		first.Ops = append(first.Ops, readOp(tbl, fmt.Sprintf("k%d", i)))
+	}
+	firstDone := make(chan error, 1)
+	c.Submit(&first, func(_ *ndbclient.Batch, err error) { firstDone <- err })
+
+	// Full: the next batch is refused at once, while the first is still held.
+	over := ndbclient.Batch{Ops: []*ndbclient.Op{readOp(tbl, "k9")}}
+	refused := make(chan error, 1)
+	c.Submit(&over, func(_ *ndbclient.Batch, err error) { refused <- err })
+	select {
+	case err := <-refused:
+		assert.ErrorIs(t, err, ndbclient.ErrOverloaded)
+		assert.ErrorIs(t, over.Ops[0].Err, ndbclient.ErrOverloaded)
+	default:
+		t.Fatal("an over-limit batch must be refused without waiting")
+	}
+	close(rec.hold)
+	require.NoError(t, <-firstDone)
+	for _, op := range first.Ops {
+		require.NoError(t, op.Err)
+	}
+	// Room again.
+	again := ndbclient.Batch{Ops: []*ndbclient.Op{readOp(tbl, "k9")}}
+	require.NoError(t, submitWait(t, c, &again))
+	require.NoError(t, again.Ops[0].Err)
+}
+
+var (
+	errTemporary = &ndbclient.Error{Code: ndbclient.CodeTemporary, NativeCode: 266, Message: "time-out in NDB"}
+	errUnknown   = &ndbclient.Error{Code: ndbclient.CodeUnknownResult, NativeCode: 4012, Message: "request timed out"}
+)
+
+func TestDispatchRetriesTemporary(t *testing.T) {
+	e, tbl := newEngine(t, 2, 10)
+	flaky := func(op *ndbclient.Op, attempt int) error {
+		if string(op.Key[0].B) == "k3" && attempt <= 2 {
+			return errTemporary
+		}
+		return nil
+	}
+	rec := &recorder{Driver: e, later: time.Millisecond, inject: flaky}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{RetryBase: 100 * time.Microsecond})
+	b := ndbclient.Batch{Ops: []*ndbclient.Op{readOp(tbl, "k3"), readOp(tbl, "k4")}}
+	require.NoError(t, submitWait(t, c, &b))
+	requireValues(t, b.Ops, []string{"k3", "k4"})
+	assert.Equal(t, 3, rec.attemptsOf(b.Ops[0]), "two temporary failures, then success")
+
+	// Past MaxRetries the Temporary error reaches the caller.
+	always := func(op *ndbclient.Op, _ int) error { return errTemporary }
+	rec2 := &recorder{Driver: e, inject: always}
+	c2 := ndbclient.NewClientWith(rec2, ndbclient.DispatchConfig{MaxRetries: 2, RetryBase: 100 * time.Microsecond})
+	b2 := ndbclient.Batch{Ops: []*ndbclient.Op{readOp(tbl, "k1")}}
+	require.NoError(t, submitWait(t, c2, &b2))
+	assert.Equal(t, ndbclient.CodeTemporary, ndbclient.CodeOf(b2.Ops[0].Err))
+	assert.Equal(t, 3, rec2.attemptsOf(b2.Ops[0]))
+}
+
+func TestDispatchNeverRetriesUnknownWrites(t *testing.T) {
+	e, tbl := newEngine(t, 1, 10)
+	unknown := func(op *ndbclient.Op, attempt int) error {
+		if attempt == 1 {
+			return errUnknown
+		}
+		return nil
+	}
+	rec := &recorder{Driver: e, inject: unknown}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{RetryBase: 100 * time.Microsecond})
+	w := ndbclient.Batch{Ops: []*ndbclient.Op{writeOp(tbl, "k1", "new")}}
+	require.NoError(t, submitWait(t, c, &w))
+	assert.Equal(t, ndbclient.CodeUnknownResult, ndbclient.CodeOf(w.Ops[0].Err))
+	assert.Equal(t, 1, rec.attemptsOf(w.Ops[0]), "a write that may have committed is not sent again")
+
+	r := ndbclient.Batch{Ops: []*ndbclient.Op{readOp(tbl, "k2")}}
+	require.NoError(t, submitWait(t, c, &r))
+	requireValues(t, r.Ops, []string{"k2"})
+	assert.Equal(t, 2, rec.attemptsOf(r.Ops[0]), "a read is safe to repeat")
+
+	// A round whose write succeeded is not repeated for a neighbour's Temporary.
+	mixed := func(op *ndbclient.Op, attempt int) error {
+		if op.Kind == ndbclient.OpRead && attempt == 1 {
+			return errTemporary
+		}
+		return nil
+	}
+	rec3 := &recorder{Driver: e, inject: mixed}
+	c3 := ndbclient.NewClientWith(rec3, ndbclient.DispatchConfig{RetryBase: 100 * time.Microsecond})
+	m := ndbclient.Batch{Ops: []*ndbclient.Op{writeOp(tbl, "k7", "w"), readOp(tbl, "k8")}}
+	require.NoError(t, submitWait(t, c3, &m))
+	assert.Equal(t, 1, rec3.attemptsOf(m.Ops[0]))
+	assert.Equal(t, ndbclient.CodeTemporary, ndbclient.CodeOf(m.Ops[1].Err))
+}
+
+func TestDispatchPerOpErrorsIsolated(t *testing.T) {
+	e, tbl := newEngine(t, 4, 50)
+	rec := &recorder{Driver: e, later: 2 * time.Millisecond}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
+	var b ndbclient.Batch
+	for i := 0; i < 60; i++ { // k50..k59 do not exist
+		b.Ops = append(b.Ops, readOp(tbl, fmt.Sprintf("k%d", i)))
+	}
+	ins := &ndbclient.Op{Kind: ndbclient.OpInsert, Table: tbl, Key: key("k1"),
+		Set: []ndbclient.ColumnValue{{Column: 1, Value: ndbclient.String("dup")}}}
+	b.Ops = append(b.Ops, ins)
+	require.NoError(t, submitWait(t, c, &b))
+	for i := 0; i < 60; i++ {
+		if i < 50 {
+			require.NoError(t, b.Ops[i].Err, "k%d", i)
+			assert.Equal(t, fmt.Sprintf("v%d", i), string(b.Ops[i].Row[0].B))
+		} else {
+			assert.ErrorIs(t, b.Ops[i].Err, ndbclient.ErrNotFound, "k%d", i)
+		}
+	}
+	assert.ErrorIs(t, ins.Err, ndbclient.ErrDuplicate)
+}
+
+// TestDispatchConcurrentMixed hammers a later-completing driver from many
+// goroutines with multi-node batches, transactions and single ops (-race).
+func TestDispatchConcurrentMixed(t *testing.T) {
+	e, tbl := newEngine(t, 4, 100)
+	rec := &recorder{Driver: e, later: 300 * time.Microsecond}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: true, Coalesce: true, RoundSize: 16, RoundsPerNode: 2})
+	var wg sync.WaitGroup
+	var bad atomic.Int32
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 30; i++ {
+				var b ndbclient.Batch
+				var names []string
+				for j := 0; j < 1+rand.IntN(40); j++ {
+					names = append(names, fmt.Sprintf("k%d", rand.IntN(100)))
+					b.Ops = append(b.Ops, readOp(tbl, names[j]))
+				}
+				w1 := writeOp(tbl, fmt.Sprintf("g%d", g), "a")
+				w1.TxnWithNext = true
+				w2 := writeOp(tbl, fmt.Sprintf("h%d", g), "b")
+				b.Ops = append(b.Ops, w1, w2)
+				ch := make(chan error, 1)
+				c.Submit(&b, func(_ *ndbclient.Batch, err error) { ch <- err })
+				if err := <-ch; err != nil {
+					bad.Add(1)
+					continue
+				}
+				for j, name := range names {
+					if b.Ops[j].Err != nil || string(b.Ops[j].Row[0].B) != "v"+name[1:] {
+						bad.Add(1)
+					}
+				}
+				if w1.Err != nil || w2.Err != nil {
+					bad.Add(1)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	assert.Zero(t, bad.Load())
+	rounds, _ := rec.take()
+	for _, r := range rounds {
+		assert.LessOrEqual(t, r, 16, "no round above RoundSize")
+	}
+}
