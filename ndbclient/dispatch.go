@@ -81,6 +81,9 @@ type call struct {
 	pending atomic.Int32 // rounds outstanding
 	errOnce sync.Once
 	err     error // the first batch-level error
+	// onDirect is the completion of the fast path: a batch that is one round
+	// for one node, sent without lanes, as it is.
+	onDirect func(*Batch, error)
 }
 
 // round is a share of a call's ops for one node: whole transaction runs only.
@@ -120,12 +123,17 @@ type lane struct {
 }
 
 var (
-	callPool   = sync.Pool{New: func() any { return &call{} }}
+	callPool   sync.Pool // New is set in init, like flightPool
 	roundPool  = sync.Pool{New: func() any { return &round{} }}
 	flightPool sync.Pool // New is set in init: flights refer back to the pool
 )
 
 func init() {
+	callPool.New = func() any {
+		k := &call{}
+		k.onDirect = k.directDone
+		return k
+	}
 	flightPool.New = func() any {
 		f := &flight{}
 		f.onDone = f.driverDone
@@ -147,7 +155,16 @@ func (c *Client) dispatch(b *Batch, done func(*Batch, error)) {
 	}
 	k := callPool.Get().(*call)
 	k.c, k.b, k.done, k.err, k.errOnce = c, b, done, nil, sync.Once{}
-	rounds, hinted, unhinted := c.split(k, b.Ops)
+	if !c.cfg.Lanes && c.nodes == 1 && int(n) <= c.cfg.RoundSize {
+		// Fast path: the whole batch is one round for the only node.
+		dispatchHinted.Add(float64(n))
+		dispatchRoundTrips.Inc()
+		dispatchRoundOps.Observe(float64(n))
+		c.driver.Submit(b, k.onDirect)
+		return
+	}
+	sp, hinted, unhinted := c.split(k, b.Ops)
+	rounds := *sp
 	if hinted > 0 {
 		dispatchHinted.Add(float64(hinted))
 	}
@@ -158,12 +175,42 @@ func (c *Client) dispatch(b *Batch, done func(*Batch, error)) {
 	for _, r := range rounds {
 		c.send(r)
 	}
-	c.scratch.Put(&rounds)
+	clear(rounds)
+	c.scratch.Put(sp)
+}
+
+// directDone completes a fast-path batch, or hands it to the general path if
+// some of it may be retried.
+func (k *call) directDone(b *Batch, err error) {
+	retry := false
+	if k.c.cfg.MaxRetries > 0 {
+		retry = CodeOf(err) == CodeTemporary
+		for _, op := range b.Ops {
+			if c := CodeOf(op.Err); c == CodeTemporary || c == CodeUnknownResult {
+				retry = true
+				break
+			}
+		}
+	}
+	if !retry {
+		k.err = err
+		k.complete()
+		return
+	}
+	// Rare: cut it into rounds and let finish decide and schedule the retries.
+	sp, _, _ := k.c.split(k, b.Ops)
+	rounds := *sp
+	k.pending.Store(int32(len(rounds)))
+	for _, r := range rounds {
+		r.finish(err)
+	}
+	clear(rounds)
+	k.c.scratch.Put(sp)
 }
 
 // split cuts ops into rounds: per node, whole transaction runs, at most
 // RoundSize ops each (a longer transaction goes alone).
-func (c *Client) split(k *call, ops []*Op) (_ []*round, hinted, unhinted int) {
+func (c *Client) split(k *call, ops []*Op) (_ *[]*round, hinted, unhinted int) {
 	sp := c.scratch.Get().(*[]*round)
 	rounds := (*sp)[:0]
 	open := map[int]*round(nil)
@@ -212,7 +259,7 @@ func (c *Client) split(k *call, ops []*Op) (_ []*round, hinted, unhinted int) {
 		i = j + 1
 	}
 	*sp = rounds
-	return rounds, hinted, unhinted
+	return sp, hinted, unhinted
 }
 
 // nodeOf is the data node a run goes to: its first op's key decides (NDB

@@ -104,6 +104,12 @@ func kvTable() *ndbclient.Table {
 // newEngine returns an embedded engine with nodes simulated data nodes and a
 // table filled with keys k0..k(n-1) = v0..
 func newEngine(t *testing.T, nodes, n int) (*embedded.Engine, *ndbclient.Table) {
+	return newEngineTB(t, nodes, n)
+}
+
+func newEngineB(b *testing.B) (*embedded.Engine, *ndbclient.Table) { return newEngineTB(b, 1, 10) }
+
+func newEngineTB(t testing.TB, nodes, n int) (*embedded.Engine, *ndbclient.Table) {
 	t.Helper()
 	e := embedded.New(embedded.Config{Partitions: 16, Nodes: nodes, ReapInterval: -1})
 	t.Cleanup(func() { _ = e.Close() })
