@@ -198,14 +198,16 @@ func (k *call) directDone(b *Batch, err error) {
 		return
 	}
 	// Rare: cut it into rounds and let finish decide and schedule the retries.
-	sp, _, _ := k.c.split(k, b.Ops)
+	// The last finish may complete (and recycle) k: keep the client.
+	c := k.c
+	sp, _, _ := c.split(k, b.Ops)
 	rounds := *sp
 	k.pending.Store(int32(len(rounds)))
 	for _, r := range rounds {
 		r.finish(err)
 	}
 	clear(rounds)
-	k.c.scratch.Put(sp)
+	c.scratch.Put(sp)
 }
 
 // split cuts ops into rounds: per node, whole transaction runs, at most
