@@ -1,0 +1,294 @@
+//go:build ndbapi
+
+package ndbapi
+
+// Build: NDB_HOME points at an NDB installation (include/storage/ndb and lib),
+// or set CGO_CPPFLAGS / CGO_LDFLAGS yourself; `make build-ndb` does this.
+
+/*
+#cgo CXXFLAGS: -std=c++17 -O2
+#cgo LDFLAGS: -lndbclient -lstdc++
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// Config selects the cluster.
+type Config struct {
+	Connectstring string // host:1186[,host2:1186]
+	PoolSize      int    // cluster connections, each with its executor thread; default 2
+	TimeoutSec    int    // connect and wait-until-ready timeout; default 30
+}
+
+// Driver is the NDB API driver. Each pool connection has one executor
+// goroutine, locked to its OS thread, that owns the connection's Ndb object
+// and runs one round at a time: one cgo call per round.
+type Driver struct {
+	pool    *C.ndbgate_pool
+	nodes   int
+	execs   []*executor
+	next    atomic.Uint32
+	mu      sync.RWMutex
+	byName  map[string]*tableInfo
+	bySch   map[*ndbclient.Table]*tableInfo
+	closed  atomic.Bool
+	closeMu sync.RWMutex // Submit holds it shared while sending; Close exclusively
+	running sync.WaitGroup
+}
+
+type work struct {
+	b    *ndbclient.Batch
+	done func(*ndbclient.Batch, error)
+}
+
+type executor struct {
+	d    *Driver
+	conn int
+	ch   chan work
+	req  []byte
+	resp []byte
+}
+
+// Open connects to the cluster.
+func Open(cfg Config) (*Driver, error) {
+	if cfg.PoolSize <= 0 {
+		cfg.PoolSize = 2
+	}
+	if cfg.TimeoutSec <= 0 {
+		cfg.TimeoutSec = 30
+	}
+	cs := C.CString(cfg.Connectstring)
+	defer C.free(unsafe.Pointer(cs))
+	var errBuf [512]C.char
+	p := C.ndbgate_open(cs, C.int(cfg.PoolSize), C.int(cfg.TimeoutSec), &errBuf[0], C.int(len(errBuf)))
+	if p == nil {
+		return nil, ndbclient.Errorf(ndbclient.CodeUnavailable, "NDB cluster %s: %s", cfg.Connectstring, C.GoString(&errBuf[0]))
+	}
+	d := &Driver{pool: p, nodes: int(C.ndbgate_data_nodes(p)),
+		byName: map[string]*tableInfo{}, bySch: map[*ndbclient.Table]*tableInfo{}}
+	for i := 0; i < cfg.PoolSize; i++ {
+		e := &executor{d: d, conn: i, ch: make(chan work, 1024)}
+		d.execs = append(d.execs, e)
+		d.running.Add(1)
+		go e.run()
+	}
+	return d, nil
+}
+
+func (d *Driver) Name() string { return "ndbapi" }
+
+// Table describes database.name from the NDB dictionary (cached).
+func (d *Driver) Table(database, name string) (*ndbclient.Table, error) {
+	key := database + "." + name
+	d.mu.RLock()
+	ti := d.byName[key]
+	d.mu.RUnlock()
+	if ti != nil {
+		return ti.schema, nil
+	}
+	cdb, ctab := C.CString(database), C.CString(name)
+	defer C.free(unsafe.Pointer(cdb))
+	defer C.free(unsafe.Pointer(ctab))
+	out := make([]byte, 64<<10)
+	var errBuf [512]C.char
+	id := C.ndbgate_describe(d.pool, cdb, ctab, (*C.uchar)(unsafe.Pointer(&out[0])), C.int(len(out)), &errBuf[0], C.int(len(errBuf)))
+	if id < 0 {
+		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "%s", C.GoString(&errBuf[0]))
+	}
+	ti, err := decodeDescribe(database, name, int(id), out)
+	if err != nil {
+		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "%v", err)
+	}
+	d.mu.Lock()
+	d.byName[key] = ti
+	d.bySch[ti.schema] = ti
+	d.mu.Unlock()
+	return ti.schema, nil
+}
+
+// CreateTable checks that the table exists with the columns asked for: NDB
+// tables are created with SQL (deploy/), never by the gateway.
+func (d *Driver) CreateTable(want *ndbclient.Table) (*ndbclient.Table, error) {
+	got, err := d.Table(want.Database, want.Name)
+	if err != nil {
+		return nil, err
+	}
+	for _, wc := range want.Columns {
+		found := false
+		for _, gc := range got.Columns {
+			if gc.Name == wc.Name {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "%s.%s has no column %s (create it with the SQL in deploy/)", want.Database, want.Name, wc.Name)
+		}
+	}
+	return got, nil
+}
+
+func (d *Driver) info(t *ndbclient.Table) (*tableInfo, error) {
+	d.mu.RLock()
+	ti := d.bySch[t]
+	d.mu.RUnlock()
+	if ti == nil {
+		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s.%s was not described by this driver", t.Database, t.Name)
+	}
+	return ti, nil
+}
+
+// Execute runs the batch and waits.
+func (d *Driver) Execute(ctx context.Context, b *ndbclient.Batch) error {
+	ch := make(chan error, 1)
+	d.Submit(b, func(_ *ndbclient.Batch, err error) { ch <- err })
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		<-ch // the round owns b's ops until it completes
+		return ctx.Err()
+	}
+}
+
+// Submit queues the round on the next executor; done runs on it.
+func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
+	d.closeMu.RLock()
+	if d.closed.Load() {
+		d.closeMu.RUnlock()
+		for _, op := range b.Ops {
+			op.Err = ndbclient.ErrUnavailable
+		}
+		done(b, ndbclient.ErrUnavailable)
+		return
+	}
+	e := d.execs[int(d.next.Add(1))%len(d.execs)]
+	select {
+	case e.ch <- work{b, done}:
+		d.closeMu.RUnlock()
+	default:
+		d.closeMu.RUnlock()
+		for _, op := range b.Ops {
+			op.Err = ndbclient.ErrOverloaded
+		}
+		done(b, ndbclient.ErrOverloaded)
+	}
+}
+
+func (e *executor) run() {
+	defer e.d.running.Done()
+	runtime.LockOSThread() // the connection's Ndb object stays on this thread
+	for w := range e.ch {
+		w.done(w.b, e.round(w.b))
+	}
+}
+
+// round encodes, makes the one cgo call, and decodes.
+func (e *executor) round(b *ndbclient.Batch) error {
+	var err error
+	e.req, err = encodeRound(e.req[:0], b.Ops, e.d.info)
+	if err != nil {
+		for _, op := range b.Ops {
+			op.Err = err
+		}
+		return nil
+	}
+	bound := int(uint32(e.req[len(e.req)-4]) | uint32(e.req[len(e.req)-3])<<8 | uint32(e.req[len(e.req)-2])<<16 | uint32(e.req[len(e.req)-1])<<24)
+	if cap(e.resp) < bound {
+		e.resp = make([]byte, bound)
+	}
+	e.resp = e.resp[:cap(e.resp)]
+	var errBuf [512]C.char
+	n := C.ndbgate_execute(e.d.pool, C.int(e.conn),
+		(*C.uchar)(unsafe.Pointer(&e.req[0])), C.int(len(e.req)),
+		(*C.uchar)(unsafe.Pointer(&e.resp[0])), C.int(len(e.resp)), &errBuf[0], C.int(len(errBuf)))
+	if n < 0 {
+		err := ndbclient.Errorf(ndbclient.CodeInternal, "NDB shim: %s", C.GoString(&errBuf[0]))
+		for _, op := range b.Ops {
+			op.Err = err
+		}
+		return err
+	}
+	return decodeResults(e.resp[:int(n)], b.Ops, e.d.info)
+}
+
+// Partition computes a key's partition with NDB's own hash.
+func (d *Driver) Partition(t *ndbclient.Table, key []ndbclient.Value) int {
+	ti, err := d.info(t)
+	if err != nil || len(key) == 0 || len(key) > 32 {
+		return 0
+	}
+	var buf []byte
+	lens := make([]C.int, 0, len(key))
+	for i, k := range key {
+		start := len(buf)
+		if buf, err = appendNative(buf, &ti.cols[t.PrimaryKey[i]], k); err != nil {
+			return 0
+		}
+		lens = append(lens, C.int(len(buf)-start))
+	}
+	p := C.ndbgate_partition(d.pool, C.int(ti.id), (*C.uchar)(unsafe.Pointer(&buf[0])), &lens[0], C.int(len(lens)))
+	if p < 0 {
+		return 0
+	}
+	return int(p)
+}
+
+// NodeOf returns the data node holding a partition's primary replica.
+func (d *Driver) NodeOf(t *ndbclient.Table, partition int) int {
+	ti, err := d.info(t)
+	if err != nil {
+		return 0
+	}
+	n := int(C.ndbgate_primary_node(d.pool, C.int(ti.id), C.int(partition)))
+	if n <= 0 || d.nodes == 0 {
+		return 0
+	}
+	return n % d.nodes // dispatcher lanes are 0..nodes-1; NDB node ids are 1..
+}
+
+func (d *Driver) Stats() ndbclient.DriverStats {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return ndbclient.DriverStats{Nodes: d.nodes, Tables: len(d.byName)}
+}
+
+func (d *Driver) Ready() error {
+	var errBuf [256]C.char
+	if C.ndbgate_ready(d.pool, &errBuf[0], C.int(len(errBuf))) != 0 {
+		return ndbclient.Errorf(ndbclient.CodeUnavailable, "%s", C.GoString(&errBuf[0]))
+	}
+	return nil
+}
+
+func (d *Driver) Close() error {
+	d.closeMu.Lock()
+	defer d.closeMu.Unlock()
+	if d.closed.Swap(true) {
+		return nil
+	}
+	for _, e := range d.execs {
+		close(e.ch) // queued rounds still run
+	}
+	d.running.Wait()
+	C.ndbgate_close(d.pool)
+	return nil
+}
+
+var _ ndbclient.Driver = (*Driver)(nil)
+
+// String is for logs.
+func (d *Driver) String() string {
+	return fmt.Sprintf("ndbapi(%d connections, %d data nodes)", len(d.execs), d.nodes)
+}

@@ -1,0 +1,47 @@
+// C surface of ndbgate's NDB API shim (shim.cpp). One call per round: the
+// request and the results travel in flat little-endian buffers (format in
+// wire.go); C keeps no Go pointer after a call returns.
+#ifndef NDBGATE_SHIM_H
+#define NDBGATE_SHIM_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ndbgate_pool ndbgate_pool;
+
+// ndbgate_open connects `connections` cluster connections (each takes a free
+// API node slot) and waits up to timeout_s for the data nodes. NULL on
+// failure, with the reason in err.
+ndbgate_pool *ndbgate_open(const char *connectstring, int connections,
+                           int timeout_s, char *err, int errlen);
+void ndbgate_close(ndbgate_pool *pool);
+
+// ndbgate_ready: 0 when every connection sees a live data node.
+int ndbgate_ready(ndbgate_pool *pool, char *err, int errlen);
+int ndbgate_data_nodes(ndbgate_pool *pool);
+
+// ndbgate_describe writes a table's shape into out (wire.go: describe
+// format) and returns its id for later calls; negative on error.
+int ndbgate_describe(ndbgate_pool *pool, const char *db, const char *table,
+                     unsigned char *out, int outlen, char *err, int errlen);
+
+// ndbgate_partition: the partition of a key (the primary-key columns in
+// native format, concatenated as key_parts of key_lens), or -1.
+int ndbgate_partition(ndbgate_pool *pool, int table_id,
+                      const unsigned char *key, const int *key_lens,
+                      int nparts);
+// ndbgate_primary_node: the data node holding a partition's primary replica.
+int ndbgate_primary_node(ndbgate_pool *pool, int table_id, int partition);
+
+// ndbgate_execute runs one round on connection conn (each connection is used
+// by one executor thread at a time). Returns the bytes written to resp, or
+// -needed when resp is too small (nothing was executed then), or -1 with err.
+int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req,
+                    int reqlen, unsigned char *resp, int resplen, char *err,
+                    int errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

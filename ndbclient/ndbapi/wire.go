@@ -1,0 +1,571 @@
+// Package ndbapi is ndbgate's NDB API driver. The cgo part (driver.go,
+// shim.cpp) builds only with the ndbapi tag; this file, the flat buffer format
+// between Go and the C++ shim and the mapping of NDB types and errors, is
+// plain Go, so CI tests it without NDB.
+//
+// Request (little endian): u32 nops; per op: u8 kind, u8 lock, u8 flags, u8 0,
+// u32 table id, u16 nkey {u16 col, u32 len, native bytes}, u16 nread {u16 col},
+// u16 nset {u16 col, u8 null, u32 len, bytes}, [cond: u16 col, u8 null, u32
+// len, bytes], [add: u16 col, u64 delta, u64 initial], [append: u16 col, u32
+// len, bytes]; then u32 response bound.
+// Response per op: i32 ndb code, u8 status, u8 classification; on error u16 0,
+// u32 len, message; else u16 nvalues {u8 null, u32 len, bytes}, u32 affected,
+// [append: u32 len, the value written].
+// Describe: u32 fragments, u16 ncols {u16 len, name, u8 type, u32 length, u8
+// nullable, u8 pk, u8 array type, u16 precision, u16 scale, u32 max bytes}.
+package ndbapi
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// NdbDictionary::Column::Type values.
+const (
+	ndbTinyint        = 1
+	ndbTinyunsigned   = 2
+	ndbSmallint       = 3
+	ndbSmallunsigned  = 4
+	ndbMediumint      = 5
+	ndbMediumunsigned = 6
+	ndbInt            = 7
+	ndbUnsigned       = 8
+	ndbBigint         = 9
+	ndbBigunsigned    = 10
+	ndbFloat          = 11
+	ndbDouble         = 12
+	ndbChar           = 14
+	ndbVarchar        = 15
+	ndbBinary         = 16
+	ndbVarbinary      = 17
+	ndbBit            = 22
+	ndbLongvarchar    = 23
+	ndbLongvarbinary  = 24
+	ndbYear           = 26
+)
+
+// NdbError::Status and ::Classification values used here.
+const (
+	statusTemporary     = 1
+	statusUnknownResult = 3
+
+	classApplication      = 1
+	classNoDataFound      = 2
+	classConstraint       = 3
+	classSchema           = 4
+	classInsufficientSpc  = 6
+	classTemporaryRes     = 7
+	classNodeRecovery     = 8
+	classOverload         = 9
+	classTimeout          = 10
+	classUnknownResult    = 11
+	classNodeShutdown     = 15
+	classSchemaObjectExst = 16
+)
+
+// Codes the shim's interpreted programs exit with.
+const (
+	exitCondFailed = 6000
+	exitNotNumeric = 6001
+)
+
+const maxMessage = 200 // shim.cpp kMaxMessage
+
+// column is what the driver needs of one NDB column.
+type column struct {
+	ndbType   uint8
+	arrayType uint8 // 0 fixed, 1 short var (1-byte length), 2 medium var (2 bytes)
+	length    int   // chars/bytes for strings, bits for BIT
+	maxBytes  int   // native size including a length prefix
+}
+
+// tableInfo is a described table.
+type tableInfo struct {
+	id     int
+	schema *ndbclient.Table
+	cols   []column
+}
+
+// decodeDescribe turns the shim's describe output into a schema.
+func decodeDescribe(db, name string, id int, b []byte) (*tableInfo, error) {
+	r := reader{b: b}
+	ti := &tableInfo{id: id, schema: &ndbclient.Table{Database: db, Name: name, ExpireColumn: -1}}
+	ti.schema.Partitions = int(r.u32())
+	n := int(r.u16())
+	for i := 0; i < n && r.ok(); i++ {
+		cname := string(r.bytes(int(r.u16())))
+		nt := r.u8()
+		length := int(r.u32())
+		nullable := r.u8() != 0
+		pk := r.u8() != 0
+		at := r.u8()
+		prec, scale := int(r.u16()), int(r.u16())
+		maxBytes := int(r.u32())
+		ct, err := columnType(nt)
+		if err != nil {
+			return nil, fmt.Errorf("%s.%s column %s: %w", db, name, cname, err)
+		}
+		ti.schema.Columns = append(ti.schema.Columns, ndbclient.Column{
+			Name: cname, Type: ct, Length: length, Nullable: nullable, Precision: prec, Scale: scale,
+		})
+		ti.cols = append(ti.cols, column{ndbType: nt, arrayType: at, length: length, maxBytes: maxBytes + 2})
+		if pk {
+			ti.schema.PrimaryKey = append(ti.schema.PrimaryKey, i)
+		}
+	}
+	if !r.ok() {
+		return nil, fmt.Errorf("%s.%s: malformed describe output", db, name)
+	}
+	return ti, nil
+}
+
+// columnType maps an NDB column type onto the contract's; types this driver
+// does not carry yet are refused when the table is described.
+func columnType(t uint8) (ndbclient.ColumnType, error) {
+	switch t {
+	case ndbTinyint:
+		return ndbclient.TypeInt8, nil
+	case ndbTinyunsigned:
+		return ndbclient.TypeUint8, nil
+	case ndbSmallint:
+		return ndbclient.TypeInt16, nil
+	case ndbSmallunsigned:
+		return ndbclient.TypeUint16, nil
+	case ndbMediumint:
+		return ndbclient.TypeInt24, nil
+	case ndbMediumunsigned:
+		return ndbclient.TypeUint24, nil
+	case ndbInt:
+		return ndbclient.TypeInt32, nil
+	case ndbUnsigned:
+		return ndbclient.TypeUint32, nil
+	case ndbBigint:
+		return ndbclient.TypeInt64, nil
+	case ndbBigunsigned:
+		return ndbclient.TypeUint64, nil
+	case ndbFloat:
+		return ndbclient.TypeFloat, nil
+	case ndbDouble:
+		return ndbclient.TypeDouble, nil
+	case ndbChar:
+		return ndbclient.TypeChar, nil
+	case ndbVarchar, ndbLongvarchar:
+		return ndbclient.TypeVarchar, nil
+	case ndbBinary:
+		return ndbclient.TypeBinary, nil
+	case ndbVarbinary, ndbLongvarbinary:
+		return ndbclient.TypeVarbinary, nil
+	case ndbBit:
+		return ndbclient.TypeBit, nil
+	case ndbYear:
+		return ndbclient.TypeYear, nil
+	}
+	return 0, fmt.Errorf("NDB column type %d is not supported by this driver yet (DECIMAL, temporal, BLOB/TEXT come later)", t)
+}
+
+// appendNative appends v in the column's native NDB format.
+func appendNative(dst []byte, c *column, v ndbclient.Value) ([]byte, error) {
+	switch c.ndbType {
+	case ndbTinyint, ndbTinyunsigned:
+		return append(dst, byte(v.Uint())), nil
+	case ndbSmallint, ndbSmallunsigned:
+		return binary.LittleEndian.AppendUint16(dst, uint16(v.Uint())), nil
+	case ndbMediumint, ndbMediumunsigned:
+		n := v.Uint()
+		return append(dst, byte(n), byte(n>>8), byte(n>>16)), nil
+	case ndbInt, ndbUnsigned:
+		return binary.LittleEndian.AppendUint32(dst, uint32(v.Uint())), nil
+	case ndbBigint, ndbBigunsigned, ndbBit:
+		return binary.LittleEndian.AppendUint64(dst, v.Uint()), nil
+	case ndbYear:
+		return append(dst, byte(v.Uint()-1900)), nil
+	case ndbFloat:
+		return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(v.Float()))), nil
+	case ndbDouble:
+		return binary.LittleEndian.AppendUint64(dst, math.Float64bits(v.Float())), nil
+	case ndbChar, ndbBinary:
+		if len(v.B) > c.length {
+			return dst, tooLong(c, len(v.B))
+		}
+		dst = append(dst, v.B...)
+		pad := byte(' ')
+		if c.ndbType == ndbBinary {
+			pad = 0
+		}
+		for i := len(v.B); i < c.length; i++ {
+			dst = append(dst, pad)
+		}
+		return dst, nil
+	case ndbVarchar, ndbVarbinary, ndbLongvarchar, ndbLongvarbinary:
+		if len(v.B) > c.length {
+			return dst, tooLong(c, len(v.B))
+		}
+		if c.arrayType == 1 {
+			dst = append(dst, byte(len(v.B)))
+		} else {
+			dst = binary.LittleEndian.AppendUint16(dst, uint16(len(v.B)))
+		}
+		return append(dst, v.B...), nil
+	}
+	return dst, ndbclient.Errorf(ndbclient.CodeInvalidArgument, "NDB column type %d not supported", c.ndbType)
+}
+
+func tooLong(c *column, n int) error {
+	return ndbclient.Errorf(ndbclient.CodeTooLarge, "value of %d bytes for a column of %d", n, c.length)
+}
+
+// nativeSize is the bytes a fixed-size native value takes (0: variable).
+func nativeSize(c *column) int {
+	switch c.ndbType {
+	case ndbTinyint, ndbTinyunsigned, ndbYear:
+		return 1
+	case ndbSmallint, ndbSmallunsigned:
+		return 2
+	case ndbMediumint, ndbMediumunsigned:
+		return 3
+	case ndbInt, ndbUnsigned, ndbFloat:
+		return 4
+	case ndbBigint, ndbBigunsigned, ndbBit, ndbDouble:
+		return 8
+	}
+	return 0
+}
+
+// decodeNative reads a native value; bytes alias b. A value too short for
+// its type (a malformed response) reads as NULL rather than panicking.
+func decodeNative(c *column, b []byte) ndbclient.Value {
+	if len(b) < nativeSize(c) {
+		return ndbclient.Null()
+	}
+	switch c.ndbType {
+	case ndbTinyint:
+		return ndbclient.Int(int64(int8(b[0])))
+	case ndbTinyunsigned:
+		return ndbclient.Uint(uint64(b[0]))
+	case ndbSmallint:
+		return ndbclient.Int(int64(int16(binary.LittleEndian.Uint16(b))))
+	case ndbSmallunsigned:
+		return ndbclient.Uint(uint64(binary.LittleEndian.Uint16(b)))
+	case ndbMediumint:
+		n := int32(uint32(b[0])|uint32(b[1])<<8|uint32(b[2])<<16) << 8 >> 8
+		return ndbclient.Int(int64(n))
+	case ndbMediumunsigned:
+		return ndbclient.Uint(uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16)
+	case ndbInt:
+		return ndbclient.Int(int64(int32(binary.LittleEndian.Uint32(b))))
+	case ndbUnsigned:
+		return ndbclient.Uint(uint64(binary.LittleEndian.Uint32(b)))
+	case ndbBigint:
+		return ndbclient.Int(int64(binary.LittleEndian.Uint64(b)))
+	case ndbBigunsigned, ndbBit:
+		return ndbclient.Uint(binary.LittleEndian.Uint64(b))
+	case ndbYear:
+		return ndbclient.Uint(uint64(b[0]) + 1900)
+	case ndbFloat:
+		return ndbclient.Float(float64(math.Float32frombits(binary.LittleEndian.Uint32(b))))
+	case ndbDouble:
+		return ndbclient.Float(math.Float64frombits(binary.LittleEndian.Uint64(b)))
+	case ndbChar:
+		end := len(b)
+		for end > 0 && b[end-1] == ' ' {
+			end--
+		}
+		return ndbclient.Bytes(b[:end])
+	case ndbBinary:
+		return ndbclient.Bytes(b)
+	case ndbVarchar, ndbVarbinary, ndbLongvarchar, ndbLongvarbinary:
+		if c.arrayType == 1 {
+			if len(b) < 1 || len(b) < 1+int(b[0]) {
+				return ndbclient.Null()
+			}
+			return ndbclient.Bytes(b[1 : 1+int(b[0])])
+		}
+		if len(b) < 2 {
+			return ndbclient.Null()
+		}
+		n := int(binary.LittleEndian.Uint16(b))
+		if len(b) < 2+n {
+			return ndbclient.Null()
+		}
+		return ndbclient.Bytes(b[2 : 2+n])
+	}
+	return ndbclient.Null()
+}
+
+// Request encoding.
+
+const (
+	kindRead = iota + 1
+	kindInsert
+	kindUpdate
+	kindWrite
+	kindDelete
+	kindCondUpdate
+	kindAdd
+	kindAppend
+	kindDeleteAll
+)
+
+const (
+	flagTxnWithNext = 1 << iota
+	flagHasCond
+	flagSubtract
+	flagCreate
+	flagPrepend
+)
+
+var kindOf = map[ndbclient.OpKind]byte{
+	ndbclient.OpRead: kindRead, ndbclient.OpInsert: kindInsert, ndbclient.OpUpdate: kindUpdate,
+	ndbclient.OpWrite: kindWrite, ndbclient.OpDelete: kindDelete, ndbclient.OpCondUpdate: kindCondUpdate,
+	ndbclient.OpAdd: kindAdd, ndbclient.OpAppend: kindAppend, ndbclient.OpDeleteAll: kindDeleteAll,
+}
+
+// encodeRound builds the request for ops; tables resolves each op's table.
+// It returns the buffer with the response bound appended.
+func encodeRound(dst []byte, ops []*ndbclient.Op, tables func(*ndbclient.Table) (*tableInfo, error)) ([]byte, error) {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(ops)))
+	bound := 0
+	for _, op := range ops {
+		ti, err := tables(op.Table)
+		if err != nil {
+			return dst, err
+		}
+		kind, ok := kindOf[op.Kind]
+		if !ok {
+			return dst, ndbclient.Errorf(ndbclient.CodeInvalidArgument, "unknown op kind %d", op.Kind)
+		}
+		if op.Kind == ndbclient.OpAdd && op.Create {
+			// NDB has no insert-if-missing add; the gateway creates missing
+			// counters with an insert after NotFound.
+			return dst, ndbclient.Errorf(ndbclient.CodeInvalidArgument, "atomic add with create is done by the caller on the NDB driver")
+		}
+		var flags byte
+		if op.TxnWithNext {
+			flags |= flagTxnWithNext
+		}
+		if op.HasCond {
+			flags |= flagHasCond
+		}
+		if op.Subtract {
+			flags |= flagSubtract
+		}
+		if op.Prepend {
+			flags |= flagPrepend
+		}
+		dst = append(dst, kind, byte(op.Lock), flags, 0)
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(ti.id))
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(op.Key)))
+		for i, k := range op.Key {
+			col := ti.schema.PrimaryKey[i]
+			if dst, err = appendValue(dst, ti, col, k, false); err != nil {
+				return dst, err
+			}
+		}
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(op.Read)))
+		for _, c := range op.Read {
+			dst = binary.LittleEndian.AppendUint16(dst, uint16(c))
+			bound += 5 + ti.cols[c].maxBytes
+		}
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(op.Set)))
+		for _, s := range op.Set {
+			if dst, err = appendValue(dst, ti, s.Column, s.Value, true); err != nil {
+				return dst, err
+			}
+		}
+		if op.HasCond || op.Kind == ndbclient.OpCondUpdate {
+			if dst, err = appendValue(dst, ti, op.CondColumn, op.CondValue, true); err != nil {
+				return dst, err
+			}
+		}
+		switch op.Kind {
+		case ndbclient.OpAdd:
+			dst = binary.LittleEndian.AppendUint16(dst, uint16(op.AddColumn))
+			dst = binary.LittleEndian.AppendUint64(dst, op.Delta)
+			dst = binary.LittleEndian.AppendUint64(dst, op.Initial)
+		case ndbclient.OpAppend:
+			dst = binary.LittleEndian.AppendUint16(dst, uint16(op.AppendColumn))
+			// The data travels with the column's length prefix; the shim strips it.
+			c := &ti.cols[op.AppendColumn]
+			start := len(dst)
+			dst = binary.LittleEndian.AppendUint32(dst, 0)
+			if c.arrayType == 1 {
+				dst = append(dst, byte(len(op.Data)))
+			} else if c.arrayType == 2 {
+				dst = binary.LittleEndian.AppendUint16(dst, uint16(len(op.Data)))
+			}
+			dst = append(dst, op.Data...)
+			binary.LittleEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+			bound += 4 + c.maxBytes
+		}
+		bound += 8 + 2 + 4 + 4 + maxMessage + 16
+	}
+	return binary.LittleEndian.AppendUint32(dst, uint32(bound)), nil
+}
+
+func appendValue(dst []byte, ti *tableInfo, col int, v ndbclient.Value, withNull bool) ([]byte, error) {
+	if col < 0 || col >= len(ti.cols) {
+		return dst, ndbclient.Errorf(ndbclient.CodeInvalidArgument, "column %d out of range", col)
+	}
+	dst = binary.LittleEndian.AppendUint16(dst, uint16(col))
+	if withNull {
+		if v.IsNull() {
+			dst = append(dst, 1)
+			return binary.LittleEndian.AppendUint32(dst, 0), nil
+		}
+		dst = append(dst, 0)
+	}
+	start := len(dst)
+	dst = binary.LittleEndian.AppendUint32(dst, 0)
+	var err error
+	if dst, err = appendNative(dst, &ti.cols[col], v); err != nil {
+		return dst, err
+	}
+	binary.LittleEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst, nil
+}
+
+// decodeResults fills each op's result from the shim's response.
+func decodeResults(b []byte, ops []*ndbclient.Op, tables func(*ndbclient.Table) (*tableInfo, error)) error {
+	r := reader{b: b}
+	for _, op := range ops {
+		if !r.ok() {
+			break
+		}
+		code := int32(r.u32())
+		status, class := r.u8(), r.u8()
+		n := int(r.u16())
+		op.Row = op.Row[:0]
+		if code != 0 || status != 0 {
+			msg := string(r.bytes(int(r.u32())))
+			op.Err = mapError(int(code), status, class, msg)
+			continue
+		}
+		op.Err = nil
+		ti, err := tables(op.Table)
+		if err != nil {
+			return err
+		}
+		// Copy values into RowBuf first, slice after: RowBuf may grow.
+		op.RowBuf = op.RowBuf[:0]
+		type span struct {
+			null       bool
+			start, end int
+		}
+		var spans [16]span
+		sp := spans[:0]
+		for i := 0; i < n; i++ {
+			null := r.u8() != 0
+			v := r.bytes(int(r.u32()))
+			s := span{null: null, start: len(op.RowBuf)}
+			op.RowBuf = append(op.RowBuf, v...)
+			s.end = len(op.RowBuf)
+			sp = append(sp, s)
+		}
+		for i, s := range sp {
+			if s.null || i >= len(op.Read) {
+				op.Row = append(op.Row, ndbclient.Null())
+				continue
+			}
+			op.Row = append(op.Row, decodeNative(&ti.cols[op.Read[i]], op.RowBuf[s.start:s.end]))
+		}
+		affected := r.u32()
+		if op.Kind != ndbclient.OpRead {
+			op.Affected = uint64(affected)
+		}
+		if op.Kind == ndbclient.OpAppend {
+			written := r.bytes(int(r.u32()))
+			if len(op.Read) > 0 {
+				start := len(op.RowBuf)
+				op.RowBuf = append(op.RowBuf, written...)
+				v := decodeNative(&ti.cols[op.AppendColumn], op.RowBuf[start:])
+				for _, c := range op.Read {
+					if c == op.AppendColumn {
+						op.Row = append(op.Row, v)
+					} else {
+						op.Row = append(op.Row, ndbclient.Null())
+					}
+				}
+			}
+		}
+	}
+	if !r.ok() {
+		return ndbclient.Errorf(ndbclient.CodeInternal, "malformed response from the NDB shim")
+	}
+	return nil
+}
+
+// mapError turns an NdbError into a canonical error, keeping NDB's code and
+// message for logs.
+func mapError(code int, status, class uint8, msg string) error {
+	c := ndbclient.CodeInternal
+	switch {
+	case code == 626 || class == classNoDataFound:
+		c = ndbclient.CodeNotFound
+	case code == 630 || class == classConstraint && code == 893:
+		c = ndbclient.CodeDuplicate
+	case code == exitCondFailed:
+		c = ndbclient.CodeConditionFailed
+	case code == exitNotNumeric:
+		c = ndbclient.CodeNotNumeric
+	case code == 1 && class == classApplication:
+		c = ndbclient.CodeTooLarge
+	case status == statusUnknownResult || class == classUnknownResult:
+		c = ndbclient.CodeUnknownResult
+	case class == classOverload:
+		c = ndbclient.CodeOverloaded
+	case class == classNodeShutdown || class == classNodeRecovery:
+		c = ndbclient.CodeUnavailable
+	case status == statusTemporary || class == classTemporaryRes || class == classTimeout:
+		c = ndbclient.CodeTemporary
+	case class == classSchema || class == classSchemaObjectExst:
+		c = ndbclient.CodeSchemaError
+	case class == classInsufficientSpc:
+		c = ndbclient.CodeOutOfMemory
+	case class == classConstraint:
+		c = ndbclient.CodeInvalidArgument
+	}
+	return &ndbclient.Error{Code: c, NativeCode: code, Message: msg}
+}
+
+type reader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *reader) ok() bool { return !r.bad }
+
+func (r *reader) take(n int) []byte {
+	if r.bad || n < 0 || len(r.b) < n {
+		r.bad = true
+		return nil
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) u8() uint8 {
+	if b := r.take(1); b != nil {
+		return b[0]
+	}
+	return 0
+}
+
+func (r *reader) u16() uint16 {
+	if b := r.take(2); b != nil {
+		return binary.LittleEndian.Uint16(b)
+	}
+	return 0
+}
+
+func (r *reader) u32() uint32 {
+	if b := r.take(4); b != nil {
+		return binary.LittleEndian.Uint32(b)
+	}
+	return 0
+}
+
+func (r *reader) bytes(n int) []byte { return r.take(n) }

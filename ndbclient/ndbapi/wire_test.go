@@ -1,0 +1,188 @@
+package ndbapi
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// demoDescribe is the shim's describe output for ndbmemcache's demo table.
+func demoDescribe() []byte {
+	var b []byte
+	b = binary.LittleEndian.AppendUint32(b, 8)
+	b = binary.LittleEndian.AppendUint16(b, 6)
+	col := func(name string, typ uint8, length uint32, null, pk bool, array uint8, maxBytes uint32) {
+		b = binary.LittleEndian.AppendUint16(b, uint16(len(name)))
+		b = append(b, name...)
+		b = append(b, typ)
+		b = binary.LittleEndian.AppendUint32(b, length)
+		b = append(b, boolByte(null), boolByte(pk), array)
+		b = binary.LittleEndian.AppendUint16(b, 0)
+		b = binary.LittleEndian.AppendUint16(b, 0)
+		b = binary.LittleEndian.AppendUint32(b, maxBytes)
+	}
+	col("mkey", ndbVarchar, 250, false, true, 1, 250)
+	col("string_value", ndbVarbinary, 13000, true, false, 2, 13000)
+	col("flags", ndbUnsigned, 1, true, false, 0, 4)
+	col("cas_value", ndbBigunsigned, 1, true, false, 0, 8)
+	col("expire_time", ndbUnsigned, 1, true, false, 0, 4)
+	col("math_value", ndbBigunsigned, 1, true, false, 0, 8)
+	return b
+}
+
+func boolByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+func TestDecodeDescribe(t *testing.T) {
+	ti, err := decodeDescribe("ndbmemcache", "demo_table", 3, demoDescribe())
+	require.NoError(t, err)
+	s := ti.schema
+	assert.Equal(t, 8, s.Partitions)
+	assert.Equal(t, []int{0}, s.PrimaryKey)
+	require.Len(t, s.Columns, 6)
+	assert.Equal(t, ndbclient.TypeVarchar, s.Columns[0].Type)
+	assert.Equal(t, ndbclient.TypeVarbinary, s.Columns[1].Type)
+	assert.Equal(t, ndbclient.TypeUint64, s.Columns[3].Type)
+	assert.True(t, s.Columns[5].Nullable)
+
+	_, err = decodeDescribe("d", "t", 0, demoDescribe()[:20])
+	assert.Error(t, err, "truncated output is refused")
+}
+
+func TestNativeValues(t *testing.T) {
+	cases := []struct {
+		col  column
+		in   ndbclient.Value
+		wire []byte
+	}{
+		{column{ndbType: ndbVarchar, arrayType: 1, length: 250}, ndbclient.String("abc"), []byte{3, 'a', 'b', 'c'}},
+		{column{ndbType: ndbVarbinary, arrayType: 2, length: 13000}, ndbclient.String("xy"), []byte{2, 0, 'x', 'y'}},
+		{column{ndbType: ndbChar, length: 4}, ndbclient.String("ab"), []byte{'a', 'b', ' ', ' '}},
+		{column{ndbType: ndbBinary, length: 3}, ndbclient.String("a"), []byte{'a', 0, 0}},
+		{column{ndbType: ndbUnsigned}, ndbclient.Uint(0x01020304), []byte{4, 3, 2, 1}},
+		{column{ndbType: ndbBigunsigned}, ndbclient.Uint(1), []byte{1, 0, 0, 0, 0, 0, 0, 0}},
+		{column{ndbType: ndbInt}, ndbclient.Int(-2), []byte{0xfe, 0xff, 0xff, 0xff}},
+		{column{ndbType: ndbMediumint}, ndbclient.Int(-1), []byte{0xff, 0xff, 0xff}},
+		{column{ndbType: ndbTinyint}, ndbclient.Int(-128), []byte{0x80}},
+		{column{ndbType: ndbYear}, ndbclient.Uint(2026), []byte{126}},
+	}
+	for _, tc := range cases {
+		got, err := appendNative(nil, &tc.col, tc.in)
+		require.NoError(t, err)
+		assert.Equal(t, tc.wire, got, "type %d", tc.col.ndbType)
+		back := decodeNative(&tc.col, got)
+		if tc.col.ndbType == ndbBinary {
+			assert.Equal(t, string(tc.wire), string(back.B), "BINARY reads back zero padded")
+		} else if tc.in.Kind == ndbclient.KindBytes {
+			assert.Equal(t, string(tc.in.B), string(back.B))
+		} else {
+			assert.Equal(t, tc.in, back)
+		}
+	}
+	_, err := appendNative(nil, &column{ndbType: ndbVarchar, arrayType: 1, length: 2}, ndbclient.String("abc"))
+	assert.Equal(t, ndbclient.CodeTooLarge, ndbclient.CodeOf(err))
+}
+
+func TestEncodeRoundAndDecodeResults(t *testing.T) {
+	ti, err := decodeDescribe("ndbmemcache", "demo_table", 7, demoDescribe())
+	require.NoError(t, err)
+	tables := func(*ndbclient.Table) (*tableInfo, error) { return ti, nil }
+	read := &ndbclient.Op{Kind: ndbclient.OpRead, Table: ti.schema, Key: []ndbclient.Value{ndbclient.String("k")}, Read: []int{1, 2}, Affected: 42}
+	cas := &ndbclient.Op{Kind: ndbclient.OpCondUpdate, Table: ti.schema, Key: []ndbclient.Value{ndbclient.String("k")},
+		Set: []ndbclient.ColumnValue{{Column: 3, Value: ndbclient.Uint(9)}}, CondColumn: 3, CondValue: ndbclient.Uint(8)}
+	miss := &ndbclient.Op{Kind: ndbclient.OpRead, Table: ti.schema, Key: []ndbclient.Value{ndbclient.String("x")}, Read: []int{1}}
+	req, err := encodeRound(nil, []*ndbclient.Op{read, cas, miss}, tables)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(3), binary.LittleEndian.Uint32(req))
+	assert.Equal(t, byte(kindRead), req[4])
+	assert.Equal(t, uint32(7), binary.LittleEndian.Uint32(req[8:]), "table id")
+
+	// A response as the shim writes it.
+	var resp []byte
+	ok := func(vals ...[]byte) {
+		resp = binary.LittleEndian.AppendUint32(resp, 0)
+		resp = append(resp, 0, 0)
+		resp = binary.LittleEndian.AppendUint16(resp, uint16(len(vals)))
+		for _, v := range vals {
+			if v == nil {
+				resp = append(resp, 1)
+				resp = binary.LittleEndian.AppendUint32(resp, 0)
+				continue
+			}
+			resp = append(resp, 0)
+			resp = binary.LittleEndian.AppendUint32(resp, uint32(len(v)))
+			resp = append(resp, v...)
+		}
+		resp = binary.LittleEndian.AppendUint32(resp, 1)
+	}
+	fail := func(code int32, status, class uint8, msg string) {
+		resp = binary.LittleEndian.AppendUint32(resp, uint32(code))
+		resp = append(resp, status, class)
+		resp = binary.LittleEndian.AppendUint16(resp, 0)
+		resp = binary.LittleEndian.AppendUint32(resp, uint32(len(msg)))
+		resp = append(resp, msg...)
+	}
+	ok([]byte{5, 0, 'h', 'e', 'l', 'l', 'o'}, nil)
+	fail(exitCondFailed, 2, 5, "interpreted program exit")
+	fail(626, 2, classNoDataFound, "Tuple did not exist")
+	require.NoError(t, decodeResults(resp, []*ndbclient.Op{read, cas, miss}, tables))
+	require.NoError(t, read.Err)
+	require.Len(t, read.Row, 2)
+	assert.Equal(t, "hello", string(read.Row[0].B))
+	assert.True(t, read.Row[1].IsNull())
+	assert.Equal(t, uint64(42), read.Affected, "reads keep the caller's tag in Affected")
+	assert.ErrorIs(t, cas.Err, ndbclient.ErrConditionFailed)
+	assert.ErrorIs(t, miss.Err, ndbclient.ErrNotFound)
+
+	assert.Error(t, decodeResults(resp[:10], []*ndbclient.Op{read, cas, miss}, tables), "truncated response")
+}
+
+func TestMapError(t *testing.T) {
+	for _, tc := range []struct {
+		code          int
+		status, class uint8
+		want          ndbclient.Code
+	}{
+		{626, 2, classNoDataFound, ndbclient.CodeNotFound},
+		{630, 2, classConstraint, ndbclient.CodeDuplicate},
+		{266, statusTemporary, classTimeout, ndbclient.CodeTemporary},
+		{4010, statusTemporary, classNodeRecovery, ndbclient.CodeUnavailable},
+		{4012, statusUnknownResult, classUnknownResult, ndbclient.CodeUnknownResult},
+		{410, statusTemporary, classOverload, ndbclient.CodeOverloaded},
+		{723, 2, classSchema, ndbclient.CodeSchemaError},
+		{827, 2, classInsufficientSpc, ndbclient.CodeOutOfMemory},
+		{exitNotNumeric, 2, 5, ndbclient.CodeNotNumeric},
+	} {
+		err := mapError(tc.code, tc.status, tc.class, "m")
+		assert.Equal(t, tc.want, ndbclient.CodeOf(err), "ndb %d", tc.code)
+		var e *ndbclient.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, tc.code, e.NativeCode, "NDB's own code is kept for logs")
+	}
+}
+
+// FuzzDecode: the shim's outputs are decoded without panicking whatever they
+// hold, and a malformed response is an error, never a wrong success.
+func FuzzDecode(f *testing.F) {
+	f.Add(demoDescribe(), []byte{0, 0, 0, 0, 0, 0, 1, 0, 0, 3, 0, 0, 0, 'a', 'b', 'c', 1, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, describe, resp []byte) {
+		ti, err := decodeDescribe("d", "t", 0, describe)
+		if err != nil || len(ti.schema.Columns) == 0 {
+			ti, _ = decodeDescribe("d", "t", 0, demoDescribe())
+		}
+		tables := func(*ndbclient.Table) (*tableInfo, error) { return ti, nil }
+		ops := []*ndbclient.Op{
+			{Kind: ndbclient.OpRead, Table: ti.schema, Read: []int{0}},
+			{Kind: ndbclient.OpAppend, Table: ti.schema, Read: []int{0}, AppendColumn: 0},
+		}
+		_ = decodeResults(resp, ops, tables)
+	})
+}
