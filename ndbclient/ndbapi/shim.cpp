@@ -228,20 +228,24 @@ bool defineOp(NdbTransaction *tx, const NdbDictionary::Table *t, Op &op) {
              o->interpret_exit_ok() == 0 && setValues(o, op) && getValues(o, op);
     case kAdd: {
       // Interpreted add: NULL -> NotNumeric; incr wraps, decr clamps at 0.
-      // Registers: R1 = column, R2 = delta, R3 = result.
+      // Registers: R1 = column, R2 = delta, R3 = result. Labels are defined
+      // in order from 0, as NdbOperation::def_label expects.
       const Uint32 col = op.addCol;
+      Uint32 label = 0;
       bool ok = o->interpretedUpdateTuple() == 0 && setKey(o, op);
-      if (ok && (op.flags & fHasCond)) ok = addCondition(o, op.cond, 0);
-      ok = ok && o->branch_col_ne_null(col, 1) == 0 && o->interpret_exit_nok(kExitNotNumeric) == 0 &&
-           o->def_label(1) == 0 && o->read_attr(col, 1) == 0 && o->load_const_u64(2, op.delta) == 0;
+      if (ok && (op.flags & fHasCond)) ok = addCondition(o, op.cond, label++);
+      const Uint32 notNull = label++, sub = label++, end = label++;
+      ok = ok && o->branch_col_ne_null(col, notNull) == 0 && o->interpret_exit_nok(kExitNotNumeric) == 0 &&
+           o->def_label(static_cast<int>(notNull)) == 0 && o->read_attr(col, 1) == 0 &&
+           o->load_const_u64(2, op.delta) == 0;
       if (!ok) return false;
       if (op.flags & fSubtract) {
-        // R1 >= R2 ? R3 = R1 - R2 : R3 = 0
-        ok = o->branch_ge(2, 1, 2) == 0 &&  // jumps when R1 >= R2 (NdbOperation compares right to left)
-             o->load_const_u64(3, 0) == 0 && o->branch_label(3) == 0 && o->def_label(2) == 0 &&
-             o->sub_reg(1, 2, 3) == 0 && o->def_label(3) == 0;
+        // branch_ge(L, R) jumps when R >= L: here when R1 >= R2.
+        ok = o->branch_ge(2, 1, sub) == 0 && o->load_const_u64(3, 0) == 0 && o->branch_label(end) == 0 &&
+             o->def_label(static_cast<int>(sub)) == 0 && o->sub_reg(1, 2, 3) == 0 &&
+             o->def_label(static_cast<int>(end)) == 0;
       } else {
-        ok = o->add_reg(1, 2, 3) == 0;
+        ok = o->add_reg(1, 2, 3) == 0;  // wraps at 2^64
       }
       return ok && o->write_attr(col, 3) == 0 && o->interpret_exit_ok() == 0 && setValues(o, op) &&
              getValues(o, op);
