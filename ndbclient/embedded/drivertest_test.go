@@ -1,0 +1,21 @@
+package embedded
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndbgate/ndbgate/ndbclient"
+	"github.com/ndbgate/ndbgate/ndbclient/drivertest"
+)
+
+// TestDriverSuite runs the behaviour suite every driver must pass (the NDB API
+// driver runs the same in tests/ndb).
+func TestDriverSuite(t *testing.T) {
+	drivertest.Run(t, "suite:", func(t *testing.T) (ndbclient.Driver, *ndbclient.Table) {
+		e := newEngine(t, Config{Nodes: 2})
+		tbl, err := e.CreateTable(drivertest.Table("test", "suite"))
+		require.NoError(t, err)
+		return e, tbl
+	})
+}
