@@ -100,11 +100,10 @@ func (p *Parser) meta(kind CommandKind, buf []byte, lineLen int, line []byte, w 
 		m.Tokens = line[start:]
 	}
 	if reply := p.metaFlags(w[first:], cmd); reply != nil {
-		if kind == CmdMetaDelete || kind == CmdMetaArithmetic {
-			if string(reply) == string(replyDuplicateFlag) || string(reply) == string(replyInvalidFlag) ||
-				string(reply) == string(replyBadToken) || string(reply) == string(replyKeyDecode) {
-				reply = replyInvalidOrDupFlag
-			}
+		// md and ma answer every flag error alike (the opaque length is
+		// checked later in memcached, so it keeps its own message).
+		if (kind == CmdMetaDelete || kind == CmdMetaArithmetic) && string(reply) != string(replyOpaqueTooLong) {
+			reply = replyInvalidOrDupFlag
 		}
 		return refuse(reply)
 	}

@@ -109,8 +109,8 @@ func metaCases() []metaCase {
 		{name: "ma default delta", in: "ma foo\r\n", kind: CmdMetaArithmetic, key: "foo", res: okRes(whole),
 			check: func(t *testing.T, m *MetaFlags, _ *Command) { assert.Equal(t, uint64(1), m.Delta) }},
 		{name: "ma bad mode", in: "ma foo MX\r\n", key: "foo", res: errRes(whole, replyBadMaMode)},
-		{name: "ma bad delta", in: "ma foo D-1\r\n", key: "foo", res: errRes(whole, replyBadDelta)},
-		{name: "ma bad initial", in: "ma foo N0 Jx\r\n", key: "foo", res: errRes(whole, replyBadInitial)},
+		{name: "ma bad delta", in: "ma foo D-1\r\n", key: "foo", res: errRes(whole, replyInvalidOrDupFlag)},
+		{name: "ma bad initial", in: "ma foo N0 Jx\r\n", key: "foo", res: errRes(whole, replyInvalidOrDupFlag)},
 
 		{name: "mn", in: "mn\r\n", kind: CmdMetaNoop, res: okRes(whole)},
 		{name: "me", in: "me foo\r\n", kind: CmdMetaDebug, key: "foo", res: okRes(whole)},

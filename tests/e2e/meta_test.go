@@ -142,3 +142,25 @@ func TestMetaNewerFlags(t *testing.T) {
 	c.roundTrip("me e:none\r\n", "EN\r\n")
 	c.expectSentinel()
 }
+
+// TestMetaBadInputIsolated: bad meta commands on one connection get
+// memcached's errors there, while another connection's pipelined work and
+// the items stored before are untouched.
+func TestMetaBadInputIsolated(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tg *target) {
+		good := dialRaw(t, tg.addr)
+		good.roundTrip("ms iso:keep 4 T0\r\nsafe\r\n", "HD\r\n")
+		bad := dialRaw(t, tg.addr)
+		bad.send("mg iso:keep v z\r\nmg iso:keep q q\r\nmg iso:keep O" + strings.Repeat("x", 40) + "\r\n" +
+			"ms iso:other 3 MZ\r\nbad\r\nma iso:keep D-5\r\nms iso:other 2000000 T0\r\n" + strings.Repeat("z", 2000000) + "\r\n")
+		good.roundTrip("mg iso:keep v\r\nmn\r\n", "VA 4\r\nsafe\r\nMN\r\n")
+		bad.expect("CLIENT_ERROR invalid flag\r\n")
+		bad.expect("CLIENT_ERROR duplicate flag\r\n")
+		bad.expect("CLIENT_ERROR opaque token too long\r\n")
+		bad.expect("CLIENT_ERROR invalid mode for ms M token\r\n")
+		bad.expect("CLIENT_ERROR invalid or duplicate flag\r\n")
+		bad.expect("SERVER_ERROR object too large for cache\r\n") // and its data swallowed
+		bad.roundTrip("mn\r\n", "MN\r\n")
+		good.roundTrip("mg iso:keep v\r\nmn\r\n", "VA 4\r\nsafe\r\nMN\r\n")
+	})
+}
