@@ -2,12 +2,16 @@
 
 package ndbapi
 
-// Build: NDB_HOME points at an NDB installation (include/storage/ndb and lib),
-// or set CGO_CPPFLAGS / CGO_LDFLAGS yourself; `make build-ndb` does this.
+// Build: `make build-ndb NDB_HOME=...`, or CGO_CPPFLAGS / CGO_LDFLAGS for
+// another layout (they come before the defaults below). The defaults are the
+// package layouts: /usr/include/mysql/storage/ndb (RPM/DEB) and
+// /usr/local/mysql/include/storage/ndb (tarball); a missing directory is ignored.
 
 /*
+#cgo CPPFLAGS: -I/usr/include/mysql/storage/ndb -I/usr/include/mysql/storage/ndb/ndbapi
+#cgo CPPFLAGS: -I/usr/local/mysql/include/storage/ndb -I/usr/local/mysql/include/storage/ndb/ndbapi
 #cgo CXXFLAGS: -std=c++17 -O2
-#cgo LDFLAGS: -lndbclient -lstdc++
+#cgo LDFLAGS: -L/usr/lib64/mysql -L/usr/local/mysql/lib -lndbclient -lstdc++
 #include <stdlib.h>
 #include "shim.h"
 */
@@ -17,6 +21,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -33,7 +38,9 @@ type Config struct {
 
 // Driver is the NDB API driver. Each pool connection has one executor
 // goroutine, locked to its OS thread, that owns the connection's Ndb object
-// and runs one round at a time: one cgo call per round.
+// and runs one round at a time: one cgo call per round. Inside the call the
+// shim prepares the round's transactions with executeAsynchPrepare and sends
+// them with one sendPollNdb; Submit only queues to an executor.
 type Driver struct {
 	pool    *C.ndbgate_pool
 	nodes   int
@@ -110,6 +117,7 @@ func (d *Driver) Table(database, name string) (*ndbclient.Table, error) {
 	if err != nil {
 		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "%v", err)
 	}
+	ti.lanes = d.primaryLanes(ti)
 	d.mu.Lock()
 	d.byName[key] = ti
 	d.bySch[ti.schema] = ti
@@ -162,7 +170,8 @@ func (d *Driver) Execute(ctx context.Context, b *ndbclient.Batch) error {
 	}
 }
 
-// Submit queues the round on the next executor; done runs on it.
+// Submit queues the round on the next executor (a bounded queue: Overloaded
+// when full); done runs on the executor's goroutine.
 func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
 	d.closeMu.RLock()
 	if d.closed.Load() {
@@ -245,17 +254,41 @@ func (d *Driver) Partition(t *ndbclient.Table, key []ndbclient.Value) int {
 	return int(p)
 }
 
-// NodeOf returns the data node holding a partition's primary replica.
+// NodeOf returns the lane (0..nodes-1) of the data node holding a
+// partition's primary replica, from the map made when the table was described.
 func (d *Driver) NodeOf(t *ndbclient.Table, partition int) int {
 	ti, err := d.info(t)
-	if err != nil {
+	if err != nil || partition < 0 || partition >= len(ti.lanes) {
 		return 0
 	}
-	n := int(C.ndbgate_primary_node(d.pool, C.int(ti.id), C.int(partition)))
-	if n <= 0 || d.nodes == 0 {
-		return 0
+	return ti.lanes[partition]
+}
+
+// primaryLanes maps each partition to a dispatcher lane: the data nodes that
+// hold primary replicas, in node-id order. NDB node ids are arbitrary (1..),
+// lanes are 0..nodes-1. Made once per table: after a node restart primaries
+// may move, which only makes the lane a worse hint (NDB still routes right).
+func (d *Driver) primaryLanes(ti *tableInfo) []int {
+	n := ti.schema.Partitions
+	if n <= 0 || d.nodes <= 1 {
+		return nil
 	}
-	return n % d.nodes // dispatcher lanes are 0..nodes-1; NDB node ids are 1..
+	ids := make([]int, n)
+	var distinct []int
+	for p := range ids {
+		ids[p] = int(C.ndbgate_primary_node(d.pool, C.int(ti.id), C.int(p)))
+		if ids[p] > 0 && !slices.Contains(distinct, ids[p]) {
+			distinct = append(distinct, ids[p])
+		}
+	}
+	slices.Sort(distinct)
+	lanes := make([]int, n)
+	for p, id := range ids {
+		if i := slices.Index(distinct, id); i >= 0 {
+			lanes[p] = i % d.nodes
+		}
+	}
+	return lanes
 }
 
 func (d *Driver) Stats() ndbclient.DriverStats {

@@ -2,14 +2,17 @@
 
 // ndbgate's NDB API shim: a thin C++ layer that turns one flat request buffer
 // (a round of operations, format in wire.go) into NDB API transactions and
-// writes their results into a flat response buffer. Each transaction starts
-// with its first key as the partition hint (the TC runs on the node holding
-// the primary replica); plain transactions of a round are prepared with
-// executeAsynchPrepare and sent with one sendPollNdb. Append/prepend and
-// delete_all need a read before their write and run synchronously.
+// writes their results into a flat response buffer.
 //
-// Compiled only with the ndbapi build tag. It has been syntax-checked against
-// the NDB 8.x headers; it has never run against a live cluster.
+// Execution: each Go executor goroutine owns one connection's Ndb object and
+// makes one call per round. Plain transactions of a round are prepared with
+// executeAsynchPrepare and sent with sendPollNdb, at most kMaxInFlight at a
+// time; append/prepend and delete_all read before they write and run alone,
+// synchronously, with nothing else outstanding on the Ndb object. Each
+// transaction starts with its distribution-key values as the TC hint.
+//
+// Compiled only with the ndbapi build tag. Compile-checked against headers of
+// mysql/mysql-server (see README.md); never run against a live cluster.
 
 #include "shim.h"
 
@@ -19,6 +22,7 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -32,9 +36,20 @@ enum Flag : uint8_t {
   fTxnWithNext = 1, fHasCond = 2, fSubtract = 4, fCreate = 8, fPrepend = 16
 };
 
-// Interpreted-program exits, mapped back to canonical errors in wire.go.
+// Interpreted-program exits (NdbOperation.hpp: applications use 626 or
+// 6000-6999) and shim-made codes, mapped back to canonical errors in wire.go.
 const Uint32 kExitCondFailed = 6000;
 const Uint32 kExitNotNumeric = 6001;
+const int kErrLinkedSync = 6002;  // append/delete_all linked into a transaction
+
+// kMaxInFlight bounds the transactions prepared at once on one Ndb object
+// (Ndb::init allows at most 1024 NdbTransaction objects).
+const size_t kMaxInFlight = 512;
+const int kNdbTransactions = 1024;
+// A round polls in kPollMs steps; NDB completes every sent transaction itself
+// (error 4012 after its own timeout), so the cap is a last resort.
+const int kPollMs = 1000;
+const int kMaxPolls = 600;
 
 // kMaxMessage bounds an error message in a response (wire.go counts on it).
 const size_t kMaxMessage = 200;
@@ -131,17 +146,23 @@ bool parseOp(Reader &r, Op &op) {
   return r.ok;
 }
 
+// An Ndb object is used by one thread at a time: ndb by the connection's
+// executor, dict by describes (under ndbgate_pool::dictMu).
 struct Conn {
   Ndb_cluster_connection *cluster = nullptr;
-  Ndb *ndb = nullptr;  // owned by the executor thread using this connection
+  Ndb *ndb = nullptr;
+  Ndb *dict = nullptr;
 };
 
 }  // namespace
 
 struct ndbgate_pool {
   std::vector<Conn> conns;
-  std::mutex mu;  // guards tables
-  std::vector<const NdbDictionary::Table *> tables;
+  std::mutex dictMu;      // serialises describes (the dict Ndb objects)
+  std::shared_mutex mu;  // guards tables
+  // tables[id][conn]: each connection uses the table object of its own
+  // dictionary (held by that connection's dict Ndb).
+  std::vector<std::vector<const NdbDictionary::Table *>> tables;
 };
 
 namespace {
@@ -158,9 +179,38 @@ std::string ndbErrText(const NdbError &e) {
   return std::to_string(e.code) + ": " + (e.message ? e.message : "");
 }
 
-const NdbDictionary::Table *tableOf(ndbgate_pool *pool, uint32_t id) {
-  std::lock_guard<std::mutex> g(pool->mu);
-  return id < pool->tables.size() ? pool->tables[id] : nullptr;
+const NdbDictionary::Table *tableOf(ndbgate_pool *pool, uint32_t id, size_t conn) {
+  std::shared_lock<std::shared_mutex> g(pool->mu);
+  return id < pool->tables.size() && conn < pool->tables[id].size() ? pool->tables[id][conn] : nullptr;
+}
+
+// distParts points parts at the key values of distribution-key columns, in
+// column order (the Go side sends keys in column order), ends the list with a
+// null pointer and returns the count. Values are in native format, length
+// bytes included, as Ndb::computeHash and startTransaction expect.
+int distParts(const NdbDictionary::Table *t, const std::vector<Value> &key, Ndb::Key_part_ptr *parts) {
+  int n = 0;
+  for (const Value &k : key) {
+    const NdbDictionary::Column *c = t->getColumn(static_cast<int>(k.col));
+    if (c && c->getPartitionKey() && n < NDB_MAX_NO_OF_ATTRIBUTES_IN_KEY) {
+      parts[n].ptr = k.data;
+      parts[n].len = k.len;
+      n++;
+    }
+  }
+  parts[n].ptr = nullptr;
+  parts[n].len = 0;
+  return n;
+}
+
+// startTx starts a transaction on the node holding the key's primary replica.
+// Ndb.hpp: the (keyData, keyLen) hint only works for 4-byte aligned,
+// non-character keys, so the Key_part_ptr form is used. A null xfrmbuf lets
+// the API allocate one when a character column needs it.
+NdbTransaction *startTx(Ndb *ndb, const NdbDictionary::Table *t, const std::vector<Value> &key) {
+  Ndb::Key_part_ptr parts[NDB_MAX_NO_OF_ATTRIBUTES_IN_KEY + 1];
+  if (key.empty() || distParts(t, key, parts) == 0) return ndb->startTransaction();
+  return ndb->startTransaction(t, parts);
 }
 
 NdbOperation::LockMode lockOf(uint8_t l) {
@@ -252,7 +302,7 @@ bool defineOp(NdbTransaction *tx, const NdbDictionary::Table *t, Op &op) {
     }
     case kAppend:
     case kDeleteAll:
-      return false;  // not plain: run by runSync
+      return false;  // read-before-write: run alone by ndbgate_execute
   }
   return false;
 }
@@ -266,24 +316,43 @@ int varPrefix(const NdbDictionary::Column *c) {
   }
 }
 
+// shimError sets a permanent error made by the shim (codes mapped in wire.go).
+void shimError(NdbError &err, int code, NdbError::Classification cl, const char *msg) {
+  err.code = code;
+  err.status = NdbError::PermanentError;
+  err.classification = cl;
+  err.message = msg;
+}
+
+// notSent is an error of startTransaction: nothing reached NDB, so nothing
+// was done, even where NDB classifies the code as unknown result (4009
+// cluster failure). wire.go maps 4009 so marked to Unavailable.
+NdbError notSent(const NdbError &in) {
+  NdbError e = in;
+  if (e.status == NdbError::UnknownResult) e.status = NdbError::TemporaryError;
+  return e;
+}
+
 // runAppend: exclusive read of the column, then an update of the joined
 // value, in one transaction. The result goes to op.appended.
 bool runAppend(Ndb *ndb, const NdbDictionary::Table *t, Op &op, NdbError &err) {
   const NdbDictionary::Column *c = t->getColumn(static_cast<int>(op.appendCol));
-  if (!c) return false;
-  NdbTransaction *tx = ndb->startTransaction(t, op.key.empty() ? nullptr : reinterpret_cast<const char *>(op.key[0].data),
-                                             op.key.empty() ? 0 : op.key[0].len);
-  if (!tx) { err = ndb->getNdbError(); return false; }
+  if (!c) { shimError(err, 4004, NdbError::SchemaError, "append column not in table"); return false; }
+  NdbTransaction *tx = startTx(ndb, t, op.key);
+  if (!tx) { err = notSent(ndb->getNdbError()); return false; }
   NdbOperation *r = tx->getNdbOperation(t);
   NdbRecAttr *cur = nullptr, *cas = nullptr;
   bool ok = r && r->readTuple(NdbOperation::LM_Exclusive) == 0 && setKey(r, op) &&
             (cur = r->getValue(static_cast<Uint32>(op.appendCol), nullptr)) != nullptr;
   if (ok && (op.flags & fHasCond)) ok = (cas = r->getValue(static_cast<Uint32>(op.cond.col), nullptr)) != nullptr;
-  if (ok && tx->execute(NdbTransaction::NoCommit) != 0) { err = tx->getNdbError(); ndb->closeTransaction(tx); return false; }
+  // AbortOnError: a missing row (626) fails here, not at the update.
+  if (ok && tx->execute(NdbTransaction::NoCommit, NdbOperation::AbortOnError) != 0) {
+    err = tx->getNdbError(); ndb->closeTransaction(tx); return false;
+  }
   if (!ok) { err = tx->getNdbError(); ndb->closeTransaction(tx); return false; }
   if (cas && (cas->isNULL() != (op.cond.null ? 1 : 0) ||
               (!op.cond.null && (cas->get_size_in_bytes() != op.cond.len || memcmp(cas->aRef(), op.cond.data, op.cond.len) != 0)))) {
-    err.code = static_cast<int>(kExitCondFailed);
+    shimError(err, static_cast<int>(kExitCondFailed), NdbError::ApplicationError, "condition failed");
     ndb->closeTransaction(tx);
     return false;
   }
@@ -300,8 +369,8 @@ bool runAppend(Ndb *ndb, const NdbDictionary::Table *t, Op &op, NdbError &err) {
   if (op.flags & fPrepend) { joined.assign(add, add + addLen); joined.insert(joined.end(), oldv.begin(), oldv.end()); }
   else { joined = oldv; joined.insert(joined.end(), add, add + addLen); }
   if (joined.size() > static_cast<size_t>(c->getLength())) {
-    err.code = 1;  // too large: wire.go maps classification ApplicationError + code 1 to TooLarge
-    err.classification = NdbError::ApplicationError;
+    // too large: wire.go maps classification ApplicationError + code 1 to TooLarge
+    shimError(err, 1, NdbError::ApplicationError, "appended value longer than the column");
     ndb->closeTransaction(tx);
     return false;
   }
@@ -323,7 +392,7 @@ bool runAppend(Ndb *ndb, const NdbDictionary::Table *t, Op &op, NdbError &err) {
 // runDeleteAll: an exclusive scan deleting every row, committed in batches.
 bool runDeleteAll(Ndb *ndb, const NdbDictionary::Table *t, NdbError &err, uint64_t &deleted) {
   NdbTransaction *tx = ndb->startTransaction();
-  if (!tx) { err = ndb->getNdbError(); return false; }
+  if (!tx) { err = notSent(ndb->getNdbError()); return false; }
   NdbScanOperation *s = tx->getNdbScanOperation(t);
   if (!s || s->readTuples(NdbOperation::LM_Exclusive) != 0 || tx->execute(NdbTransaction::NoCommit) != 0) {
     err = tx->getNdbError(); ndb->closeTransaction(tx); return false;
@@ -343,12 +412,14 @@ bool runDeleteAll(Ndb *ndb, const NdbDictionary::Table *t, NdbError &err, uint64
   return true;
 }
 
-// One prepared transaction of a round.
+// One transaction of a round. Heap-allocated: a transaction NDB never
+// completes is left open, and its callback may still fire later.
 struct Txn {
   int first = 0, last = 0;  // ops [first, last]
   NdbTransaction *tx = nullptr;
   int result = 0;
   bool done = false;
+  bool sync = false;  // append/delete_all: run alone
 };
 
 void onTxnDone(int result, NdbTransaction *, void *arg) {
@@ -383,6 +454,72 @@ void writeResult(Writer &w, Op &op, uint64_t affected) {
   }
 }
 
+void failOps(std::vector<Op> &ops, const Txn &t, const NdbError &e) {
+  for (int k = t.first; k <= t.last; k++) {
+    Op &op = ops[static_cast<size_t>(k)];
+    op.failed = true;
+    op.err = e;
+  }
+}
+
+// prepare defines a plain transaction and hands it to executeAsynchPrepare.
+// false when nothing was prepared (the ops then carry the error).
+bool prepare(ndbgate_pool *pool, size_t conn, Ndb *ndb, std::vector<Op> &ops, Txn &t) {
+  Op &head = ops[static_cast<size_t>(t.first)];
+  const NdbDictionary::Table *tbl = tableOf(pool, head.table, conn);
+  if (!tbl) {
+    NdbError e;
+    shimError(e, 284, NdbError::SchemaError, "unknown table id in ndbgate request");
+    failOps(ops, t, e);
+    return false;
+  }
+  t.tx = startTx(ndb, tbl, head.key);
+  if (!t.tx) {
+    failOps(ops, t, notSent(ndb->getNdbError()));
+    return false;
+  }
+  bool ok = true;
+  for (int k = t.first; k <= t.last && ok; k++) {
+    Op &op = ops[static_cast<size_t>(k)];
+    const NdbDictionary::Table *ot = tableOf(pool, op.table, conn);
+    ok = ot && defineOp(t.tx, ot, op);
+  }
+  if (!ok) {
+    failOps(ops, t, t.tx->getNdbError());
+    ndb->closeTransaction(t.tx);
+    t.tx = nullptr;
+    return false;
+  }
+  // A transaction of one op ignores nothing; a linked run aborts as a whole.
+  t.tx->executeAsynchPrepare(NdbTransaction::Commit, onTxnDone, &t,
+                             t.first == t.last ? NdbOperation::AO_IgnoreError : NdbOperation::AbortOnError);
+  return true;
+}
+
+// collect sets the results of a completed transaction's ops.
+void collect(std::vector<Op> &ops, const Txn &t, std::vector<uint64_t> &affected) {
+  const NdbError &te = t.tx->getNdbError();
+  for (int k = t.first; k <= t.last; k++) {
+    Op &op = ops[static_cast<size_t>(k)];
+    if (op.nop && op.nop->getNdbError().code != 0) {
+      op.failed = true;
+      op.err = op.nop->getNdbError();
+    } else if (t.result != 0) {
+      op.failed = true;
+      op.err = te;
+    } else {
+      affected[static_cast<size_t>(k)] = op.kind == kRead ? 0 : 1;
+    }
+  }
+}
+
+void unknownResult(std::vector<Op> &ops, const Txn &t) {
+  NdbError e;
+  shimError(e, 4012, NdbError::UnknownResultError, "no answer from NDB for this transaction");
+  e.status = NdbError::UnknownResult;  // it may or may not have committed
+  failOps(ops, t, e);
+}
+
 }  // namespace
 
 extern "C" {
@@ -395,6 +532,7 @@ ndbgate_pool *ndbgate_open(const char *connectstring, int connections, int timeo
   for (int i = 0; i < connections; i++) {
     Conn c;
     c.cluster = new Ndb_cluster_connection(connectstring);  // no fixed node id: any free API slot
+    // connect(retries, delay_s, verbose): about timeout_s seconds in all.
     if (c.cluster->connect(timeout_s > 0 ? timeout_s : 1, 1, 0) != 0) {
       setErr(err, errlen, std::string("connect to management server ") + connectstring + ": " + c.cluster->get_latest_error_msg());
       delete c.cluster;
@@ -408,8 +546,10 @@ ndbgate_pool *ndbgate_open(const char *connectstring, int connections, int timeo
       return nullptr;
     }
     c.ndb = new Ndb(c.cluster);
-    if (c.ndb->init(1024) != 0) {
-      setErr(err, errlen, ndbErrText(c.ndb->getNdbError()));
+    c.dict = new Ndb(c.cluster);
+    if (c.ndb->init(kNdbTransactions) != 0 || c.dict->init(4) != 0) {
+      setErr(err, errlen, ndbErrText(c.ndb->getNdbError().code != 0 ? c.ndb->getNdbError() : c.dict->getNdbError()));
+      delete c.dict;
       delete c.ndb;
       delete c.cluster;
       ndbgate_close(pool);
@@ -423,6 +563,7 @@ ndbgate_pool *ndbgate_open(const char *connectstring, int connections, int timeo
 void ndbgate_close(ndbgate_pool *pool) {
   if (!pool) return;
   for (Conn &c : pool->conns) {
+    delete c.dict;  // releases the table objects
     delete c.ndb;
     delete c.cluster;
   }
@@ -431,6 +572,7 @@ void ndbgate_close(ndbgate_pool *pool) {
 
 int ndbgate_ready(ndbgate_pool *pool, char *err, int errlen) {
   for (Conn &c : pool->conns) {
+    // wait_until_ready: 0 all nodes live, > 0 at least one, < 0 none.
     if (c.cluster->wait_until_ready(0, 0) < 0) {
       setErr(err, errlen, "no data node reachable");
       return -1;
@@ -446,14 +588,18 @@ int ndbgate_data_nodes(ndbgate_pool *pool) {
 int ndbgate_describe(ndbgate_pool *pool, const char *db, const char *table, unsigned char *out, int outlen,
                      char *err, int errlen) {
   if (pool->conns.empty()) { setErr(err, errlen, "no connection"); return -1; }
-  Ndb *ndb = pool->conns[0].ndb;
-  std::lock_guard<std::mutex> g(pool->mu);  // the dictionary of conns[0] is shared by describes
-  ndb->setDatabaseName(db);
-  NdbDictionary::Dictionary *dict = ndb->getDictionary();
-  const NdbDictionary::Table *t = dict->getTable(table);
-  if (!t) { setErr(err, errlen, std::string(db) + "." + table + ": " + ndbErrText(dict->getNdbError())); return -1; }
+  std::lock_guard<std::mutex> g(pool->dictMu);
+  std::vector<const NdbDictionary::Table *> byConn;
+  for (Conn &c : pool->conns) {
+    c.dict->setDatabaseName(db);
+    NdbDictionary::Dictionary *dict = c.dict->getDictionary();
+    const NdbDictionary::Table *t = dict->getTable(table);
+    if (!t) { setErr(err, errlen, std::string(db) + "." + table + ": " + ndbErrText(dict->getNdbError())); return -1; }
+    byConn.push_back(t);
+  }
+  const NdbDictionary::Table *t = byConn[0];
   Writer w{out, out + outlen};
-  w.u32(t->getFragmentCount());
+  w.u32(t->getPartitionCount());  // == fragment count except for fully replicated tables
   w.u16(static_cast<uint16_t>(t->getNoOfColumns()));
   for (int i = 0; i < t->getNoOfColumns(); i++) {
     const NdbDictionary::Column *c = t->getColumn(i);
@@ -463,37 +609,48 @@ int ndbgate_describe(ndbgate_pool *pool, const char *db, const char *table, unsi
     w.u8(static_cast<uint8_t>(c->getType()));
     w.u32(static_cast<uint32_t>(c->getLength()));
     w.u8(c->getNullable() ? 1 : 0);
-    w.u8(c->getPrimaryKey() ? 1 : 0);
+    w.u8(static_cast<uint8_t>((c->getPrimaryKey() ? 1 : 0) | (c->getPartitionKey() ? 2 : 0)));
     w.u8(static_cast<uint8_t>(c->getArrayType()));
     w.u16(static_cast<uint16_t>(c->getPrecision()));
     w.u16(static_cast<uint16_t>(c->getScale()));
     w.u32(static_cast<uint32_t>(c->getSize() * c->getLength()));
   }
   if (!w.p) { setErr(err, errlen, "describe buffer too small"); return -1; }
-  pool->tables.push_back(t);
+  std::unique_lock<std::shared_mutex> tg(pool->mu);
+  pool->tables.push_back(byConn);
   return static_cast<int>(pool->tables.size() - 1);
 }
 
 int ndbgate_partition(ndbgate_pool *pool, int table_id, const unsigned char *key, const int *key_lens, int nparts) {
-  const NdbDictionary::Table *t = tableOf(pool, static_cast<uint32_t>(table_id));
-  if (!t || nparts <= 0 || nparts > 32) return -1;
-  Ndb::Key_part_ptr parts[33];
+  const NdbDictionary::Table *t = tableOf(pool, static_cast<uint32_t>(table_id), 0);
+  if (!t || nparts <= 0 || nparts > NDB_MAX_NO_OF_ATTRIBUTES_IN_KEY) return -1;
+  // key holds the primary-key values in column order; hash only those of
+  // distribution-key columns (Ndb::computeHash wants exactly those).
+  Ndb::Key_part_ptr parts[NDB_MAX_NO_OF_ATTRIBUTES_IN_KEY + 1];
   const unsigned char *p = key;
-  for (int i = 0; i < nparts; i++) {
-    parts[i].ptr = p;
-    parts[i].len = static_cast<unsigned>(key_lens[i]);
-    p += key_lens[i];
+  int j = 0, n = 0;
+  for (int i = 0; i < t->getNoOfColumns() && j < nparts; i++) {
+    const NdbDictionary::Column *c = t->getColumn(i);
+    if (!c->getPrimaryKey()) continue;
+    if (c->getPartitionKey()) {
+      parts[n].ptr = p;
+      parts[n].len = static_cast<unsigned>(key_lens[j]);
+      n++;
+    }
+    p += key_lens[j];
+    j++;
   }
-  parts[nparts].ptr = nullptr;
-  parts[nparts].len = 0;
+  if (n == 0) return -1;
+  parts[n].ptr = nullptr;
+  parts[n].len = 0;
   Uint32 hash = 0;
   if (Ndb::computeHash(&hash, t, parts, nullptr, 0) != 0) return -1;
   return static_cast<int>(t->getPartitionId(hash));
 }
 
 int ndbgate_primary_node(ndbgate_pool *pool, int table_id, int partition) {
-  const NdbDictionary::Table *t = tableOf(pool, static_cast<uint32_t>(table_id));
-  if (!t) return -1;
+  const NdbDictionary::Table *t = tableOf(pool, static_cast<uint32_t>(table_id), 0);
+  if (!t || partition < 0) return -1;
   Uint32 nodes[4];
   if (t->getFragmentNodes(static_cast<Uint32>(partition), nodes, 4) == 0) return -1;
   return static_cast<int>(nodes[0]);  // the primary replica comes first
@@ -502,101 +659,90 @@ int ndbgate_primary_node(ndbgate_pool *pool, int table_id, int partition) {
 int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int reqlen, unsigned char *resp,
                     int resplen, char *err, int errlen) {
   if (conn < 0 || static_cast<size_t>(conn) >= pool->conns.size()) { setErr(err, errlen, "bad connection"); return -1; }
-  Ndb *ndb = pool->conns[static_cast<size_t>(conn)].ndb;
+  const size_t ci = static_cast<size_t>(conn);
+  Ndb *ndb = pool->conns[ci].ndb;
   Reader r{req, req + reqlen};
   uint32_t n = r.u32();
+  if (!r.ok || n > static_cast<uint32_t>(reqlen)) { setErr(err, errlen, "malformed request"); return -1; }
   std::vector<Op> ops(n);
   for (uint32_t i = 0; i < n; i++) {
     if (!parseOp(r, ops[i])) { setErr(err, errlen, "malformed request"); return -1; }
   }
   uint32_t needed = r.u32();  // the caller's bound on the response size
+  if (!r.ok) { setErr(err, errlen, "malformed request"); return -1; }
   if (needed > static_cast<uint32_t>(resplen)) return -static_cast<int>(needed);
 
-  // Cut the round into transactions and prepare the plain ones.
-  std::vector<Txn> txns;
+  // Cut the round into transactions.
+  std::vector<Txn *> txns;
   std::vector<uint64_t> affected(n, 0);
   for (uint32_t i = 0; i < n;) {
     uint32_t j = i;
     while (j + 1 < n && (ops[j].flags & fTxnWithNext)) j++;
-    Txn t;
-    t.first = static_cast<int>(i);
-    t.last = static_cast<int>(j);
+    Txn *t = new Txn();
+    t->first = static_cast<int>(i);
+    t->last = static_cast<int>(j);
+    for (uint32_t k = i; k <= j; k++) t->sync = t->sync || ops[k].kind == kAppend || ops[k].kind == kDeleteAll;
     txns.push_back(t);
     i = j + 1;
   }
-  int prepared = 0;
-  for (Txn &t : txns) {
-    Op &head = ops[static_cast<size_t>(t.first)];
-    const NdbDictionary::Table *tbl = tableOf(pool, head.table);
-    if (!tbl) { setErr(err, errlen, "unknown table id"); return -1; }
-    bool sync = false;
-    for (int k = t.first; k <= t.last; k++) sync = sync || ops[static_cast<size_t>(k)].kind == kAppend || ops[static_cast<size_t>(k)].kind == kDeleteAll;
-    if (sync) {
-      // Read-before-write operations run alone (the Go side never links them).
-      NdbError e;
-      bool ok = head.kind == kAppend ? runAppend(ndb, tbl, head, e) : runDeleteAll(ndb, tbl, e, affected[static_cast<size_t>(t.first)]);
-      if (!ok) { head.failed = true; head.err = e; }
-      t.done = true;
-      continue;
-    }
-    const char *hint = head.key.empty() ? nullptr : reinterpret_cast<const char *>(head.key[0].data);
-    t.tx = ndb->startTransaction(tbl, hint, head.key.empty() ? 0 : head.key[0].len);
-    if (!t.tx) {
-      for (int k = t.first; k <= t.last; k++) { ops[static_cast<size_t>(k)].failed = true; ops[static_cast<size_t>(k)].err = ndb->getNdbError(); }
-      t.done = true;
-      continue;
-    }
-    bool ok = true;
-    for (int k = t.first; k <= t.last && ok; k++) {
-      Op &op = ops[static_cast<size_t>(k)];
-      const NdbDictionary::Table *ot = tableOf(pool, op.table);
-      ok = ot && defineOp(t.tx, ot, op);
-    }
-    if (!ok) {
-      NdbError e = t.tx->getNdbError();
-      for (int k = t.first; k <= t.last; k++) { ops[static_cast<size_t>(k)].failed = true; ops[static_cast<size_t>(k)].err = e; }
-      ndb->closeTransaction(t.tx);
-      t.tx = nullptr;
-      t.done = true;
-      continue;
-    }
-    // A transaction of one op ignores nothing; a linked run aborts as a whole.
-    t.tx->executeAsynchPrepare(NdbTransaction::Commit, onTxnDone, &t,
-                               t.first == t.last ? NdbOperation::AO_IgnoreError : NdbOperation::AbortOnError);
-    prepared++;
-  }
-  // One send and poll for the whole round.
-  while (prepared > 0) {
-    int got = ndb->sendPollNdb(3000, prepared, 1);
-    if (got <= 0) break;
-    prepared -= got;
-  }
-  for (Txn &t : txns) {
-    if (!t.tx) continue;
-    const NdbError &te = t.tx->getNdbError();
-    for (int k = t.first; k <= t.last; k++) {
-      Op &op = ops[static_cast<size_t>(k)];
-      if (!t.done) {  // no answer within the poll: it may or may not have committed
-        op.failed = true;
-        op.err = te;
-        op.err.status = NdbError::UnknownResult;
-        op.err.classification = NdbError::UnknownResultError;
-      } else if (op.nop && op.nop->getNdbError().code != 0) {
-        op.failed = true;
-        op.err = op.nop->getNdbError();
-      } else if (t.result != 0) {
-        op.failed = true;
-        op.err = te;
-      } else {
-        affected[static_cast<size_t>(k)] = op.kind == kRead ? 0 : 1;
-      }
-    }
-  }
-  // Results first (NdbRecAttr values live until their transaction closes).
+
+  // Results go out in op order, a batch of transactions at a time, before
+  // the batch's transactions close (NdbRecAttr values live until then).
   Writer w{resp, resp + resplen};
-  for (uint32_t i = 0; i < n; i++) writeResult(w, ops[i], affected[i]);
-  for (Txn &t : txns) {
-    if (t.tx) ndb->closeTransaction(t.tx);
+  size_t i = 0;
+  while (i < txns.size()) {
+    if (txns[i]->sync) {
+      Txn &t = *txns[i];
+      Op &head = ops[static_cast<size_t>(t.first)];
+      const NdbDictionary::Table *tbl = tableOf(pool, head.table, ci);
+      NdbError e;
+      if (t.first != t.last) {
+        shimError(e, kErrLinkedSync, NdbError::ApplicationError, "append and delete_all cannot be linked into a transaction");
+        failOps(ops, t, e);
+      } else if (!tbl) {
+        shimError(e, 284, NdbError::SchemaError, "unknown table id in ndbgate request");
+        failOps(ops, t, e);
+      } else {
+        bool ok = head.kind == kAppend ? runAppend(ndb, tbl, head, e)
+                                       : runDeleteAll(ndb, tbl, e, affected[static_cast<size_t>(t.first)]);
+        if (!ok) failOps(ops, t, e);
+        else if (head.kind == kAppend) affected[static_cast<size_t>(t.first)] = 1;
+      }
+      for (int k = t.first; k <= t.last; k++) writeResult(w, ops[static_cast<size_t>(k)], affected[static_cast<size_t>(k)]);
+      delete txns[i];
+      txns[i] = nullptr;
+      i++;
+      continue;
+    }
+    // A batch: plain transactions up to the next synchronous one.
+    size_t end = i;
+    int prepared = 0;
+    while (end < txns.size() && !txns[end]->sync && end - i < kMaxInFlight) {
+      if (prepare(pool, ci, ndb, ops, *txns[end])) prepared++;
+      end++;
+    }
+    // One send, then polls until NDB has answered every transaction.
+    int remaining = prepared;
+    for (int polls = 0; remaining > 0 && polls < kMaxPolls; polls++) {
+      int got = polls == 0 ? ndb->sendPollNdb(kPollMs, remaining, 1) : ndb->pollNdb(kPollMs, remaining);
+      if (got < 0) break;
+      remaining = 0;
+      for (size_t k = i; k < end; k++) remaining += (txns[k]->tx && !txns[k]->done) ? 1 : 0;
+    }
+    for (size_t k = i; k < end; k++) {
+      Txn &t = *txns[k];
+      if (t.tx && t.done) collect(ops, t, affected);
+      else if (t.tx) unknownResult(ops, t);
+      for (int o = t.first; o <= t.last; o++) writeResult(w, ops[static_cast<size_t>(o)], affected[static_cast<size_t>(o)]);
+    }
+    for (size_t k = i; k < end; k++) {
+      Txn *t = txns[k];
+      if (t->tx && !t->done) continue;  // still outstanding: closing it is not allowed; leak it and its Txn
+      if (t->tx) ndb->closeTransaction(t->tx);
+      delete t;
+      txns[k] = nullptr;
+    }
+    i = end;
   }
   if (!w.p) {  // cannot happen within the caller's bound; never ask to run again
     setErr(err, errlen, "response larger than its bound");

@@ -11,8 +11,9 @@
 // Response per op: i32 ndb code, u8 status, u8 classification; on error u16 0,
 // u32 len, message; else u16 nvalues {u8 null, u32 len, bytes}, u32 affected,
 // [append: u32 len, the value written].
-// Describe: u32 fragments, u16 ncols {u16 len, name, u8 type, u32 length, u8
-// nullable, u8 pk, u8 array type, u16 precision, u16 scale, u32 max bytes}.
+// Describe: u32 partitions, u16 ncols {u16 len, name, u8 type, u32 length, u8
+// nullable, u8 key flags (1 primary key, 2 distribution key), u8 array type,
+// u16 precision, u16 scale, u32 max bytes}.
 package ndbapi
 
 import (
@@ -47,7 +48,8 @@ const (
 	ndbYear           = 26
 )
 
-// NdbError::Status and ::Classification values used here.
+// NdbError::Status and ::Classification values used here (ndberror.h:
+// ndberror_st_* and ndberror_cl_*; 16 is ndberror_cl_configuration).
 const (
 	statusTemporary     = 1
 	statusUnknownResult = 3
@@ -63,13 +65,16 @@ const (
 	classTimeout          = 10
 	classUnknownResult    = 11
 	classNodeShutdown     = 15
-	classSchemaObjectExst = 16
+	classSchemaObjectExst = 17
+	classInternalTemp     = 18
 )
 
-// Codes the shim's interpreted programs exit with.
+// Codes the shim's interpreted programs exit with, and the shim's own.
 const (
 	exitCondFailed = 6000
 	exitNotNumeric = 6001
+	errLinkedSync  = 6002 // append/delete_all linked into a transaction
+	errClusterFail = 4009 // "Cluster Failure"
 )
 
 const maxMessage = 200 // shim.cpp kMaxMessage
@@ -87,6 +92,7 @@ type tableInfo struct {
 	id     int
 	schema *ndbclient.Table
 	cols   []column
+	lanes  []int // partition -> dispatcher lane (driver.go); nil: lane 0
 }
 
 // decodeDescribe turns the shim's describe output into a schema.
@@ -95,12 +101,14 @@ func decodeDescribe(db, name string, id int, b []byte) (*tableInfo, error) {
 	ti := &tableInfo{id: id, schema: &ndbclient.Table{Database: db, Name: name, ExpireColumn: -1}}
 	ti.schema.Partitions = int(r.u32())
 	n := int(r.u16())
+	var dist []int
 	for i := 0; i < n && r.ok(); i++ {
 		cname := string(r.bytes(int(r.u16())))
 		nt := r.u8()
 		length := int(r.u32())
 		nullable := r.u8() != 0
-		pk := r.u8() != 0
+		keyFlags := r.u8()
+		pk := keyFlags&1 != 0
 		at := r.u8()
 		prec, scale := int(r.u16()), int(r.u16())
 		maxBytes := int(r.u32())
@@ -115,11 +123,30 @@ func decodeDescribe(db, name string, id int, b []byte) (*tableInfo, error) {
 		if pk {
 			ti.schema.PrimaryKey = append(ti.schema.PrimaryKey, i)
 		}
+		if keyFlags&2 != 0 {
+			dist = append(dist, i)
+		}
 	}
 	if !r.ok() {
 		return nil, fmt.Errorf("%s.%s: malformed describe output", db, name)
 	}
+	// An explicit distribution key only when it is not the whole primary key.
+	if len(dist) > 0 && !sameInts(dist, ti.schema.PrimaryKey) {
+		ti.schema.DistributionKey = dist
+	}
 	return ti, nil
+}
+
+func sameInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // columnType maps an NDB column type onto the contract's; types this driver
@@ -510,15 +537,20 @@ func mapError(code int, status, class uint8, msg string) error {
 		c = ndbclient.CodeConditionFailed
 	case code == exitNotNumeric:
 		c = ndbclient.CodeNotNumeric
+	case code == errLinkedSync:
+		c = ndbclient.CodeInvalidArgument
 	case code == 1 && class == classApplication:
 		c = ndbclient.CodeTooLarge
+	case code == errClusterFail && status != statusUnknownResult:
+		// the shim marks errors of startTransaction: nothing was sent
+		c = ndbclient.CodeUnavailable
 	case status == statusUnknownResult || class == classUnknownResult:
 		c = ndbclient.CodeUnknownResult
 	case class == classOverload:
 		c = ndbclient.CodeOverloaded
 	case class == classNodeShutdown || class == classNodeRecovery:
 		c = ndbclient.CodeUnavailable
-	case status == statusTemporary || class == classTemporaryRes || class == classTimeout:
+	case status == statusTemporary || class == classTemporaryRes || class == classTimeout || class == classInternalTemp:
 		c = ndbclient.CodeTemporary
 	case class == classSchema || class == classSchemaObjectExst:
 		c = ndbclient.CodeSchemaError

@@ -53,8 +53,43 @@ func TestDecodeDescribe(t *testing.T) {
 	assert.Equal(t, ndbclient.TypeUint64, s.Columns[3].Type)
 	assert.True(t, s.Columns[5].Nullable)
 
+	assert.Empty(t, s.DistributionKey, "no flags: the primary key")
+
 	_, err = decodeDescribe("d", "t", 0, demoDescribe()[:20])
 	assert.Error(t, err, "truncated output is refused")
+}
+
+func TestDecodeDescribeDistributionKey(t *testing.T) {
+	var b []byte
+	b = binary.LittleEndian.AppendUint32(b, 4)
+	b = binary.LittleEndian.AppendUint16(b, 3)
+	col := func(name string, typ uint8, keyFlags uint8) {
+		b = binary.LittleEndian.AppendUint16(b, uint16(len(name)))
+		b = append(b, name...)
+		b = append(b, typ)
+		b = binary.LittleEndian.AppendUint32(b, 1)
+		b = append(b, 0, keyFlags, 0)
+		b = binary.LittleEndian.AppendUint16(b, 0)
+		b = binary.LittleEndian.AppendUint16(b, 0)
+		b = binary.LittleEndian.AppendUint32(b, 4)
+	}
+	col("tenant", ndbUnsigned, 3) // primary and distribution key
+	col("id", ndbUnsigned, 1)     // primary key only
+	col("v", ndbUnsigned, 0)
+	ti, err := decodeDescribe("d", "t", 0, b)
+	require.NoError(t, err)
+	assert.Equal(t, []int{0, 1}, ti.schema.PrimaryKey)
+	assert.Equal(t, []int{0}, ti.schema.DistributionKey)
+
+	b = b[:0]
+	b = binary.LittleEndian.AppendUint32(b, 4)
+	b = binary.LittleEndian.AppendUint16(b, 3)
+	col("tenant", ndbUnsigned, 3)
+	col("id", ndbUnsigned, 3)
+	col("v", ndbUnsigned, 0)
+	ti, err = decodeDescribe("d", "t", 0, b)
+	require.NoError(t, err)
+	assert.Empty(t, ti.schema.DistributionKey, "distribution key == primary key stays implicit")
 }
 
 func TestNativeValues(t *testing.T) {
@@ -160,6 +195,11 @@ func TestMapError(t *testing.T) {
 		{723, 2, classSchema, ndbclient.CodeSchemaError},
 		{827, 2, classInsufficientSpc, ndbclient.CodeOutOfMemory},
 		{exitNotNumeric, 2, 5, ndbclient.CodeNotNumeric},
+		{errLinkedSync, 2, classApplication, ndbclient.CodeInvalidArgument},
+		{721, 2, classSchemaObjectExst, ndbclient.CodeSchemaError},
+		{4009, statusUnknownResult, classUnknownResult, ndbclient.CodeUnknownResult},
+		{4009, statusTemporary, classUnknownResult, ndbclient.CodeUnavailable}, // startTransaction failed: nothing sent
+		{9999, 2, 16, ndbclient.CodeInternal},                                  // ndberror_cl_configuration
 	} {
 		err := mapError(tc.code, tc.status, tc.class, "m")
 		assert.Equal(t, tc.want, ndbclient.CodeOf(err), "ndb %d", tc.code)
