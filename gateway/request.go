@@ -94,6 +94,10 @@ type Request struct {
 	Initial uint64
 	// Meta holds the meta protocol's extras; zero for the other protocols.
 	Meta MetaOptions
+	// Route, when set (Service.RouteOf), sends every key to that route's
+	// container as it is, without key-prefix matching: the KV APIs name the
+	// container in the request.
+	Route *Route
 	// Done is called exactly once per Do, inline or from another goroutine.
 	Done func(*Request)
 
@@ -142,7 +146,7 @@ func (s *Service) NewRequest() *Request {
 // Reset clears inputs and outputs, keeping buffers.
 func (r *Request) Reset() {
 	r.Verb, r.Flags, r.Exptime, r.Cas, r.Delta = 0, 0, 0, 0, 0
-	r.Create, r.Initial, r.Meta = false, 0, MetaOptions{}
+	r.Create, r.Initial, r.Meta, r.Route = false, 0, MetaOptions{}, nil
 	r.Outcome, r.Number, r.NewCas, r.Err = OutcomeNone, 0, 0, nil
 	r.Size, r.Expire = 0, 0
 	r.Items = r.Items[:0]

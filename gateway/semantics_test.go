@@ -330,3 +330,27 @@ func TestNoRouteIsAClearError(t *testing.T) {
 	assert.Equal(t, ndbclient.CodeInvalidArgument, ndbclient.CodeOf(r.Err))
 	_ = context.Background()
 }
+
+// A request pinned to a container's route skips prefix matching: the key is
+// stored as sent, and the memcache port sees it under the route's prefix.
+func TestPinnedRouteAndRun(t *testing.T) {
+	h := newHarness(t, drivers[1].wrap, gateway.Route{Prefix: "s:", Policy: gateway.PolicyNDB})
+	rt, ok := h.svc.RouteOf(gateway.DefaultContainerName)
+	require.True(t, ok)
+	_, ok = h.svc.RouteOf("nope")
+	assert.False(t, ok)
+
+	r := h.svc.NewRequest()
+	r.Verb, r.Route = gateway.VerbSet, rt
+	r.AddKey([]byte("s:abc"))
+	r.SetValue([]byte("v1"))
+	h.svc.Run(r)
+	require.Equal(t, gateway.OutcomeStored, r.Outcome, "%v", r.Err)
+
+	// Unpinned, "s:abc" strips to "abc"; pinned, it stays "s:abc".
+	got := h.do(t, gateway.VerbGet, "", nil, "s:abc")
+	assert.False(t, got.Items[0].Hit)
+	got = h.do(t, gateway.VerbGet, "", nil, "s:s:abc")
+	require.True(t, got.Items[0].Hit)
+	assert.Equal(t, "v1", string(got.Items[0].Value))
+}

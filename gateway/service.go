@@ -193,7 +193,10 @@ func (s *Service) Do(r *Request) {
 	r.targets = r.targets[:0]
 	for i := range r.keyEnds {
 		k := r.Key(i)
-		rt, stripped := s.router.match(k)
+		rt, stripped := r.Route, k
+		if rt == nil {
+			rt, stripped = s.router.match(k)
+		}
 		if rt == nil && r.Verb != VerbGet && r.Verb != VerbGat {
 			r.fail(errNoRoute)
 			r.finish()
@@ -214,6 +217,27 @@ func (s *Service) Do(r *Request) {
 		r.fail(ndbclient.Errorf(ndbclient.CodeInvalidArgument, "unknown verb"))
 		r.finish()
 	}
+}
+
+// RouteOf returns the route that serves container name: the first route, by
+// longest prefix, that maps to it. A KV request pinned to it sees the same rows
+// the memcache port sees under that prefix.
+func (s *Service) RouteOf(name string) (*Route, bool) {
+	for i := range s.router.routes {
+		if s.router.routes[i].Container.Name == name {
+			return &s.router.routes[i], true
+		}
+	}
+	return nil, false
+}
+
+// Run does r and waits for it: for front ends with a goroutine per request
+// (HTTP, gRPC). r.Done is replaced.
+func (s *Service) Run(r *Request) {
+	ch := make(chan struct{})
+	r.Done = func(*Request) { close(ch) }
+	s.Do(r)
+	<-ch
 }
 
 var errNoRoute = &ndbclient.Error{Code: ndbclient.CodeInvalidArgument, Message: "no container for this key prefix"}
