@@ -24,6 +24,8 @@ type Config struct {
 	NDB         NDB            `yaml:"ndb"`
 	Embedded    Embedded       `yaml:"embedded"`
 	Dispatch    Dispatch       `yaml:"dispatch"`
+	Tables      []Table        `yaml:"tables"`
+	API         API            `yaml:"api"`
 	Containers  []Container    `yaml:"containers"`
 	KeyPrefixes []KeyPrefix    `yaml:"key_prefixes"`
 	Limits      Limits         `yaml:"limits"`
@@ -89,6 +91,55 @@ type Dispatch struct {
 	MaxRetries    int   `yaml:"max_retries"`      // retries of Temporary errors, default 3
 }
 
+// Table declares a table of the embedded engine, for the row API (REST, gRPC).
+// With an NDB cluster the table comes from the cluster's dictionary instead,
+// and a declared table only has to match it.
+type Table struct {
+	Database        string        `yaml:"database"`
+	Name            string        `yaml:"name"`
+	Columns         []TableColumn `yaml:"columns"`
+	PrimaryKey      []string      `yaml:"primary_key"`
+	DistributionKey []string      `yaml:"distribution_key"` // default: the primary key
+	Partitions      int           `yaml:"partitions"`       // default: embedded.partitions
+}
+
+// TableColumn is one column; Type in MySQL's spelling, e.g. "VARCHAR(64)",
+// "INT UNSIGNED", "DECIMAL(10,2)".
+type TableColumn struct {
+	Name     string `yaml:"name"`
+	Type     string `yaml:"type"`
+	Nullable bool   `yaml:"nullable"`
+}
+
+// API configures the REST and gRPC front ends.
+type API struct {
+	// KeysFile, when set, requires an API key (header X-API-KEY, gRPC metadata
+	// x-api-key or RonDB's APIKey field) on every data request; see gateway/auth.
+	KeysFile string `yaml:"keys_file"`
+	// TLS, when Enabled, serves REST and gRPC over TLS only (mutual TLS with
+	// ClientCAFile).
+	TLS    APITLS    `yaml:"tls"`
+	Limits APILimits `yaml:"limits"`
+}
+
+// APITLS is TLS for the REST and gRPC listeners.
+type APITLS struct {
+	Enabled      bool   `yaml:"enabled"`
+	CertFile     string `yaml:"cert_file"`
+	KeyFile      string `yaml:"key_file"`
+	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// APILimits bound what one REST or gRPC request may ask for.
+type APILimits struct {
+	MaxBatch      int      `yaml:"max_batch"`      // operations in a batch, default 256
+	MaxBody       ByteSize `yaml:"max_body"`       // request body, default 4m
+	MaxFilters    int      `yaml:"max_filters"`    // filters of one pk-read, default 64
+	MaxColumns    int      `yaml:"max_columns"`    // read columns of one pk-read, default 256
+	MaxIdentifier int      `yaml:"max_identifier"` // db, table, column names, default 64
+	MaxMultiGet   int      `yaml:"max_multi_get"`  // keys of a KV multi-get, default 256
+}
+
 // Container maps memcached items onto a table's columns, as in ndbmemcache.
 // Only Name, Table and the key/value columns are required.
 type Container struct {
@@ -136,6 +187,7 @@ func Default() Config {
 		NDB:       NDB{PoolSize: 2},
 		Embedded:  Embedded{Partitions: 16, Nodes: 1, ReapInterval: Duration(time.Second)},
 		Limits:    Limits{ItemSizeMax: 1 << 20, MaxConnections: 4096, MaxPendingPerConn: 1024},
+		API:       API{Limits: APILimits{MaxBatch: 256, MaxBody: 4 << 20, MaxFilters: 64, MaxColumns: 256, MaxIdentifier: 64, MaxMultiGet: 256}},
 		Log:       Log{Level: "info", Format: "text"},
 	}
 }
@@ -157,7 +209,7 @@ func (c *Config) LoadFile(path string) error {
 		for k := range c.Extra {
 			keys = append(keys, k)
 		}
-		return fmt.Errorf("config file %s: unknown top-level keys %v (known: listeners, memcache, ndb, embedded, dispatch, containers, key_prefixes, limits, log)", path, keys)
+		return fmt.Errorf("config file %s: unknown top-level keys %v (known: listeners, memcache, ndb, embedded, dispatch, tables, api, containers, key_prefixes, limits, log)", path, keys)
 	}
 	return nil
 }
@@ -173,6 +225,7 @@ var envVars = []struct {
 	{"NDBGATE_MEMCACHE_SOCKET", func(c *Config, v string) error { c.Memcache.Socket = v; return nil }},
 	{"NDBGATE_MEMCACHE_TLS", func(c *Config, v string) error { c.Memcache.TLS.Listen = v; return nil }},
 	{"NDBGATE_MEMCACHE_SASL_CREDENTIALS", func(c *Config, v string) error { c.Memcache.SASLCredentialsFile = v; return nil }},
+	{"NDBGATE_API_KEYS", func(c *Config, v string) error { c.API.KeysFile = v; return nil }},
 	{"NDBGATE_NDB_CONNECTSTRING", func(c *Config, v string) error { c.NDB.Connectstring = v; return nil }},
 	{"NDBGATE_NDB_POOL_SIZE", func(c *Config, v string) error { return setInt(&c.NDB.PoolSize, v) }},
 	{"NDBGATE_ITEM_SIZE_MAX", func(c *Config, v string) error { return c.Limits.ItemSizeMax.Set(v) }},
@@ -287,6 +340,14 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("log.format (--log-format) = %q: use text or json", c.Log.Format))
 	}
+	if t := c.API.TLS; t.Enabled && (t.CertFile == "" || t.KeyFile == "") {
+		errs = append(errs, fmt.Errorf("api.tls.enabled (--api-tls) needs api.tls.cert_file and key_file (--tls-cert, --tls-key)"))
+	}
+	if l := c.API.Limits; l.MaxBatch < 1 || l.MaxBatch > 4096 || l.MaxBody < 1024 || l.MaxFilters < 1 || l.MaxColumns < 1 ||
+		l.MaxIdentifier < 1 || l.MaxIdentifier > 255 || l.MaxMultiGet < 1 || l.MaxMultiGet > 4096 {
+		errs = append(errs, fmt.Errorf("api.limits: max_batch and max_multi_get must be 1..4096, max_body at least 1k, max_identifier 1..255, the others at least 1"))
+	}
+	errs = append(errs, c.validateTables()...)
 	names := map[string]bool{}
 	for i, ct := range c.Containers {
 		where := fmt.Sprintf("containers[%d]", i)
@@ -320,4 +381,49 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateTables checks the declared tables' shape; column types are checked
+// when the tables are built (ndbclient.ParseColumnType), with the same names.
+func (c *Config) validateTables() []error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, t := range c.Tables {
+		where := fmt.Sprintf("tables[%d] (%s.%s)", i, t.Database, t.Name)
+		if t.Database == "" || t.Name == "" {
+			errs = append(errs, fmt.Errorf("%s: needs database and name", where))
+			continue
+		}
+		if seen[t.Database+"."+t.Name] {
+			errs = append(errs, fmt.Errorf("%s: declared twice", where))
+		}
+		seen[t.Database+"."+t.Name] = true
+		cols := map[string]bool{}
+		for j, col := range t.Columns {
+			if col.Name == "" || col.Type == "" {
+				errs = append(errs, fmt.Errorf("%s: columns[%d] needs name and type", where, j))
+			}
+			if cols[col.Name] {
+				errs = append(errs, fmt.Errorf("%s: column %q declared twice", where, col.Name))
+			}
+			cols[col.Name] = true
+		}
+		if len(t.Columns) == 0 {
+			errs = append(errs, fmt.Errorf("%s: needs columns", where))
+		}
+		if len(t.PrimaryKey) == 0 {
+			errs = append(errs, fmt.Errorf("%s: needs primary_key (a list of column names)", where))
+		}
+		for _, list := range [][]string{t.PrimaryKey, t.DistributionKey} {
+			for _, k := range list {
+				if !cols[k] {
+					errs = append(errs, fmt.Errorf("%s: key column %q is not among its columns", where, k))
+				}
+			}
+		}
+		if t.Partitions < 0 || t.Partitions > 4096 {
+			errs = append(errs, fmt.Errorf("%s: partitions must be 0..4096 (0 = embedded.partitions)", where))
+		}
+	}
+	return errs
 }

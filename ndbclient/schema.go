@@ -76,9 +76,12 @@ func (t ColumnType) IsBytes() bool {
 
 // Column is one typed column.
 type Column struct {
-	Name     string
-	Type     ColumnType
-	Length   int // bytes for CHAR/VARCHAR/BINARY/VARBINARY, bits for BIT
+	Name   string
+	Type   ColumnType
+	Length int // bytes for CHAR/VARCHAR/BINARY/VARBINARY, bits for BIT
+	// Chars, when set, bounds a CHAR/VARCHAR value in characters, as a
+	// multibyte charset does (utf8mb4: Length = 4 x Chars); the row API checks it.
+	Chars    int
 	Nullable bool
 	// Precision and Scale for DECIMAL.
 	Precision, Scale int

@@ -1,0 +1,428 @@
+package rowapi
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// JSON type mapping, as RonDB's REST server has it:
+//   - integers of every width, YEAR: JSON numbers, range-checked;
+//   - FLOAT, DOUBLE: numbers;
+//   - DECIMAL: exact. Accepted as a number or a string of digits. Returned as a
+//     number when its precision is at most 15 digits (every such value survives
+//     a trip through a float64, which is what most JSON parsers make of a
+//     number), else as a string, so no client silently loses digits;
+//   - CHAR, VARCHAR: strings, which must be valid UTF-8;
+//   - BINARY, VARBINARY, BIT: base64 strings (BIT: big-endian bytes);
+//   - DATE "YYYY-MM-DD", DATETIME and TIMESTAMP "YYYY-MM-DD hh:mm:ss[.ffffff]",
+//     TIME "[-]hhh:mm:ss[.ffffff]": strings;
+//   - NULL: null.
+
+// maxExactDecimal is the largest DECIMAL precision returned as a JSON number.
+const maxExactDecimal = 15
+
+// errf builds the InvalidArgument a bad value gets; it names the column.
+func errf(col *ndbclient.Column, format string, args ...any) error {
+	return ndbclient.Errorf(ndbclient.CodeInvalidArgument, "column %q (%s): "+format, append([]any{col.Name, typeName(col)}, args...)...)
+}
+
+func typeName(col *ndbclient.Column) string {
+	switch col.Type {
+	case ndbclient.TypeChar, ndbclient.TypeVarchar:
+		if col.Chars > 0 {
+			return fmt.Sprintf("%s(%d)", col.Type, col.Chars)
+		}
+		return fmt.Sprintf("%s(%d)", col.Type, col.Length)
+	case ndbclient.TypeBinary, ndbclient.TypeVarbinary, ndbclient.TypeBit:
+		return fmt.Sprintf("%s(%d)", col.Type, col.Length)
+	case ndbclient.TypeDecimal:
+		return fmt.Sprintf("DECIMAL(%d,%d)", col.Precision, col.Scale)
+	}
+	return col.Type.String()
+}
+
+// DecodeValue turns the JSON text of one value into a column value. Bytes
+// values may point into raw or into newly allocated memory.
+func DecodeValue(col *ndbclient.Column, raw []byte) (ndbclient.Value, error) {
+	raw = trimSpace(raw)
+	if len(raw) == 0 {
+		return ndbclient.Value{}, errf(col, "no value")
+	}
+	if string(raw) == "null" {
+		if !col.Nullable {
+			return ndbclient.Value{}, errf(col, "is NOT NULL; null is not allowed")
+		}
+		return ndbclient.Null(), nil
+	}
+	t := col.Type
+	switch {
+	case t.IsInteger() && t != ndbclient.TypeBit:
+		return decodeInteger(col, raw)
+	case t == ndbclient.TypeFloat || t == ndbclient.TypeDouble:
+		if !isJSONNumber(raw) {
+			return ndbclient.Value{}, errf(col, "wants a number, got %s", describe(raw))
+		}
+		bits := 64
+		if t == ndbclient.TypeFloat {
+			bits = 32
+		}
+		f, err := strconv.ParseFloat(string(raw), bits)
+		if err != nil {
+			return ndbclient.Value{}, errf(col, "%s is out of range", raw)
+		}
+		return ndbclient.Float(f), nil
+	case t == ndbclient.TypeDecimal:
+		text := raw
+		if raw[0] == '"' {
+			s, err := decodeString(col, raw)
+			if err != nil {
+				return ndbclient.Value{}, err
+			}
+			text = []byte(s)
+		} else if !isJSONNumber(raw) {
+			return ndbclient.Value{}, errf(col, "wants a number or a string of digits, got %s", describe(raw))
+		}
+		d, err := canonicalDecimal(col, string(text))
+		if err != nil {
+			return ndbclient.Value{}, err
+		}
+		return ndbclient.String(d), nil
+	}
+	s, err := decodeString(col, raw)
+	if err != nil {
+		return ndbclient.Value{}, err
+	}
+	switch t {
+	case ndbclient.TypeChar, ndbclient.TypeVarchar, ndbclient.TypeText:
+		if col.Chars > 0 {
+			if n := utf8.RuneCountInString(s); n > col.Chars {
+				return ndbclient.Value{}, errf(col, "value of %d characters is longer than the column's %d", n, col.Chars)
+			}
+		} else if col.Length > 0 && len(s) > col.Length {
+			return ndbclient.Value{}, errf(col, "value of %d bytes is longer than the column's %d", len(s), col.Length)
+		}
+		return ndbclient.String(s), nil
+	case ndbclient.TypeBinary, ndbclient.TypeVarbinary, ndbclient.TypeBlob:
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return ndbclient.Value{}, errf(col, "is not valid base64 (standard alphabet, padded): %v", err)
+		}
+		if col.Length > 0 && len(b) > col.Length {
+			return ndbclient.Value{}, errf(col, "value of %d bytes is longer than the column's %d", len(b), col.Length)
+		}
+		return ndbclient.Bytes(b), nil
+	case ndbclient.TypeBit:
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return ndbclient.Value{}, errf(col, "is not valid base64 of the bits (big-endian bytes): %v", err)
+		}
+		if len(b) > 8 {
+			return ndbclient.Value{}, errf(col, "takes at most %d bits", col.Length)
+		}
+		var v uint64
+		for _, c := range b {
+			v = v<<8 | uint64(c)
+		}
+		if col.Length < 64 && v>>uint(col.Length) != 0 {
+			return ndbclient.Value{}, errf(col, "value has bits set above the column's %d", col.Length)
+		}
+		return ndbclient.Uint(v), nil
+	case ndbclient.TypeDate:
+		d, err := parseDate(s)
+		if err != nil {
+			return ndbclient.Value{}, errf(col, "%q: %v (want YYYY-MM-DD)", s, err)
+		}
+		return ndbclient.String(d), nil
+	case ndbclient.TypeDatetime, ndbclient.TypeTimestamp:
+		d, err := parseDatetime(s, col.Scale, t == ndbclient.TypeTimestamp)
+		if err != nil {
+			return ndbclient.Value{}, errf(col, "%q: %v (want YYYY-MM-DD hh:mm:ss[.ffffff])", s, err)
+		}
+		return ndbclient.String(d), nil
+	case ndbclient.TypeTime:
+		d, err := parseTime(s, col.Scale)
+		if err != nil {
+			return ndbclient.Value{}, errf(col, "%q: %v (want [-]hhh:mm:ss[.ffffff])", s, err)
+		}
+		return ndbclient.String(d), nil
+	}
+	return ndbclient.Value{}, errf(col, "type is not supported by the row API")
+}
+
+func decodeInteger(col *ndbclient.Column, raw []byte) (ndbclient.Value, error) {
+	if !isJSONNumber(raw) {
+		return ndbclient.Value{}, errf(col, "wants an integer, got %s", describe(raw))
+	}
+	s := string(raw)
+	if strings.ContainsAny(s, ".eE") {
+		// 1.0 and 1e3 are integers to a JSON encoder that writes every number
+		// as a float; a fraction is not.
+		if hugeExponent(s) {
+			return ndbclient.Value{}, errf(col, "%s is out of range", describe(raw))
+		}
+		r, ok := new(big.Rat).SetString(s)
+		if !ok || !r.IsInt() {
+			return ndbclient.Value{}, errf(col, "wants an integer, got %s", s)
+		}
+		s = r.Num().String()
+	}
+	lo, hi, uhi := intRange(col)
+	if col.Type.IsSigned() {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < lo || n > hi {
+			return ndbclient.Value{}, errf(col, "%s is out of range %d..%d", s, lo, hi)
+		}
+		return ndbclient.Int(n), nil
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n > uhi {
+		return ndbclient.Value{}, errf(col, "%s is out of range 0..%d", s, uhi)
+	}
+	if col.Type == ndbclient.TypeYear && n != 0 && (n < 1901 || n > 2155) {
+		return ndbclient.Value{}, errf(col, "%d is not a year in 1901..2155 (or 0)", n)
+	}
+	return ndbclient.Uint(n), nil
+}
+
+// intRange is the range of an integer column.
+func intRange(col *ndbclient.Column) (lo, hi int64, uhi uint64) {
+	bits := map[ndbclient.ColumnType]int{
+		ndbclient.TypeInt8: 8, ndbclient.TypeUint8: 8, ndbclient.TypeInt16: 16, ndbclient.TypeUint16: 16,
+		ndbclient.TypeInt24: 24, ndbclient.TypeUint24: 24, ndbclient.TypeInt32: 32, ndbclient.TypeUint32: 32,
+		ndbclient.TypeInt64: 64, ndbclient.TypeUint64: 64, ndbclient.TypeYear: 16,
+	}[col.Type]
+	if col.Type == ndbclient.TypeYear {
+		return 0, 0, 2155
+	}
+	if bits == 64 {
+		return math.MinInt64, math.MaxInt64, math.MaxUint64
+	}
+	return -1 << (bits - 1), 1<<(bits-1) - 1, 1<<bits - 1
+}
+
+// decodeString unquotes a JSON string, refusing invalid UTF-8 (encoding/json
+// would quietly replace it).
+func decodeString(col *ndbclient.Column, raw []byte) (string, error) {
+	if raw[0] != '"' {
+		return "", errf(col, "wants a string, got %s", describe(raw))
+	}
+	if !utf8.Valid(raw) {
+		return "", errf(col, "string is not valid UTF-8")
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", errf(col, "is not a valid JSON string")
+	}
+	return s, nil
+}
+
+// describe names the JSON kind of raw for error messages, without echoing
+// arbitrarily long input.
+func describe(raw []byte) string {
+	switch raw[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	}
+	if isJSONNumber(raw) {
+		return "a number"
+	}
+	if len(raw) > 32 {
+		return fmt.Sprintf("%q...", raw[:32])
+	}
+	return fmt.Sprintf("%q", raw)
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// isJSONNumber checks RFC 8259's number grammar.
+func isJSONNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	return i == len(b)
+}
+
+// hugeExponent reports an exponent too large for any column (1e999999999
+// would make big.Rat compute a billion-digit number).
+func hugeExponent(s string) bool {
+	i := strings.IndexAny(s, "eE")
+	if i < 0 {
+		return false
+	}
+	e := strings.TrimLeft(s[i+1:], "+-")
+	e = strings.TrimLeft(e, "0")
+	return len(e) > 3 || len(e) == 3 && e > "100"
+}
+
+// canonicalDecimal checks s against DECIMAL(M,D) and returns it with exactly D
+// fraction digits and no superfluous zeros. More fraction digits than D are
+// refused unless they are zeros: MySQL would round, and a gateway that
+// silently rounds money is worse than one that says so.
+func canonicalDecimal(col *ndbclient.Column, s string) (string, error) {
+	if len(s) > 200 || strings.ContainsAny(s, "/") || s == "" {
+		return "", errf(col, "%.40q is not a decimal number of at most 65 digits", s)
+	}
+	if hugeExponent(s) {
+		return "", errf(col, "%s is out of range", s)
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return "", errf(col, "%q is not a decimal number", s)
+	}
+	scale := col.Scale
+	out := r.FloatString(scale)
+	back, _ := new(big.Rat).SetString(out)
+	if back.Cmp(r) != 0 {
+		return "", errf(col, "%s has more than %d decimals", s, scale)
+	}
+	digits := strings.TrimPrefix(out, "-")
+	intPart, _, _ := strings.Cut(digits, ".")
+	intPart = strings.TrimLeft(intPart, "0")
+	if len(intPart) > col.Precision-scale {
+		return "", errf(col, "%s is out of range (at most %d digits before the point)", s, col.Precision-scale)
+	}
+	if r.Sign() == 0 {
+		out = strings.TrimPrefix(out, "-")
+	}
+	return out, nil
+}
+
+// AppendValue appends v's JSON text for col to dst.
+func AppendValue(dst []byte, col *ndbclient.Column, v ndbclient.Value) []byte {
+	if v.IsNull() {
+		return append(dst, "null"...)
+	}
+	switch t := col.Type; {
+	case t == ndbclient.TypeBit:
+		var b [8]byte
+		n := (col.Length + 7) / 8
+		u := v.Uint()
+		for i := n - 1; i >= 0; i-- {
+			b[i] = byte(u)
+			u >>= 8
+		}
+		return appendBase64(dst, b[:n])
+	case t.IsSigned():
+		return strconv.AppendInt(dst, v.Int(), 10)
+	case t.IsInteger():
+		return strconv.AppendUint(dst, v.Uint(), 10)
+	case t == ndbclient.TypeFloat:
+		return appendFloat(dst, v.Float(), 32)
+	case t == ndbclient.TypeDouble:
+		return appendFloat(dst, v.Float(), 64)
+	case t == ndbclient.TypeDecimal:
+		if col.Precision <= maxExactDecimal {
+			return append(dst, v.B...)
+		}
+		return appendJSONString(dst, v.B)
+	case t == ndbclient.TypeBinary || t == ndbclient.TypeVarbinary || t == ndbclient.TypeBlob:
+		return appendBase64(dst, v.B)
+	}
+	return appendJSONString(dst, v.B)
+}
+
+func appendFloat(dst []byte, f float64, bits int) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(dst, "null"...) // JSON has no NaN or infinity
+	}
+	return strconv.AppendFloat(dst, f, 'g', -1, bits)
+}
+
+func appendBase64(dst, b []byte) []byte {
+	dst = append(dst, '"')
+	dst = base64.StdEncoding.AppendEncode(dst, b)
+	return append(dst, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString quotes b as a JSON string. Bytes that are not UTF-8 (a
+// latin1 column read from NDB) become U+FFFD, as encoding/json does.
+func appendJSONString(dst, b []byte) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c == '\n':
+				dst = append(dst, '\\', 'n')
+			case c == '\r':
+				dst = append(dst, '\\', 'r')
+			case c == '\t':
+				dst = append(dst, '\\', 't')
+			case c < 0x20:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, `\ufffd`...)
+		} else if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		} else {
+			dst = append(dst, b[i:i+size]...)
+		}
+		i += size
+	}
+	return append(dst, '"')
+}

@@ -1,0 +1,422 @@
+// Package rowapi is the protocol-neutral core of the RonDB-compatible row API:
+// primary-key reads and writes on typed tables, with values as JSON text. The
+// REST and gRPC front ends decode their requests into Ops, call Execute, and
+// encode the Results; every request, however many operations, is one
+// ndbclient batch (each operation its own transaction, so one missing row
+// never fails its neighbours).
+package rowapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/ndbgate/ndbgate/gateway/auth"
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// Method is what an operation does to its row.
+type Method uint8
+
+const (
+	MethodRead   Method = iota + 1 // pk-read
+	MethodWrite                    // pk-write: insert or overwrite
+	MethodInsert                   // pk-insert: Duplicate if the row exists
+	MethodUpdate                   // pk-update: NotFound if it does not
+	MethodDelete                   // pk-delete: NotFound if it does not
+)
+
+var methodNames = [...]string{"", "pk-read", "pk-write", "pk-insert", "pk-update", "pk-delete"}
+
+func (m Method) String() string {
+	if int(m) < len(methodNames) && m != 0 {
+		return methodNames[m]
+	}
+	return "method?"
+}
+
+// ParseMethod maps a REST operation name (the last path element) to a Method.
+func ParseMethod(s string) (Method, bool) {
+	for i, n := range methodNames {
+		if i > 0 && n == s {
+			return Method(i), true
+		}
+	}
+	return 0, false
+}
+
+// Field is a column and the JSON text of its value.
+type Field struct {
+	Column string
+	Value  []byte
+}
+
+// Op is one row operation.
+type Op struct {
+	Method Method
+	DB     string
+	Table  string
+	// Filters give the primary key: every key column exactly once.
+	Filters []Field
+	// Values are the non-key columns a write sets.
+	Values []Field
+	// ReadColumns name the columns a read returns; none means every non-key
+	// column. ReturnTypes, when given, are per column ("default" only).
+	ReadColumns []string
+	ReturnTypes []string
+	OperationID string
+}
+
+// Column is one returned column: its name and its value's JSON text.
+type Column struct {
+	Name  string
+	Value []byte
+}
+
+// Result is one operation's outcome. Err is nil, a canonical *ndbclient.Error
+// (NotFound for a missing row, SchemaError for an unknown database or table,
+// InvalidArgument for a bad request, ...), or an auth error.
+type Result struct {
+	Err         error
+	OperationID string
+	Data        []Column // reads: in ReadColumns order
+}
+
+// Limits bound one request.
+type Limits struct {
+	MaxBatch      int // operations per Execute
+	MaxFilters    int
+	MaxColumns    int // read columns and write values
+	MaxIdentifier int // database, table and column names, in bytes
+}
+
+// DefaultLimits are RonDB's.
+var DefaultLimits = Limits{MaxBatch: 256, MaxFilters: 64, MaxColumns: 256, MaxIdentifier: 64}
+
+// Service runs row operations on one ndbclient.Client.
+type Service struct {
+	cl     *ndbclient.Client
+	limits Limits
+	tables sync.Map // "db\x00table" -> *tableInfo
+}
+
+// New makes a Service; zero limits take DefaultLimits' values.
+func New(cl *ndbclient.Client, l Limits) *Service {
+	if l.MaxBatch <= 0 {
+		l.MaxBatch = DefaultLimits.MaxBatch
+	}
+	if l.MaxFilters <= 0 {
+		l.MaxFilters = DefaultLimits.MaxFilters
+	}
+	if l.MaxColumns <= 0 {
+		l.MaxColumns = DefaultLimits.MaxColumns
+	}
+	if l.MaxIdentifier <= 0 {
+		l.MaxIdentifier = DefaultLimits.MaxIdentifier
+	}
+	return &Service{cl: cl, limits: l}
+}
+
+// Limits returns the limits in effect.
+func (s *Service) Limits() Limits { return s.limits }
+
+// Ready reports whether the backend can serve.
+func (s *Service) Ready() error { return s.cl.Driver().Ready() }
+
+// tableInfo is a table's schema with what the row API looks up per request.
+type tableInfo struct {
+	t       *ndbclient.Table
+	byName  map[string]int
+	isKey   []bool
+	nonKeys []int
+}
+
+func (s *Service) table(db, name string) (*tableInfo, error) {
+	k := db + "\x00" + name
+	if ti, ok := s.tables.Load(k); ok {
+		return ti.(*tableInfo), nil
+	}
+	t, err := s.cl.Table(db, name)
+	if err != nil {
+		if ndbclient.CodeOf(err) == ndbclient.CodeSchemaError {
+			return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s.%s does not exist", db, name)
+		}
+		return nil, err
+	}
+	ti := &tableInfo{t: t, byName: make(map[string]int, len(t.Columns)), isKey: make([]bool, len(t.Columns))}
+	for i, c := range t.Columns {
+		ti.byName[c.Name] = i
+	}
+	for _, k := range t.PrimaryKey {
+		ti.isKey[k] = true
+	}
+	for i := range t.Columns {
+		if !ti.isKey[i] {
+			ti.nonKeys = append(ti.nonKeys, i)
+		}
+	}
+	s.tables.Store(k, ti)
+	return ti, nil
+}
+
+func invalid(format string, args ...any) error {
+	return ndbclient.Errorf(ndbclient.CodeInvalidArgument, format, args...)
+}
+
+// ErrBatchTooLarge is returned by Execute for a request over MaxBatch.
+var ErrBatchTooLarge = errors.New("too many operations")
+
+// Execute runs ops as one batch and returns one Result per op, in order. who
+// (nil when auth is off) must be granted each op's database. The error is for
+// the request as a whole: over the batch limit, or the backend unavailable.
+func (s *Service) Execute(ctx context.Context, who *auth.Principal, ops []Op) ([]Result, error) {
+	if len(ops) > s.limits.MaxBatch {
+		return nil, invalid("%d operations is more than the limit of %d per request", len(ops), s.limits.MaxBatch)
+	}
+	results := make([]Result, len(ops))
+	nops := make([]ndbclient.Op, len(ops))
+	infos := make([]*tableInfo, len(ops))
+	projs := make([][]int, len(ops))
+	b := &ndbclient.Batch{Ops: make([]*ndbclient.Op, 0, len(ops)), Hint: "rowapi"}
+	for i := range ops {
+		op := &ops[i]
+		results[i].OperationID = op.OperationID
+		ti, proj, err := s.prepare(who, op, &nops[i])
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		infos[i], projs[i] = ti, proj
+		b.Ops = append(b.Ops, &nops[i])
+	}
+	if len(b.Ops) > 0 {
+		if err := s.cl.Execute(ctx, b); err != nil {
+			return nil, err
+		}
+	}
+	for i := range ops {
+		if results[i].Err != nil {
+			continue
+		}
+		no := &nops[i]
+		if no.Err != nil {
+			results[i].Err = describeErr(&ops[i], no.Err)
+			continue
+		}
+		if ops[i].Method != MethodRead {
+			continue
+		}
+		cols := infos[i].t.Columns
+		data := make([]Column, len(projs[i]))
+		var buf []byte
+		for j, c := range projs[i] {
+			start := len(buf)
+			buf = AppendValue(buf, &cols[c], no.Row[j])
+			data[j] = Column{Name: cols[c].Name, Value: buf[start:len(buf):len(buf)]}
+		}
+		results[i].Data = data
+	}
+	return results, nil
+}
+
+// describeErr gives a backend error the words a client needs: which row of
+// which table.
+func describeErr(op *Op, err error) error {
+	switch ndbclient.CodeOf(err) {
+	case ndbclient.CodeNotFound:
+		return ndbclient.Errorf(ndbclient.CodeNotFound, "%s: no row with this primary key in %s.%s", op.Method, op.DB, op.Table)
+	case ndbclient.CodeDuplicate:
+		return ndbclient.Errorf(ndbclient.CodeDuplicate, "%s: a row with this primary key already exists in %s.%s", op.Method, op.DB, op.Table)
+	}
+	return err
+}
+
+// prepare checks op and turns it into an ndbclient op; proj is a read's
+// projection.
+func (s *Service) prepare(who *auth.Principal, op *Op, no *ndbclient.Op) (*tableInfo, []int, error) {
+	l := s.limits
+	if op.Method < MethodRead || op.Method > MethodDelete {
+		return nil, nil, invalid("unknown operation")
+	}
+	for _, id := range [...]struct{ what, v string }{{"database", op.DB}, {"table", op.Table}} {
+		if id.v == "" {
+			return nil, nil, invalid("%s name is missing", id.what)
+		}
+		if len(id.v) > l.MaxIdentifier {
+			return nil, nil, invalid("%s name is longer than %d bytes", id.what, l.MaxIdentifier)
+		}
+	}
+	if err := who.Allow(op.DB); err != nil {
+		return nil, nil, err
+	}
+	if len(op.Filters) > l.MaxFilters {
+		return nil, nil, invalid("%d filters is more than the limit of %d", len(op.Filters), l.MaxFilters)
+	}
+	if len(op.ReadColumns) > l.MaxColumns || len(op.Values) > l.MaxColumns {
+		return nil, nil, invalid("more than %d columns in one operation", l.MaxColumns)
+	}
+	ti, err := s.table(op.DB, op.Table)
+	if err != nil {
+		return nil, nil, err
+	}
+	t := ti.t
+	no.Reset()
+	no.Table = t
+	no.Key = make([]ndbclient.Value, len(t.PrimaryKey))
+	found := make([]bool, len(t.PrimaryKey))
+	for _, f := range op.Filters {
+		c, err := ti.column(f.Column, l)
+		if err != nil {
+			return nil, nil, err
+		}
+		k := keyPos(t, c)
+		if k < 0 {
+			return nil, nil, invalid("filter column %q is not part of the primary key of %s.%s (key: %s)", f.Column, op.DB, op.Table, keyNames(t))
+		}
+		if found[k] {
+			return nil, nil, invalid("filter column %q is given twice", f.Column)
+		}
+		found[k] = true
+		if no.Key[k], err = DecodeValue(&t.Columns[c], f.Value); err != nil {
+			return nil, nil, err
+		}
+	}
+	for k, ok := range found {
+		if !ok {
+			return nil, nil, invalid("primary key column %q of %s.%s is missing from the filters (key: %s)", t.Columns[t.PrimaryKey[k]].Name, op.DB, op.Table, keyNames(t))
+		}
+	}
+	switch op.Method {
+	case MethodRead:
+		no.Kind, no.Lock = ndbclient.OpRead, ndbclient.LockCommitted
+		if len(op.Values) > 0 {
+			return nil, nil, invalid("pk-read takes no values")
+		}
+		proj := ti.nonKeys
+		if len(op.ReadColumns) > 0 {
+			proj = make([]int, 0, len(op.ReadColumns))
+			seen := make(map[int]bool, len(op.ReadColumns))
+			for i, name := range op.ReadColumns {
+				c, err := ti.column(name, l)
+				if err != nil {
+					return nil, nil, err
+				}
+				if seen[c] {
+					return nil, nil, invalid("read column %q is given twice", name)
+				}
+				seen[c] = true
+				if i < len(op.ReturnTypes) && op.ReturnTypes[i] != "" && op.ReturnTypes[i] != "default" {
+					return nil, nil, invalid("read column %q: dataReturnType %q is not supported (use \"default\")", name, op.ReturnTypes[i])
+				}
+				proj = append(proj, c)
+			}
+		}
+		no.Read = proj
+		return ti, proj, nil
+	case MethodDelete:
+		no.Kind = ndbclient.OpDelete
+		if len(op.Values) > 0 || len(op.ReadColumns) > 0 {
+			return nil, nil, invalid("pk-delete takes no values or read columns")
+		}
+		return ti, nil, nil
+	}
+	if len(op.ReadColumns) > 0 {
+		return nil, nil, invalid("%s takes no read columns", op.Method)
+	}
+	no.Kind = map[Method]ndbclient.OpKind{MethodWrite: ndbclient.OpWrite, MethodInsert: ndbclient.OpInsert, MethodUpdate: ndbclient.OpUpdate}[op.Method]
+	set := make([]ndbclient.ColumnValue, 0, len(op.Values))
+	seen := make(map[int]bool, len(op.Values))
+	for _, f := range op.Values {
+		c, err := ti.column(f.Column, l)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ti.isKey[c] {
+			return nil, nil, invalid("value column %q is part of the primary key; give it as a filter", f.Column)
+		}
+		if seen[c] {
+			return nil, nil, invalid("value column %q is given twice", f.Column)
+		}
+		seen[c] = true
+		v, err := DecodeValue(&t.Columns[c], f.Value)
+		if err != nil {
+			return nil, nil, err
+		}
+		set = append(set, ndbclient.ColumnValue{Column: c, Value: v})
+	}
+	if op.Method == MethodUpdate && len(set) == 0 {
+		return nil, nil, invalid("pk-update needs at least one value")
+	}
+	if op.Method != MethodUpdate {
+		// A new row must give every NOT NULL column; say which is missing
+		// rather than let the engine refuse the row.
+		for _, c := range ti.nonKeys {
+			if !seen[c] && !t.Columns[c].Nullable && op.Method == MethodInsert {
+				return nil, nil, invalid("%s: NOT NULL column %q needs a value", op.Method, t.Columns[c].Name)
+			}
+		}
+	}
+	no.Set = set
+	return ti, nil, nil
+}
+
+func (ti *tableInfo) column(name string, l Limits) (int, error) {
+	if name == "" {
+		return 0, invalid("column name is missing")
+	}
+	if len(name) > l.MaxIdentifier {
+		return 0, invalid("column name is longer than %d bytes", l.MaxIdentifier)
+	}
+	c, ok := ti.byName[name]
+	if !ok {
+		return 0, invalid("column %q does not exist in %s", name, ti.t.FullName())
+	}
+	return c, nil
+}
+
+func keyPos(t *ndbclient.Table, c int) int {
+	for k, pk := range t.PrimaryKey {
+		if pk == c {
+			return k
+		}
+	}
+	return -1
+}
+
+func keyNames(t *ndbclient.Table) string {
+	s := ""
+	for i, pk := range t.PrimaryKey {
+		if i > 0 {
+			s += ", "
+		}
+		s += t.Columns[pk].Name
+	}
+	return s
+}
+
+// Stats is what RonDB's stat call reports, filled with ndbgate's nearest
+// figures (see Service.Stats).
+type Stats struct {
+	AllocationsCount, DeallocationsCount, BuffersCount, FreeBuffers                             int64
+	NdbObjectsCreationCount, NdbObjectsDeletionCount, NdbObjectsTotalCount, NdbObjectsFreeCount int64
+}
+
+// Stats maps the engine's figures onto RonDB's stat fields: rows stand for
+// NDB objects and bytes for buffers, so a dashboard built for RonDB shows
+// something that moves.
+func (s *Service) Stats() Stats {
+	st := s.cl.Driver().Stats()
+	return Stats{
+		AllocationsCount:        int64(st.Items + st.Evictions + st.Expired),
+		DeallocationsCount:      int64(st.Evictions + st.Expired),
+		BuffersCount:            int64(st.Bytes),
+		FreeBuffers:             int64(max(st.LimitBytes, st.Bytes) - st.Bytes),
+		NdbObjectsCreationCount: int64(st.Tables),
+		NdbObjectsTotalCount:    int64(st.Tables),
+		NdbObjectsFreeCount:     int64(st.Partitions),
+	}
+}
+
+// String is for logs.
+func (o *Op) String() string { return fmt.Sprintf("%s %s.%s", o.Method, o.DB, o.Table) }

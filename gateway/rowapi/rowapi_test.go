@@ -1,0 +1,124 @@
+package rowapi
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndbgate/ndbgate/gateway/auth"
+	"github.com/ndbgate/ndbgate/ndbclient"
+	"github.com/ndbgate/ndbgate/ndbclient/embedded"
+)
+
+func newService(t *testing.T) *Service {
+	e := embedded.New(embedded.Config{Partitions: 4, Nodes: 2})
+	t.Cleanup(func() { _ = e.Close() })
+	tbl := &ndbclient.Table{Database: "shop", Name: "orders", ExpireColumn: -1}
+	for _, c := range []struct{ name, typ string }{{"id", "BIGINT UNSIGNED"}, {"region", "VARCHAR(8)"}, {"note", "VARCHAR(20)"}, {"price", "DECIMAL(8,2)"}, {"qty", "INT"}} {
+		col := ndbclient.Column{Name: c.name, Nullable: c.name == "note"}
+		require.NoError(t, ndbclient.ParseColumnType(c.typ, &col))
+		tbl.Columns = append(tbl.Columns, col)
+	}
+	tbl.PrimaryKey = []int{0, 1}
+	_, err := e.CreateTable(tbl)
+	require.NoError(t, err)
+	return New(ndbclient.NewClient(e), Limits{MaxBatch: 8})
+}
+
+func f(col, v string) Field { return Field{Column: col, Value: []byte(v)} }
+
+func key(id string) []Field { return []Field{f("id", id), f("region", `"eu"`)} }
+
+func TestExecute(t *testing.T) {
+	s := newService(t)
+	ctx := context.Background()
+	res, err := s.Execute(ctx, nil, []Op{
+		{Method: MethodInsert, DB: "shop", Table: "orders", Filters: key("1"), Values: []Field{f("price", "9.5"), f("qty", "3")}, OperationID: "a"},
+		{Method: MethodWrite, DB: "shop", Table: "orders", Filters: key("2"), Values: []Field{f("price", `"1.25"`), f("qty", "-1"), f("note", `"hi"`)}},
+		{Method: MethodInsert, DB: "shop", Table: "orders", Filters: key("3"), Values: []Field{f("price", "1")}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	assert.Equal(t, "a", res[0].OperationID)
+	require.NoError(t, res[1].Err)
+	assert.ErrorContains(t, res[2].Err, `NOT NULL column "qty" needs a value`)
+
+	res, err = s.Execute(ctx, nil, []Op{
+		{Method: MethodRead, DB: "shop", Table: "orders", Filters: key("1"), OperationID: "r1"},
+		{Method: MethodRead, DB: "shop", Table: "orders", Filters: key("2"), ReadColumns: []string{"qty", "note"}},
+		{Method: MethodRead, DB: "shop", Table: "orders", Filters: key("9")},
+		{Method: MethodInsert, DB: "shop", Table: "orders", Filters: key("1"), Values: []Field{f("price", "1"), f("qty", "1")}},
+		{Method: MethodUpdate, DB: "shop", Table: "orders", Filters: key("9"), Values: []Field{f("qty", "1")}},
+		{Method: MethodDelete, DB: "shop", Table: "orders", Filters: key("2")},
+		{Method: MethodRead, DB: "shop", Table: "nope", Filters: key("1")},
+	})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	assert.Equal(t, []Column{{"note", []byte("null")}, {"price", []byte("9.50")}, {"qty", []byte("3")}}, res[0].Data)
+	assert.Equal(t, "r1", res[0].OperationID)
+	assert.Equal(t, []Column{{"qty", []byte("-1")}, {"note", []byte(`"hi"`)}}, res[1].Data)
+	assert.Equal(t, ndbclient.CodeNotFound, ndbclient.CodeOf(res[2].Err))
+	assert.Equal(t, ndbclient.CodeDuplicate, ndbclient.CodeOf(res[3].Err))
+	assert.Equal(t, ndbclient.CodeNotFound, ndbclient.CodeOf(res[4].Err))
+	assert.NoError(t, res[5].Err)
+	assert.Equal(t, ndbclient.CodeSchemaError, ndbclient.CodeOf(res[6].Err))
+	assert.ErrorContains(t, res[6].Err, "table shop.nope does not exist")
+
+	// Nothing stored was lost to the refusals.
+	res, err = s.Execute(ctx, nil, []Op{{Method: MethodRead, DB: "shop", Table: "orders", Filters: key("1"), ReadColumns: []string{"qty"}}})
+	require.NoError(t, err)
+	assert.Equal(t, "3", string(res[0].Data[0].Value))
+}
+
+func TestExecuteRefusals(t *testing.T) {
+	s := newService(t)
+	read := func(o Op) error {
+		o.DB, o.Table = "shop", "orders"
+		if o.Method == 0 {
+			o.Method = MethodRead
+		}
+		res, err := s.Execute(context.Background(), nil, []Op{o})
+		require.NoError(t, err)
+		return res[0].Err
+	}
+	for _, tc := range []struct {
+		op   Op
+		want string
+	}{
+		{Op{Filters: []Field{f("id", "1")}}, `primary key column "region" of shop.orders is missing`},
+		{Op{Filters: append(key("1"), f("qty", "1"))}, `filter column "qty" is not part of the primary key`},
+		{Op{Filters: append(key("1"), f("id", "2"))}, `filter column "id" is given twice`},
+		{Op{Filters: []Field{f("id", `"x"`), f("region", `"eu"`)}}, `column "id" (BIGINT UNSIGNED): wants an integer, got a string`},
+		{Op{Filters: []Field{f("id", "-1"), f("region", `"eu"`)}}, "out of range"},
+		{Op{Filters: key("1"), ReadColumns: []string{"zzz"}}, `column "zzz" does not exist in shop.orders`},
+		{Op{Filters: key("1"), ReadColumns: []string{"qty", "qty"}}, "given twice"},
+		{Op{Filters: key("1"), ReadColumns: []string{"qty"}, ReturnTypes: []string{"base64"}}, "dataReturnType"},
+		{Op{Method: MethodWrite, Filters: key("1"), Values: []Field{f("id", "2")}}, "part of the primary key"},
+		{Op{Method: MethodUpdate, Filters: key("1")}, "needs at least one value"},
+		{Op{Method: MethodWrite, Filters: key("1"), Values: []Field{f("qty", "1.5")}}, "wants an integer"},
+		{Op{Method: MethodWrite, Filters: key("1"), Values: []Field{f("qty", "1"), f("price", "1"), f("note", `"`+string(make([]byte, 21))+`"`)}}, "not a valid JSON string"},
+	} {
+		err := read(tc.op)
+		require.Error(t, err, tc.want)
+		assert.Equal(t, ndbclient.CodeInvalidArgument, ndbclient.CodeOf(err), tc.want)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+	_, err := s.Execute(context.Background(), nil, make([]Op, 9))
+	assert.ErrorContains(t, err, "9 operations is more than the limit of 8")
+	res, err := s.Execute(context.Background(), nil, []Op{{Method: MethodRead, DB: string(make([]byte, 65)), Table: "t"}})
+	require.NoError(t, err)
+	assert.ErrorContains(t, res[0].Err, "longer than 64")
+}
+
+func TestExecuteGrants(t *testing.T) {
+	s := newService(t)
+	keys, err := auth.Parse([]byte(`keys: [{name: a, key: "0123456789abcdef", grants: [other]}]`))
+	require.NoError(t, err)
+	who, err := keys.Authenticate("0123456789abcdef")
+	require.NoError(t, err)
+	res, err := s.Execute(context.Background(), who, []Op{{Method: MethodRead, DB: "shop", Table: "orders", Filters: key("1")}})
+	require.NoError(t, err)
+	assert.ErrorIs(t, res[0].Err, auth.ErrDenied)
+}
