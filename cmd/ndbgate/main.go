@@ -93,6 +93,8 @@ func loadConfig(args []string, lookup func(string) (string, bool), stderr io.Wri
 		tlsKey            = fs.String("tls-key", "", "TLS private key file (PEM)")
 		tlsClientCA       = fs.String("tls-client-ca", "", "require client certificates signed by these CAs (PEM): mutual TLS")
 		saslFile          = fs.String("memcache-sasl-credentials", "", "memcache: require SASL PLAIN with the user:password lines of this file (binary protocol only, as memcached -S)")
+		apiKeys           = fs.String("api-keys", "", "REST/gRPC: require API keys from this YAML file (header X-API-KEY)")
+		apiTLS            = fs.Bool("api-tls", false, "REST/gRPC: serve TLS only, with --tls-cert/--tls-key (mutual TLS with --tls-client-ca)")
 		logFormat         = fs.String("log-format", cfg.Log.Format, "text or json")
 		itemSizeMax       config.ByteSize
 		memoryLimit       config.ByteSize
@@ -147,11 +149,15 @@ func loadConfig(args []string, lookup func(string) (string, bool), stderr io.Wri
 		case "memcache-tls":
 			cfg.Memcache.TLS.Listen = *mcTLS
 		case "tls-cert":
-			cfg.Memcache.TLS.CertFile = *tlsCert
+			cfg.Memcache.TLS.CertFile, cfg.API.TLS.CertFile = *tlsCert, *tlsCert
 		case "tls-key":
-			cfg.Memcache.TLS.KeyFile = *tlsKey
+			cfg.Memcache.TLS.KeyFile, cfg.API.TLS.KeyFile = *tlsKey, *tlsKey
 		case "tls-client-ca":
-			cfg.Memcache.TLS.ClientCAFile = *tlsClientCA
+			cfg.Memcache.TLS.ClientCAFile, cfg.API.TLS.ClientCAFile = *tlsClientCA, *tlsClientCA
+		case "api-keys":
+			cfg.API.KeysFile = *apiKeys
+		case "api-tls":
+			cfg.API.TLS.Enabled = *apiTLS
 		case "memcache-sasl-credentials":
 			cfg.Memcache.SASLCredentialsFile = *saslFile
 		case "log-format":

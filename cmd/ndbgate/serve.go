@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,9 +16,11 @@ import (
 
 	"github.com/ndbgate/ndbgate/config"
 	"github.com/ndbgate/ndbgate/gateway"
+	"github.com/ndbgate/ndbgate/gateway/rowapi"
 	"github.com/ndbgate/ndbgate/ndbclient"
 	"github.com/ndbgate/ndbgate/ndbclient/embedded"
 	"github.com/ndbgate/ndbgate/protocols/memcache"
+	"github.com/ndbgate/ndbgate/protocols/rest"
 )
 
 // serve wires the configured pieces and runs until ctx is done.
@@ -43,6 +46,16 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+
+	if err := buildTables(cfg, backend); err != nil {
+		return err
+	}
+	keys, apiTLS, err := apiSecurity(cfg.API)
+	if err != nil {
+		return err
+	}
+	lim := cfg.API.Limits
+	rows := rowapi.New(backend, rowapi.Limits{MaxBatch: lim.MaxBatch, MaxFilters: lim.MaxFilters, MaxColumns: lim.MaxColumns, MaxIdentifier: lim.MaxIdentifier})
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -95,13 +108,18 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("rest listener %s: %w (pick another --rest address, or --rest '' to turn it off)", cfg.Listeners.REST, err)
 		}
-		hs = &http.Server{Handler: httpHandler(reg, svc), ReadHeaderTimeout: 10 * time.Second}
+		api := rest.New(rest.Options{Rows: rows, KV: svc, Keys: keys, MaxBody: int64(lim.MaxBody), MaxMultiGet: lim.MaxMultiGet, Logger: log})
+		if apiTLS != nil {
+			ln = tls.NewListener(ln, apiTLS)
+		}
+		hs = &http.Server{Handler: httpHandler(reg, svc, api), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 		go func() {
 			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- err
 			}
 		}()
-		log.LogAttrs(ctx, slog.LevelInfo, "http listening", slog.String("addr", cfg.Listeners.REST), slog.String("routes", "/metrics /healthz /readyz"))
+		log.LogAttrs(ctx, slog.LevelInfo, "http listening", slog.String("addr", cfg.Listeners.REST), slog.Bool("tls", apiTLS != nil),
+			slog.Bool("api_keys", keys != nil), slog.String("routes", "/metrics /healthz /readyz "+api.Routes()))
 	}
 	if cfg.Listeners.GRPC != "" {
 		log.LogAttrs(ctx, slog.LevelInfo, "grpc front end not in this version yet; address accepted but not listened on", slog.String("addr", cfg.Listeners.GRPC))
@@ -129,8 +147,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 
 func memcacheVersion() string { return "1.6.0-ndbgate-" + version }
 
-func httpHandler(reg *prometheus.Registry, svc *gateway.Service) http.Handler {
+func httpHandler(reg *prometheus.Registry, svc *gateway.Service, api http.Handler) http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("/", api)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

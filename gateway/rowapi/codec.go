@@ -368,11 +368,11 @@ func AppendValue(dst []byte, col *ndbclient.Column, v ndbclient.Value) []byte {
 		if col.Precision <= maxExactDecimal {
 			return append(dst, v.B...)
 		}
-		return appendJSONString(dst, v.B)
+		return AppendString(dst, v.B)
 	case t == ndbclient.TypeBinary || t == ndbclient.TypeVarbinary || t == ndbclient.TypeBlob:
 		return appendBase64(dst, v.B)
 	}
-	return appendJSONString(dst, v.B)
+	return AppendString(dst, v.B)
 }
 
 func appendFloat(dst []byte, f float64, bits int) []byte {
@@ -390,9 +390,9 @@ func appendBase64(dst, b []byte) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString quotes b as a JSON string. Bytes that are not UTF-8 (a
+// AppendString quotes b as a JSON string. Bytes that are not UTF-8 (a
 // latin1 column read from NDB) become U+FFFD, as encoding/json does.
-func appendJSONString(dst, b []byte) []byte {
+func AppendString(dst, b []byte) []byte {
 	dst = append(dst, '"')
 	for i := 0; i < len(b); {
 		c := b[i]

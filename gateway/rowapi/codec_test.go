@@ -104,7 +104,7 @@ func TestCodecRefusals(t *testing.T) {
 }
 
 func TestAppendJSONStringEscapes(t *testing.T) {
-	got := appendJSONString(nil, []byte("a\x01\"\\\u2028\xffz"))
+	got := AppendString(nil, []byte("a\x01\"\\\u2028\xffz"))
 	assert.Equal(t, `"a\u0001\"\\\u2028\ufffdz"`, string(got))
 }
 

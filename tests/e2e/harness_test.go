@@ -178,6 +178,7 @@ type server struct {
 	cmd          *exec.Cmd
 	memcacheAddr string
 	restAddr     string
+	restTLS      bool // --api-tls: /readyz is behind TLS, readiness is a TCP dial
 	output       *syncBuffer // stdout and stderr
 	done         chan struct{}
 	waitErr      error
@@ -215,6 +216,7 @@ func launchServer(t testing.TB, extraArgs []string) (*server, error) {
 		restAddr:     freePort(t),
 		output:       &syncBuffer{},
 		done:         make(chan struct{}),
+		restTLS:      containsArg(extraArgs, "--api-tls"),
 	}
 	args := append([]string{"serve", "--memcache", s.memcacheAddr, "--rest", s.restAddr, "--grpc", ""}, extraArgs...)
 	s.cmd = exec.Command(ndbgateBin, args...)
@@ -247,6 +249,13 @@ func (s *server) waitReady() error {
 		default:
 		}
 		c, err := net.DialTimeout("tcp", s.memcacheAddr, 250*time.Millisecond)
+		if err == nil && s.restTLS {
+			_ = c.Close()
+			if c, err = net.DialTimeout("tcp", s.restAddr, 250*time.Millisecond); err == nil {
+				_ = c.Close()
+				return nil
+			}
+		}
 		if err == nil {
 			_ = c.Close()
 			resp, err := hc.Get("http://" + s.restAddr + "/readyz")

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/ndbgate/ndbgate/config"
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// buildTables turns the config's tables into schemas and makes sure the
+// backend has them: the embedded engine creates them; NDB must already have
+// them in its dictionary, in a compatible shape.
+func buildTables(cfg config.Config, backend *ndbclient.Client) error {
+	for i, tc := range cfg.Tables {
+		t, err := tableSchema(tc)
+		if err != nil {
+			return fmt.Errorf("tables[%d] (%s.%s): %w", i, tc.Database, tc.Name, err)
+		}
+		if _, err := ensureTable(backend, t); err != nil {
+			return fmt.Errorf("tables[%d] (%s.%s): %w", i, tc.Database, tc.Name, err)
+		}
+	}
+	return nil
+}
+
+func tableSchema(tc config.Table) (*ndbclient.Table, error) {
+	t := &ndbclient.Table{Database: tc.Database, Name: tc.Name, Partitions: tc.Partitions, ExpireColumn: -1}
+	for _, c := range tc.Columns {
+		col := ndbclient.Column{Name: c.Name, Nullable: c.Nullable}
+		if err := ndbclient.ParseColumnType(c.Type, &col); err != nil {
+			return nil, fmt.Errorf("column %q: %w", c.Name, err)
+		}
+		t.Columns = append(t.Columns, col)
+	}
+	for _, names := range []struct {
+		in  []string
+		out *[]int
+	}{{tc.PrimaryKey, &t.PrimaryKey}, {tc.DistributionKey, &t.DistributionKey}} {
+		for _, n := range names.in {
+			i := t.ColumnIndex(n)
+			if i < 0 {
+				return nil, fmt.Errorf("key column %q is not among the columns", n)
+			}
+			*names.out = append(*names.out, i)
+		}
+	}
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}

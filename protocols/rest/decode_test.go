@@ -1,0 +1,107 @@
+package rest
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndbgate/ndbgate/gateway/auth"
+	"github.com/ndbgate/ndbgate/gateway/rowapi"
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+func TestDecodePK(t *testing.T) {
+	op, err := decodePK([]byte(`{"filters":[{"column":"id","value":1},{"column":"n","value":null}],
+		"readColumns":[{"column":"a","dataReturnType":"default"},{"column":"b"}],"operationId":12}`), rowapi.MethodRead, "db", "t")
+	require.NoError(t, err)
+	assert.Equal(t, rowapi.Op{Method: rowapi.MethodRead, DB: "db", Table: "t",
+		Filters:     []rowapi.Field{{Column: "id", Value: []byte("1")}, {Column: "n", Value: []byte("null")}},
+		ReadColumns: []string{"a", "b"}, ReturnTypes: []string{"default", ""}, OperationID: "12"}, op)
+}
+
+func TestDecodeBatch(t *testing.T) {
+	ops, errs, err := decodeBatch([]byte(`{"operations":[
+		{"method":"POST","relative-url":"db/t/pk-read","body":{"filters":[{"column":"id","value":1}]}},
+		{"method":"GET","relative-url":"db/t/pk-read","body":{}},
+		{"relative-url":"/0.1.0/db/t/pk-delete","body":{"filters":[{"column":"id","value":2}]}},
+		{"relative-url":"db/t","body":{}},
+		{"relative-url":"db/t/pk-read"}]}`), 10, 0)
+	require.NoError(t, err)
+	require.Len(t, ops, 5)
+	assert.NoError(t, errs[0])
+	assert.ErrorContains(t, errs[1], `method "GET" is not supported`)
+	assert.NoError(t, errs[2])
+	assert.Equal(t, rowapi.MethodDelete, ops[2].Method)
+	assert.ErrorContains(t, errs[3], "relative-url")
+	assert.ErrorContains(t, errs[4], `"body" is required`)
+	_, _, err = decodeBatch([]byte(`{"operations":[{},{}]}`), 1, 0)
+	assert.ErrorContains(t, err, "2 operations is more than the limit of 1")
+}
+
+func TestStatusOf(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{badf("x"), 400, "BadRequest"},
+		{&http.MaxBytesError{Limit: 1}, 413, "BodyTooLarge"},
+		{auth.ErrNoKey, 401, "Unauthenticated"},
+		{auth.ErrBadKey, 401, "Unauthenticated"},
+		{auth.ErrDenied, 403, "PermissionDenied"},
+		{ndbclient.ErrNotFound, 404, "NotFound"},
+		{ndbclient.Errorf(ndbclient.CodeSchemaError, "x"), 404, "SchemaError"},
+		{ndbclient.Errorf(ndbclient.CodeInvalidArgument, "x"), 400, "InvalidArgument"},
+		{ndbclient.ErrTooLarge, 400, "TooLarge"},
+		{ndbclient.ErrDuplicate, 409, "Duplicate"},
+		{ndbclient.ErrConditionFailed, 412, "ConditionFailed"},
+		{ndbclient.ErrOverloaded, 429, "Overloaded"},
+		{ndbclient.ErrOutOfMemory, 503, "OutOfMemory"},
+		{ndbclient.ErrUnavailable, 503, "Unavailable"},
+		{ndbclient.Errorf(ndbclient.CodeUnknownResult, "x"), 504, "UnknownResult"},
+		{errors.New("boom"), 500, "Internal"},
+	} {
+		status, code := statusOf(tc.err)
+		assert.Equal(t, tc.status, status, "%v", tc.err)
+		assert.Equal(t, tc.code, code, "%v", tc.err)
+	}
+}
+
+// FuzzDecodeRequest: no body makes the decoders panic, and every refusal is
+// a 400 with a message.
+func FuzzDecodeRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"filters":[{"column":"id","value":1}],"readColumns":[{"column":"a"}],"operationId":"x"}`,
+		`{"operations":[{"method":"POST","relative-url":"db/t/pk-read","body":{"filters":[{"column":"id","value":"k"}]}}]}`,
+		`{"filters":[{"column":"id","value":null}],"values":[{"column":"v","value":"\u00e9"}]}`,
+		`{"keys":["a","b"]}`, `[`, `{"operationId":1e400}`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		check := func(err error) {
+			if err == nil {
+				return
+			}
+			var br *badRequest
+			if !errors.As(err, &br) || br.msg == "" {
+				t.Fatalf("refusal %v is not a 400 with a message", err)
+			}
+		}
+		_, err := decodePK(body, rowapi.MethodRead, "db", "t")
+		check(err)
+		ops, errs, err := decodeBatch(body, 256, 0)
+		check(err)
+		if err == nil && len(ops) != len(errs) {
+			t.Fatalf("%d ops, %d errors", len(ops), len(errs))
+		}
+		for _, e := range errs {
+			check(e)
+		}
+		var m mgetJSON
+		check(decodeStrict(body, &m, "_mget body"))
+	})
+}

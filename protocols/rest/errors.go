@@ -1,0 +1,65 @@
+package rest
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/ndbgate/ndbgate/gateway/auth"
+	"github.com/ndbgate/ndbgate/gateway/rowapi"
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// statusOf maps an error onto an HTTP status and a code name, once for every
+// REST route: canonical ndbclient codes, auth errors and decoding errors.
+func statusOf(err error) (int, string) {
+	var br *badRequest
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &br):
+		return http.StatusBadRequest, "BadRequest"
+	case errors.As(err, &tooBig):
+		return http.StatusRequestEntityTooLarge, "BodyTooLarge"
+	case errors.Is(err, auth.ErrNoKey), errors.Is(err, auth.ErrBadKey):
+		return http.StatusUnauthorized, "Unauthenticated"
+	case errors.Is(err, auth.ErrDenied):
+		return http.StatusForbidden, "PermissionDenied"
+	}
+	code := ndbclient.CodeOf(err)
+	switch code {
+	case ndbclient.CodeInvalidArgument, ndbclient.CodeNotNumeric, ndbclient.CodeTooLarge:
+		return http.StatusBadRequest, code.String()
+	case ndbclient.CodeNotFound, ndbclient.CodeSchemaError:
+		return http.StatusNotFound, code.String()
+	case ndbclient.CodeDuplicate:
+		return http.StatusConflict, code.String()
+	case ndbclient.CodeConditionFailed:
+		return http.StatusPreconditionFailed, code.String()
+	case ndbclient.CodeOverloaded:
+		return http.StatusTooManyRequests, code.String()
+	case ndbclient.CodeOutOfMemory, ndbclient.CodeTemporary, ndbclient.CodeUnavailable:
+		return http.StatusServiceUnavailable, code.String()
+	case ndbclient.CodeUnknownResult:
+		return http.StatusGatewayTimeout, code.String()
+	}
+	return http.StatusInternalServerError, ndbclient.CodeInternal.String()
+}
+
+// appendError appends {"error":{"code":...,"message":...}} for err.
+func appendError(dst []byte, err error) ([]byte, int) {
+	status, code := statusOf(err)
+	msg := err.Error()
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		msg = "request body is larger than the limit of " + strconv.FormatInt(tooBig.Limit, 10) + " bytes"
+	}
+	var ne *ndbclient.Error
+	if errors.As(err, &ne) {
+		msg = ne.Message // the code is already in "code"; native codes are for logs
+	}
+	dst = append(dst, `{"error":{"code":`...)
+	dst = rowapi.AppendString(dst, []byte(code))
+	dst = append(dst, `,"message":`...)
+	dst = rowapi.AppendString(dst, []byte(msg))
+	return append(dst, "}}"...), status
+}

@@ -1,0 +1,309 @@
+package rest
+
+import (
+	"encoding/base64"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ndbgate/ndbgate/gateway"
+	"github.com/ndbgate/ndbgate/gateway/rowapi"
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// The KV API reads and writes memcache items: the same rows the memcache port
+// sees (a container's key prefix is not part of the key here).
+//
+//	GET    /v1/kv/{container}/{key}   200 raw value, 404
+//	PUT    /v1/kv/{container}/{key}   204; If-Match: "<cas>" compare-and-set,
+//	                                  If-None-Match: * add only (412 when not met)
+//	DELETE /v1/kv/{container}/{key}   204, 404
+//	POST   /v1/kv/{container}/_mget   {"keys":[...]} -> {"items":[...]}
+//
+// Headers: ETag is the item's cas (quoted); X-Ndbgate-Flags its 32-bit flags;
+// X-Ndbgate-Ttl on PUT is memcached's exptime (seconds, or an absolute unix
+// time past 30 days, 0 never) and on GET the seconds left (-1 never).
+const (
+	headerFlags = "X-Ndbgate-Flags"
+	headerTTL   = "X-Ndbgate-Ttl"
+	maxKeyLen   = 250 // memcached's
+)
+
+func (h *Handler) routeKV() {
+	h.reqs.New = func() any { return h.o.KV.NewRequest() }
+	h.mux.HandleFunc("GET /v1/kv/{container}/{key...}", h.kvGet)
+	h.mux.HandleFunc("PUT /v1/kv/{container}/{key...}", h.kvPut)
+	h.mux.HandleFunc("DELETE /v1/kv/{container}/{key...}", h.kvDelete)
+	h.mux.HandleFunc("POST /v1/kv/{container}/_mget", h.kvMget)
+}
+
+// kvRequest authenticates, finds the container's route and validates the key;
+// it returns a reset Request pinned to the route.
+func (h *Handler) kvRequest(r *http.Request, key string) (*gateway.Request, error) {
+	container := r.PathValue("container")
+	who, err := h.principal(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := who.Allow(container); err != nil {
+		return nil, err
+	}
+	rt, ok := h.o.KV.RouteOf(container)
+	if !ok {
+		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "container %q does not exist", container)
+	}
+	if r.Method != http.MethodPost {
+		if err := checkKey(key); err != nil {
+			return nil, err
+		}
+	}
+	req := h.reqs.Get().(*gateway.Request)
+	req.Reset()
+	req.Route = rt
+	return req, nil
+}
+
+// checkKey applies memcached's key rules, so every key written here can be
+// read over the memcache port.
+func checkKey(key string) error {
+	if key == "" {
+		return badf("key is empty")
+	}
+	if len(key) > maxKeyLen {
+		return badf("key is %d bytes; memcached keys are at most %d", len(key), maxKeyLen)
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c <= ' ' || c == 0x7f {
+			return badf("key has a space or control character at byte %d; memcached keys cannot", i)
+		}
+	}
+	return nil
+}
+
+func (h *Handler) done(req *gateway.Request) { h.reqs.Put(req) }
+
+func etag(cas uint64) string { return `"` + strconv.FormatUint(cas, 10) + `"` }
+
+func (h *Handler) kvGet(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	req, err := h.kvRequest(r, key)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	defer h.done(req)
+	req.Verb = gateway.VerbGet
+	req.AddKey([]byte(key))
+	h.o.KV.Run(req)
+	if req.Outcome == gateway.OutcomeError {
+		h.fail(w, req.Err)
+		return
+	}
+	it := &req.Items[0]
+	if it.Err != nil {
+		h.fail(w, it.Err)
+		return
+	}
+	if !it.Hit {
+		h.fail(w, ndbclient.Errorf(ndbclient.CodeNotFound, "key %q not found in container %q", key, r.PathValue("container")))
+		return
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", "application/octet-stream")
+	hd.Set("ETag", etag(it.Cas))
+	hd.Set(headerFlags, strconv.FormatUint(uint64(it.Flags), 10))
+	hd.Set(headerTTL, ttlLeft(it.Expire))
+	hd.Set("Content-Length", strconv.Itoa(len(it.Value)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(it.Value)
+}
+
+func ttlLeft(expire uint32) string {
+	if expire == 0 {
+		return "-1"
+	}
+	return strconv.FormatInt(max(int64(expire)-time.Now().Unix(), 0), 10)
+}
+
+func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	req, err := h.kvRequest(r, key)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	defer h.done(req)
+	req.Verb = gateway.VerbSet
+	if v := r.Header.Get(headerFlags); v != "" {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			h.fail(w, badf("%s: %q is not a 32-bit unsigned number", headerFlags, v))
+			return
+		}
+		req.Flags = uint32(n)
+	}
+	if v := r.Header.Get(headerTTL); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			h.fail(w, badf("%s: %q is not a number of seconds", headerTTL, v))
+			return
+		}
+		req.Exptime = n
+	}
+	ifMatch, ifNone := r.Header.Get("If-Match"), r.Header.Get("If-None-Match")
+	switch {
+	case ifMatch != "" && ifNone != "":
+		h.fail(w, badf("give If-Match (compare-and-set) or If-None-Match: * (add), not both"))
+		return
+	case ifMatch != "":
+		cas, err := strconv.ParseUint(strings.Trim(strings.TrimPrefix(ifMatch, "W/"), `"`), 10, 64)
+		if err != nil || cas == 0 {
+			h.fail(w, badf("If-Match: %q is not an ETag of this API (a quoted cas number)", ifMatch))
+			return
+		}
+		req.Verb, req.Cas = gateway.VerbCas, cas
+	case ifNone == "*":
+		req.Verb = gateway.VerbAdd
+	case ifNone != "":
+		h.fail(w, badf("If-None-Match: only * (store only if absent) is supported"))
+		return
+	}
+	buf := h.getBuf()
+	defer h.putBuf(buf)
+	limit := h.o.KV.ItemSizeMax()
+	if r.ContentLength > int64(limit) {
+		h.fail(w, &http.MaxBytesError{Limit: int64(limit)})
+		return
+	}
+	body, err := readBody(w, r, (*buf)[:0], int64(limit))
+	*buf = body
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	req.AddKey([]byte(key))
+	req.SetValue(body)
+	h.o.KV.Run(req)
+	switch req.Outcome {
+	case gateway.OutcomeStored:
+		w.Header().Set("ETag", etag(req.NewCas))
+		w.WriteHeader(http.StatusNoContent)
+	case gateway.OutcomeNotStored:
+		h.fail(w, ndbclient.Errorf(ndbclient.CodeConditionFailed, "If-None-Match: * and key %q exists", key))
+	case gateway.OutcomeExists:
+		h.fail(w, ndbclient.Errorf(ndbclient.CodeConditionFailed, "If-Match: the item has changed (cas differs)"))
+	case gateway.OutcomeNotFound:
+		h.fail(w, ndbclient.Errorf(ndbclient.CodeNotFound, "key %q not found (If-Match needs an existing item)", key))
+	default:
+		h.fail(w, req.Err)
+	}
+}
+
+func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	req, err := h.kvRequest(r, key)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	defer h.done(req)
+	req.Verb = gateway.VerbDelete
+	req.AddKey([]byte(key))
+	h.o.KV.Run(req)
+	switch req.Outcome {
+	case gateway.OutcomeDeleted:
+		w.WriteHeader(http.StatusNoContent)
+	case gateway.OutcomeNotFound:
+		h.fail(w, ndbclient.Errorf(ndbclient.CodeNotFound, "key %q not found in container %q", key, r.PathValue("container")))
+	default:
+		h.fail(w, req.Err)
+	}
+}
+
+type mgetJSON struct {
+	Keys []string `json:"keys"`
+}
+
+// kvMget serves POST /v1/kv/{container}/_mget: one gateway request, so one
+// backend batch, for every key.
+func (h *Handler) kvMget(w http.ResponseWriter, r *http.Request) {
+	req, err := h.kvRequest(r, "")
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	defer h.done(req)
+	buf := h.getBuf()
+	defer h.putBuf(buf)
+	body, err := readBody(w, r, (*buf)[:0], h.o.MaxBody)
+	*buf = body
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	var in mgetJSON
+	if err := decodeStrict(body, &in, "_mget body"); err != nil {
+		h.fail(w, err)
+		return
+	}
+	if len(in.Keys) == 0 {
+		h.fail(w, badf(`_mget: "keys" must list at least one key`))
+		return
+	}
+	if len(in.Keys) > h.o.MaxMultiGet {
+		h.fail(w, badf("_mget: %d keys is more than the limit of %d", len(in.Keys), h.o.MaxMultiGet))
+		return
+	}
+	req.Verb = gateway.VerbGet
+	for i, k := range in.Keys {
+		if err := checkKey(k); err != nil {
+			h.fail(w, badf("keys[%d]: %v", i, err))
+			return
+		}
+		req.AddKey([]byte(k))
+	}
+	h.o.KV.Run(req)
+	if req.Outcome == gateway.OutcomeError {
+		h.fail(w, req.Err)
+		return
+	}
+	out := append(body[len(body):], `{"items":[`...)
+	for i := range req.Items {
+		it := &req.Items[i]
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"key":`...)
+		out = rowapi.AppendString(out, it.Key)
+		switch {
+		case it.Err != nil:
+			e, _ := appendError(nil, it.Err)
+			out = append(out, `,"found":false,`...)
+			out = append(out, e[1:len(e)-1]...)
+		case !it.Hit:
+			out = append(out, `,"found":false`...)
+		default:
+			out = append(out, `,"found":true,"value":`...)
+			if utf8.Valid(it.Value) {
+				out = rowapi.AppendString(out, it.Value)
+				out = append(out, `,"encoding":"utf8"`...)
+			} else {
+				out = append(out, '"')
+				out = base64.StdEncoding.AppendEncode(out, it.Value)
+				out = append(out, `","encoding":"base64"`...)
+			}
+			out = append(out, `,"flags":`...)
+			out = strconv.AppendUint(out, uint64(it.Flags), 10)
+			out = append(out, `,"cas":"`...)
+			out = strconv.AppendUint(out, it.Cas, 10)
+			out = append(out, `","ttl":`...)
+			out = append(out, ttlLeft(it.Expire)...)
+		}
+		out = append(out, '}')
+	}
+	out = append(out, "]}"...)
+	writeJSON(w, http.StatusOK, out)
+}
+

@@ -1,0 +1,306 @@
+// Package rest is the HTTP front end: RonDB's REST API (pk-read, batch and the
+// pk writes, ping, stat) over gateway/rowapi, and a plain KV API over the
+// memcache containers (kv.go). Every request is one backend batch.
+package rest
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/ndbgate/ndbgate/gateway"
+	"github.com/ndbgate/ndbgate/gateway/auth"
+	"github.com/ndbgate/ndbgate/gateway/rowapi"
+)
+
+// apiVersion prefixes RonDB's routes.
+const apiVersion = "0.1.0"
+
+// OpenAPI is the spec of every route, served at /openapi.yaml.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
+// Options wires the handlers.
+type Options struct {
+	Rows    *rowapi.Service  // RonDB row API; nil turns its routes off
+	KV      *gateway.Service // KV API; nil turns its routes off
+	Keys    *auth.Keys       // nil: no API keys required
+	MaxBody int64            // request body limit, bytes
+	// MaxMultiGet bounds the keys of one _mget.
+	MaxMultiGet int
+	Logger      *slog.Logger
+}
+
+// Handler serves the REST routes.
+type Handler struct {
+	o    Options
+	mux  *http.ServeMux
+	bufs sync.Pool // *[]byte
+	reqs sync.Pool // *gateway.Request
+}
+
+// New builds the handler. Register it on a mux beside /metrics and health.
+func New(o Options) *Handler {
+	if o.MaxBody <= 0 {
+		o.MaxBody = 4 << 20
+	}
+	if o.MaxMultiGet <= 0 {
+		o.MaxMultiGet = 256
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	h := &Handler{o: o, mux: http.NewServeMux()}
+	h.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
+	if o.Rows != nil {
+		v := "/" + apiVersion
+		h.mux.HandleFunc("GET "+v+"/ping", h.ping)
+		h.mux.HandleFunc("GET "+v+"/stat", h.stat)
+		h.mux.HandleFunc("POST "+v+"/batch", h.batch(0))
+		h.mux.HandleFunc("POST "+v+"/batchwrite", h.batch(0))
+		h.mux.HandleFunc("POST "+v+"/batchdelete", h.batch(rowapi.MethodDelete))
+		h.mux.HandleFunc("POST "+v+"/{db}/{table}/{op}", h.pk)
+	}
+	if o.KV != nil {
+		h.routeKV()
+	}
+	h.mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(OpenAPI)
+	})
+	return h
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// Routes lists the patterns served, for the start-up log.
+func (h *Handler) Routes() string {
+	s := "/openapi.yaml"
+	if h.o.Rows != nil {
+		s += " /" + apiVersion + "/{ping,stat,batch,{db}/{table}/pk-*}"
+	}
+	if h.o.KV != nil {
+		s += " /v1/kv/{container}/{key}"
+	}
+	return s
+}
+
+// principal authenticates the request's API key.
+func (h *Handler) principal(r *http.Request) (*auth.Principal, error) {
+	return h.o.Keys.Authenticate(r.Header.Get("X-API-KEY"))
+}
+
+// readBody reads the body, at most limit bytes (else *http.MaxBytesError,
+// 413), appending to buf.
+func readBody(w http.ResponseWriter, r *http.Request, buf []byte, limit int64) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+func (h *Handler) getBuf() *[]byte { return h.bufs.Get().(*[]byte) }
+
+func (h *Handler) putBuf(b *[]byte) {
+	if cap(*b) <= 1<<20 {
+		*b = (*b)[:0]
+		h.bufs.Put(b)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func (h *Handler) fail(w http.ResponseWriter, err error) {
+	body, status := appendError(nil, err)
+	if status >= 500 {
+		h.o.Logger.LogAttrs(context.Background(), slog.LevelWarn, "rest request failed", slog.Int("status", status), slog.Any("error", err))
+	}
+	writeJSON(w, status, body)
+}
+
+func (h *Handler) ping(w http.ResponseWriter, _ *http.Request) {
+	if err := h.o.Rows.Ready(); err != nil {
+		h.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (h *Handler) stat(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.principal(r); err != nil {
+		h.fail(w, err)
+		return
+	}
+	s := h.o.Rows.Stats()
+	b := []byte(`{"MemoryStats":{"AllocationsCount":`)
+	b = strconv.AppendInt(b, s.AllocationsCount, 10)
+	b = append(b, `,"DeallocationsCount":`...)
+	b = strconv.AppendInt(b, s.DeallocationsCount, 10)
+	b = append(b, `,"BuffersCount":`...)
+	b = strconv.AppendInt(b, s.BuffersCount, 10)
+	b = append(b, `,"FreeBuffers":`...)
+	b = strconv.AppendInt(b, s.FreeBuffers, 10)
+	b = append(b, `},"RonDBStats":{"NdbObjectsCreationCount":`...)
+	b = strconv.AppendInt(b, s.NdbObjectsCreationCount, 10)
+	b = append(b, `,"NdbObjectsDeletionCount":`...)
+	b = strconv.AppendInt(b, s.NdbObjectsDeletionCount, 10)
+	b = append(b, `,"NdbObjectsTotalCount":`...)
+	b = strconv.AppendInt(b, s.NdbObjectsTotalCount, 10)
+	b = append(b, `,"NdbObjectsFreeCount":`...)
+	b = strconv.AppendInt(b, s.NdbObjectsFreeCount, 10)
+	b = append(b, "}}"...)
+	writeJSON(w, http.StatusOK, b)
+}
+
+// pk serves POST /0.1.0/{db}/{table}/{pk-read|pk-write|pk-insert|pk-update|pk-delete}.
+func (h *Handler) pk(w http.ResponseWriter, r *http.Request) {
+	m, ok := rowapi.ParseMethod(r.PathValue("op"))
+	if !ok {
+		h.fail(w, badf("unknown operation %q: use pk-read, pk-write, pk-insert, pk-update or pk-delete", r.PathValue("op")))
+		return
+	}
+	who, err := h.principal(r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	buf := h.getBuf()
+	defer h.putBuf(buf)
+	body, err := readBody(w, r, (*buf)[:0], h.o.MaxBody)
+	*buf = body
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	op, err := decodePK(body, m, r.PathValue("db"), r.PathValue("table"))
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	res, err := h.o.Rows.Execute(r.Context(), who, []rowapi.Op{op})
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	if res[0].Err != nil {
+		out, status := appendResultBody(nil, &res[0])
+		writeJSON(w, status, out)
+		return
+	}
+	out, status := appendResultBody(body[len(body):], &res[0])
+	writeJSON(w, status, out)
+}
+
+// appendResultBody appends one operation's response body and returns its
+// status: {"operationId":..,"data":{..}} or, failed, the error object with the
+// operationId beside it.
+func appendResultBody(dst []byte, res *rowapi.Result) ([]byte, int) {
+	status := http.StatusOK
+	dst = append(dst, '{')
+	if res.OperationID != "" {
+		dst = append(dst, `"operationId":`...)
+		dst = rowapi.AppendString(dst, []byte(res.OperationID))
+		dst = append(dst, ',')
+	}
+	if res.Err != nil {
+		var e []byte
+		e, status = appendError(nil, res.Err)
+		dst = append(dst, e[1:len(e)-1]...) // "error":{...}
+		return append(dst, '}'), status
+	}
+	if res.Data == nil {
+		if dst[len(dst)-1] == ',' {
+			dst = dst[:len(dst)-1]
+		}
+		return append(dst, '}'), status
+	}
+	dst = append(dst, `"data":{`...)
+	for i, c := range res.Data {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = rowapi.AppendString(dst, []byte(c.Name))
+		dst = append(dst, ':')
+		dst = append(dst, c.Value...)
+	}
+	return append(dst, "}}"...), status
+}
+
+// batch serves POST /0.1.0/batch (and RonDB's later batchwrite and
+// batchdelete): every sub-operation runs in one backend batch and gets its own
+// code.
+func (h *Handler) batch(only rowapi.Method) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		who, err := h.principal(r)
+		if err != nil {
+			h.fail(w, err)
+			return
+		}
+		buf := h.getBuf()
+		defer h.putBuf(buf)
+		body, err := readBody(w, r, (*buf)[:0], h.o.MaxBody)
+		*buf = body
+		if err != nil {
+			h.fail(w, err)
+			return
+		}
+		ops, errs, err := decodeBatch(body, h.o.Rows.Limits().MaxBatch, only)
+		if err != nil {
+			h.fail(w, err)
+			return
+		}
+		// Ops that failed to decode are left out of the backend batch.
+		run := make([]rowapi.Op, 0, len(ops))
+		for i := range ops {
+			if errs[i] == nil {
+				run = append(run, ops[i])
+			}
+		}
+		res, err := h.o.Rows.Execute(r.Context(), who, run)
+		if err != nil {
+			h.fail(w, err)
+			return
+		}
+		out := append(body[len(body):], `{"result":[`...)
+		next := 0
+		for i := range ops {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			one := rowapi.Result{OperationID: ops[i].OperationID, Err: errs[i]}
+			if errs[i] == nil {
+				one = res[next]
+				next++
+			}
+			mark := len(out)
+			out = append(out, `{"code":000,"body":`...)
+			var status int
+			out, status = appendResultBody(out, &one)
+			copy(out[mark+8:mark+11], strconv.Itoa(status))
+			out = append(out, '}')
+		}
+		out = append(out, "]}"...)
+		writeJSON(w, http.StatusOK, out)
+	}
+}
