@@ -306,4 +306,3 @@ func (h *Handler) kvMget(w http.ResponseWriter, r *http.Request) {
 	out = append(out, "]}"...)
 	writeJSON(w, http.StatusOK, out)
 }
-

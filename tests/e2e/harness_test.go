@@ -178,7 +178,7 @@ type server struct {
 	cmd          *exec.Cmd
 	memcacheAddr string
 	restAddr     string
-	restTLS      bool // --api-tls: /readyz is behind TLS, readiness is a TCP dial
+	restTLS      bool        // --api-tls: /readyz is behind TLS, readiness is a TCP dial
 	output       *syncBuffer // stdout and stderr
 	done         chan struct{}
 	waitErr      error

@@ -480,4 +480,3 @@ keys:
 		_ = resp.Body.Close()
 	}
 }
-
