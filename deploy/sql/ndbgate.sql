@@ -25,3 +25,15 @@ CREATE TABLE IF NOT EXISTS ndbgate_test.suite (
   math_value   BIGINT UNSIGNED,
   PRIMARY KEY (mkey) USING HASH
 ) ENGINE = NDBCLUSTER;
+
+-- The row API example table of deploy/examples/ndbgate.yaml.
+CREATE DATABASE IF NOT EXISTS shop;
+CREATE TABLE IF NOT EXISTS shop.orders (
+  id BIGINT UNSIGNED NOT NULL,
+  customer VARCHAR(64) NOT NULL,
+  total DECIMAL(12,2) NOT NULL,
+  placed_at DATETIME(3) NOT NULL,
+  note VARCHAR(255) NULL,
+  payload VARBINARY(1024) NULL,
+  PRIMARY KEY (id)
+) ENGINE=NDBCLUSTER CHARSET=utf8mb4;
