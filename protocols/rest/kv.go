@@ -33,10 +33,10 @@ const (
 
 func (h *Handler) routeKV() {
 	h.reqs.New = func() any { return h.o.KV.NewRequest() }
-	h.mux.HandleFunc("GET /v1/kv/{container}/{key...}", h.kvGet)
-	h.mux.HandleFunc("PUT /v1/kv/{container}/{key...}", h.kvPut)
-	h.mux.HandleFunc("DELETE /v1/kv/{container}/{key...}", h.kvDelete)
-	h.mux.HandleFunc("POST /v1/kv/{container}/_mget", h.kvMget)
+	h.handle("GET /v1/kv/{container}/{key...}", "kv_get", h.kvGet)
+	h.handle("PUT /v1/kv/{container}/{key...}", "kv_put", h.kvPut)
+	h.handle("DELETE /v1/kv/{container}/{key...}", "kv_delete", h.kvDelete)
+	h.handle("POST /v1/kv/{container}/_mget", "kv_mget", h.kvMget)
 }
 
 // kvRequest authenticates, finds the container's route and validates the key;

@@ -60,12 +60,12 @@ func New(o Options) *Handler {
 	h.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	if o.Rows != nil {
 		v := "/" + apiVersion
-		h.mux.HandleFunc("GET "+v+"/ping", h.ping)
-		h.mux.HandleFunc("GET "+v+"/stat", h.stat)
-		h.mux.HandleFunc("POST "+v+"/batch", h.batch(0))
-		h.mux.HandleFunc("POST "+v+"/batchwrite", h.batch(0))
-		h.mux.HandleFunc("POST "+v+"/batchdelete", h.batch(rowapi.MethodDelete))
-		h.mux.HandleFunc("POST "+v+"/{db}/{table}/{op}", h.pk)
+		h.handle("GET "+v+"/ping", "ping", h.ping)
+		h.handle("GET "+v+"/stat", "stat", h.stat)
+		h.handle("POST "+v+"/batch", "batch", h.batch(0))
+		h.handle("POST "+v+"/batchwrite", "batchwrite", h.batch(0))
+		h.handle("POST "+v+"/batchdelete", "batchdelete", h.batch(rowapi.MethodDelete))
+		h.handle("POST "+v+"/{db}/{table}/{op}", "pk", h.pk)
 	}
 	if o.KV != nil {
 		h.routeKV()

@@ -480,3 +480,20 @@ keys:
 		_ = resp.Body.Close()
 	}
 }
+
+// REST requests are counted in the shared request metrics.
+func TestRESTMetrics(t *testing.T) {
+	s := startServer(t)
+	c := newSpecClient(t, s)
+	c.do(http.MethodPut, "/v1/kv/default/m", []byte("v"))
+	c.do(http.MethodGet, "/v1/kv/default/m", nil)
+	c.do(http.MethodGet, "/v1/kv/default/none", nil)
+	c.post("/0.1.0/ndbmemcache/demo_table/pk-read", `{"filters":[]}`)
+	_, body := s.httpGet(t, "/metrics")
+	m := parseMetrics(t, body)
+	assert.Equal(t, 1.0, metricSum(m, "ndbgate_requests_total", map[string]string{"protocol": "rest", "command": "kv_put", "outcome": "ok"}))
+	assert.Equal(t, 1.0, metricSum(m, "ndbgate_requests_total", map[string]string{"protocol": "rest", "command": "kv_get", "outcome": "ok"}))
+	assert.Equal(t, 1.0, metricSum(m, "ndbgate_requests_total", map[string]string{"protocol": "rest", "command": "kv_get", "outcome": "miss"}))
+	assert.Equal(t, 1.0, metricSum(m, "ndbgate_requests_total", map[string]string{"protocol": "rest", "command": "pk", "outcome": "client_error"}))
+	assert.Equal(t, 4.0, metricSum(m, "ndbgate_request_duration_seconds_count", map[string]string{"protocol": "rest"}))
+}
