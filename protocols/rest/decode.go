@@ -100,6 +100,15 @@ func jsonKind(k string) string {
 
 // decodePK turns a pk-* body into an Op for db.table.
 func decodePK(body []byte, method rowapi.Method, db, table string) (rowapi.Op, error) {
+	if op, ok := fastPK(body, method, db, table); ok {
+		return op, nil
+	}
+	return decodePKReference(body, method, db, table)
+}
+
+// decodePKReference is decodePK through encoding/json: every body the fast
+// path does not take, with a worded error for the bad ones.
+func decodePKReference(body []byte, method rowapi.Method, db, table string) (rowapi.Op, error) {
 	var b pkBodyJSON
 	if err := decodeStrict(body, &b, method.String()+" body"); err != nil {
 		return rowapi.Op{}, err
@@ -170,6 +179,13 @@ func fields(in []fieldJSON, what string) ([]rowapi.Field, error) {
 // understood fails on its own (its error is in errs[i]); only a body that is
 // not a batch at all fails the request.
 func decodeBatch(body []byte, maxOps int, onlyMethod rowapi.Method) (ops []rowapi.Op, errs []error, err error) {
+	if ops, ok := fastBatch(body, maxOps, onlyMethod); ok {
+		return ops, make([]error, len(ops)), nil
+	}
+	return decodeBatchReference(body, maxOps, onlyMethod)
+}
+
+func decodeBatchReference(body []byte, maxOps int, onlyMethod rowapi.Method) (ops []rowapi.Op, errs []error, err error) {
 	var b batchJSON
 	if err := decodeStrict(body, &b, "batch body"); err != nil {
 		return nil, nil, err
@@ -200,7 +216,7 @@ func decodeBatch(body []byte, maxOps int, onlyMethod rowapi.Method) (ops []rowap
 			errs[i] = badf("operations[%d]: \"body\" is required", i)
 			continue
 		}
-		ops[i], errs[i] = decodePK(so.Body, m, db, table)
+		ops[i], errs[i] = decodePKReference(so.Body, m, db, table)
 	}
 	return ops, errs, nil
 }

@@ -3,6 +3,7 @@ package rest
 import (
 	"errors"
 	"net/http"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -70,6 +71,40 @@ func TestStatusOf(t *testing.T) {
 	}
 }
 
+// normalize makes empty and nil slices compare equal.
+func normalize(op rowapi.Op) rowapi.Op {
+	if len(op.Filters) == 0 {
+		op.Filters = nil
+	}
+	if len(op.Values) == 0 {
+		op.Values = nil
+	}
+	if len(op.ReadColumns) == 0 {
+		op.ReadColumns, op.ReturnTypes = nil, nil
+	}
+	return op
+}
+
+// The fast path takes the common bodies, and gives the same ops.
+func TestFastPathAgrees(t *testing.T) {
+	pk := `{"filters":[{"column":"id","value":1},{"column":"s","value":"a\"b"}],"readColumns":[{"column":"a","dataReturnType":"default"}],"values":[],"operationId":"x1"}`
+	op, ok := fastPK([]byte(pk), rowapi.MethodRead, "db", "t")
+	require.True(t, ok)
+	ref, err := decodePKReference([]byte(pk), rowapi.MethodRead, "db", "t")
+	require.NoError(t, err)
+	assert.Equal(t, normalize(ref), normalize(op))
+	batch := `{"operations":[{"method":"POST","relative-url":"db/t/pk-read","body":` + pk + `},{"relative-url":"db/t/pk-delete","body":{"filters":[{"column":"id","value":2}]}}]}`
+	ops, ok := fastBatch([]byte(batch), 10, 0)
+	require.True(t, ok)
+	require.Len(t, ops, 2)
+	assert.Equal(t, normalize(ref), normalize(ops[0]))
+	for _, odd := range []string{`{"Filters":[{"column":"id","value":1}]}`, `{"filters":[{"column":"i\u0064","value":1}]}`,
+		`{"filters":[{"column":"id","value":{"a":1}}]}`, `{"filters":[{"column":"id","value":01}]}`, `{"filters":[]}`} {
+		_, ok := fastPK([]byte(odd), rowapi.MethodRead, "db", "t")
+		assert.False(t, ok, odd)
+	}
+}
+
 // FuzzDecodeRequest: no body makes the decoders panic, and every refusal is
 // a 400 with a message.
 func FuzzDecodeRequest(f *testing.F) {
@@ -93,6 +128,35 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		_, err := decodePK(body, rowapi.MethodRead, "db", "t")
 		check(err)
+		// The fast path, when it takes a body, agrees with encoding/json.
+		if op, ok := fastPK(body, rowapi.MethodRead, "db", "t"); ok {
+			ref, err := decodePKReference(body, rowapi.MethodRead, "db", "t")
+			if err != nil {
+				t.Fatalf("fast path took %q, encoding/json refused it: %v", body, err)
+			}
+			if !reflect.DeepEqual(normalize(op), normalize(ref)) {
+				t.Fatalf("%q: fast %+v, encoding/json %+v", body, op, ref)
+			}
+		}
+		if fops, ok := fastBatch(body, 256, 0); ok {
+			rops, rerrs, err := decodeBatchReference(body, 256, 0)
+			if err != nil {
+				t.Fatalf("fast path took batch %q, encoding/json refused it: %v", body, err)
+			}
+			for i := range rops {
+				if rerrs[i] != nil {
+					t.Fatalf("fast path took batch %q, encoding/json refused op %d: %v", body, i, rerrs[i])
+				}
+			}
+			if len(fops) != len(rops) {
+				t.Fatalf("%q: %d vs %d ops", body, len(fops), len(rops))
+			}
+			for i := range fops {
+				if !reflect.DeepEqual(normalize(fops[i]), normalize(rops[i])) {
+					t.Fatalf("%q op %d: fast %+v, encoding/json %+v", body, i, fops[i], rops[i])
+				}
+			}
+		}
 		ops, errs, err := decodeBatch(body, 256, 0)
 		check(err)
 		if err == nil && len(ops) != len(errs) {

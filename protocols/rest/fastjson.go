@@ -1,0 +1,428 @@
+package rest
+
+import (
+	"unicode/utf8"
+
+	"github.com/ndbgate/ndbgate/gateway/rowapi"
+)
+
+// A fast path for the common request bodies: a hand-written scanner that
+// understands exactly the well-formed pk-* and batch shapes, with names free
+// of escapes, and gives up (ok = false) on anything else, which then goes
+// through encoding/json (decode.go) for the same result or a worded error.
+// FuzzDecodeRequest checks that whenever the fast path succeeds, it agrees
+// with encoding/json. Values stay raw JSON spans of the body.
+
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// eat consumes c after whitespace.
+func (s *scanner) eat(c byte) bool {
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// name reads a string with no escapes and valid UTF-8 (keys, identifiers).
+func (s *scanner) name() (string, bool) {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return "", false
+	}
+	start := s.i + 1
+	for j := start; j < len(s.b); j++ {
+		c := s.b[j]
+		switch {
+		case c == '"':
+			if !utf8.Valid(s.b[start:j]) {
+				return "", false
+			}
+			s.i = j + 1
+			return string(s.b[start:j]), true
+		case c == '\\' || c < 0x20:
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// value skips one scalar JSON value and returns its span. Objects and arrays
+// are left to encoding/json.
+func (s *scanner) value() ([]byte, bool) {
+	s.ws()
+	if s.i >= len(s.b) {
+		return nil, false
+	}
+	start := s.i
+	switch c := s.b[s.i]; {
+	case c == '"':
+		j := s.i + 1
+		for ; j < len(s.b); j++ {
+			c := s.b[j]
+			if c == '"' {
+				break
+			}
+			if c < 0x20 {
+				return nil, false
+			}
+			if c == '\\' {
+				j++
+				if j >= len(s.b) {
+					return nil, false
+				}
+				switch s.b[j] {
+				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				case 'u':
+					if j+4 >= len(s.b) || !isHex4(s.b[j+1:j+5]) {
+						return nil, false
+					}
+					j += 4
+				default:
+					return nil, false
+				}
+			}
+		}
+		if j >= len(s.b) {
+			return nil, false
+		}
+		s.i = j + 1
+	case c == '-' || c >= '0' && c <= '9':
+		j := s.i
+		for j < len(s.b) && (s.b[j] == '-' || s.b[j] == '+' || s.b[j] == '.' || s.b[j] == 'e' || s.b[j] == 'E' || s.b[j] >= '0' && s.b[j] <= '9') {
+			j++
+		}
+		if !isNumber(s.b[s.i:j]) {
+			return nil, false
+		}
+		s.i = j
+	default:
+		for _, lit := range [...]string{"null", "true", "false"} {
+			if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
+				s.i += len(lit)
+				return s.b[start:s.i], true
+			}
+		}
+		return nil, false
+	}
+	return s.b[start:s.i], true
+}
+
+func isHex4(b []byte) bool {
+	for _, c := range b[:4] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// isNumber checks RFC 8259's number grammar.
+func isNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	return i == len(b)
+}
+
+// fields reads [{"column":"c","value":v},...]; an empty list only when
+// allowEmpty.
+func (s *scanner) fields(dst []rowapi.Field, allowEmpty bool) ([]rowapi.Field, bool) {
+	if !s.eat('[') {
+		return nil, false
+	}
+	if s.eat(']') {
+		return nil, allowEmpty
+	}
+	for {
+		if !s.eat('{') {
+			return nil, false
+		}
+		var f rowapi.Field
+		haveCol := false
+		for {
+			k, ok := s.name()
+			if !ok || !s.eat(':') {
+				return nil, false
+			}
+			switch {
+			case k == "column" && !haveCol:
+				if f.Column, ok = s.name(); !ok {
+					return nil, false
+				}
+				haveCol = true
+			case k == "value" && f.Value == nil:
+				if f.Value, ok = s.value(); !ok {
+					return nil, false
+				}
+			default:
+				return nil, false
+			}
+			if s.eat('}') {
+				break
+			}
+			if !s.eat(',') {
+				return nil, false
+			}
+		}
+		if !haveCol || f.Value == nil {
+			return nil, false
+		}
+		dst = append(dst, f)
+		if s.eat(']') {
+			return dst, true
+		}
+		if !s.eat(',') {
+			return nil, false
+		}
+	}
+}
+
+// readColumns reads [{"column":"c"[,"dataReturnType":"t"]},...].
+func (s *scanner) readColumns(op *rowapi.Op) bool {
+	if !s.eat('[') {
+		return false
+	}
+	if s.eat(']') {
+		return true
+	}
+	for {
+		if !s.eat('{') {
+			return false
+		}
+		col, rt := "", ""
+		haveCol, haveRT := false, false
+		for {
+			k, ok := s.name()
+			if !ok || !s.eat(':') {
+				return false
+			}
+			switch {
+			case k == "column" && !haveCol:
+				col, ok = s.name()
+				haveCol = true
+			case k == "dataReturnType" && !haveRT:
+				rt, ok = s.name()
+				haveRT = true
+			default:
+				return false
+			}
+			if !ok {
+				return false
+			}
+			if s.eat('}') {
+				break
+			}
+			if !s.eat(',') {
+				return false
+			}
+		}
+		if !haveCol {
+			return false
+		}
+		op.ReadColumns = append(op.ReadColumns, col)
+		op.ReturnTypes = append(op.ReturnTypes, rt)
+		if s.eat(']') {
+			return true
+		}
+		if !s.eat(',') {
+			return false
+		}
+	}
+}
+
+// pkObject reads one pk-* body object at the scanner's position.
+func (s *scanner) pkObject(op *rowapi.Op) bool {
+	if !s.eat('{') {
+		return false
+	}
+	if s.eat('}') {
+		return false // no filters: let encoding/json word it
+	}
+	var seenF, seenR, seenV, seenID bool
+	for {
+		k, ok := s.name()
+		if !ok || !s.eat(':') {
+			return false
+		}
+		switch {
+		case k == "filters" && !seenF:
+			seenF = true
+			if op.Filters, ok = s.fields(op.Filters[:0], false); !ok {
+				return false
+			}
+		case k == "values" && !seenV:
+			seenV = true
+			if op.Values, ok = s.fields(op.Values[:0], true); !ok {
+				return false
+			}
+		case k == "readColumns" && !seenR:
+			seenR = true
+			if !s.readColumns(op) {
+				return false
+			}
+		case k == "operationId" && !seenID:
+			seenID = true
+			v, ok := s.value()
+			if !ok || len(v) == 0 || (v[0] != '"' && !isNumber(v)) || len(v) > 258 {
+				return false
+			}
+			if v[0] == '"' {
+				inner := v[1 : len(v)-1]
+				for _, c := range inner {
+					if c == '\\' {
+						return false
+					}
+				}
+				if !utf8.Valid(inner) {
+					return false
+				}
+				v = inner
+			}
+			op.OperationID = string(v)
+		default:
+			return false
+		}
+		if s.eat('}') {
+			return seenF && len(op.Filters) > 0
+		}
+		if !s.eat(',') {
+			return false
+		}
+	}
+}
+
+// end reports whether only whitespace is left.
+func (s *scanner) end() bool {
+	s.ws()
+	return s.i == len(s.b)
+}
+
+// fastPK decodes a pk-* body, or says it cannot.
+func fastPK(body []byte, m rowapi.Method, db, table string) (rowapi.Op, bool) {
+	s := scanner{b: body}
+	op := rowapi.Op{Method: m, DB: db, Table: table}
+	if !s.pkObject(&op) || !s.end() {
+		return rowapi.Op{}, false
+	}
+	return op, true
+}
+
+// fastBatch decodes a batch body whose every operation is well formed, or
+// says it cannot.
+func fastBatch(body []byte, maxOps int, only rowapi.Method) ([]rowapi.Op, bool) {
+	s := scanner{b: body}
+	if !s.eat('{') {
+		return nil, false
+	}
+	k, ok := s.name()
+	if !ok || k != "operations" || !s.eat(':') || !s.eat('[') {
+		return nil, false
+	}
+	ops := make([]rowapi.Op, 0, 16)
+	for {
+		if len(ops) == maxOps || !s.eat('{') {
+			return nil, false
+		}
+		var op rowapi.Op
+		var seenM, seenU, seenB bool
+		for {
+			k, ok := s.name()
+			if !ok || !s.eat(':') {
+				return nil, false
+			}
+			switch {
+			case k == "method" && !seenM:
+				seenM = true
+				if v, ok := s.name(); !ok || v != "POST" {
+					return nil, false
+				}
+			case k == "relative-url" && !seenU:
+				seenU = true
+				u, ok := s.name()
+				if !ok {
+					return nil, false
+				}
+				db, table, m, ok := splitRelativeURL(u)
+				if !ok || only != 0 && m != only {
+					return nil, false
+				}
+				op.DB, op.Table, op.Method = db, table, m
+			case k == "body" && !seenB:
+				seenB = true
+				if !s.pkObject(&op) {
+					return nil, false
+				}
+			default:
+				return nil, false
+			}
+			if s.eat('}') {
+				break
+			}
+			if !s.eat(',') {
+				return nil, false
+			}
+		}
+		if !seenU || !seenB {
+			return nil, false
+		}
+		ops = append(ops, op)
+		if s.eat(']') {
+			break
+		}
+		if !s.eat(',') {
+			return nil, false
+		}
+	}
+	if !s.eat('}') || !s.end() {
+		return nil, false
+	}
+	return ops, true
+}
