@@ -86,7 +86,7 @@ func DecodeValue(col *ndbclient.Column, raw []byte) (ndbclient.Value, error) {
 			if err != nil {
 				return ndbclient.Value{}, err
 			}
-			text = []byte(s)
+			text = s
 		} else if !isJSONNumber(raw) {
 			return ndbclient.Value{}, errf(col, "wants a number or a string of digits, got %s", describe(raw))
 		}
@@ -96,20 +96,23 @@ func DecodeValue(col *ndbclient.Column, raw []byte) (ndbclient.Value, error) {
 		}
 		return ndbclient.String(d), nil
 	}
-	s, err := decodeString(col, raw)
+	sb, err := decodeString(col, raw)
 	if err != nil {
 		return ndbclient.Value{}, err
 	}
 	switch t {
 	case ndbclient.TypeChar, ndbclient.TypeVarchar, ndbclient.TypeText:
 		if col.Chars > 0 {
-			if n := utf8.RuneCountInString(s); n > col.Chars {
+			if n := utf8.RuneCount(sb); n > col.Chars {
 				return ndbclient.Value{}, errf(col, "value of %d characters is longer than the column's %d", n, col.Chars)
 			}
-		} else if col.Length > 0 && len(s) > col.Length {
-			return ndbclient.Value{}, errf(col, "value of %d bytes is longer than the column's %d", len(s), col.Length)
+		} else if col.Length > 0 && len(sb) > col.Length {
+			return ndbclient.Value{}, errf(col, "value of %d bytes is longer than the column's %d", len(sb), col.Length)
 		}
-		return ndbclient.String(s), nil
+		return ndbclient.Bytes(sb), nil
+	}
+	s := string(sb)
+	switch t {
 	case ndbclient.TypeBinary, ndbclient.TypeVarbinary, ndbclient.TypeBlob:
 		b, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
@@ -209,19 +212,32 @@ func intRange(col *ndbclient.Column) (lo, hi int64, uhi uint64) {
 }
 
 // decodeString unquotes a JSON string, refusing invalid UTF-8 (encoding/json
-// would quietly replace it).
-func decodeString(col *ndbclient.Column, raw []byte) (string, error) {
+// would quietly replace it). A string without escapes is returned in place.
+func decodeString(col *ndbclient.Column, raw []byte) ([]byte, error) {
 	if raw[0] != '"' {
-		return "", errf(col, "wants a string, got %s", describe(raw))
+		return nil, errf(col, "wants a string, got %s", describe(raw))
 	}
 	if !utf8.Valid(raw) {
-		return "", errf(col, "string is not valid UTF-8")
+		return nil, errf(col, "string is not valid UTF-8")
+	}
+	if len(raw) >= 2 && raw[len(raw)-1] == '"' {
+		inner := raw[1 : len(raw)-1]
+		plain := true
+		for _, c := range inner {
+			if c == '\\' || c == '"' || c < 0x20 {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return inner, nil
+		}
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", errf(col, "is not a valid JSON string")
+		return nil, errf(col, "is not a valid JSON string")
 	}
-	return s, nil
+	return []byte(s), nil
 }
 
 // describe names the JSON kind of raw for error messages, without echoing

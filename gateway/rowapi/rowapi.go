@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/ndbgate/ndbgate/gateway/auth"
@@ -98,7 +99,8 @@ var DefaultLimits = Limits{MaxBatch: 256, MaxFilters: 64, MaxColumns: 256, MaxId
 type Service struct {
 	cl     *ndbclient.Client
 	limits Limits
-	tables sync.Map // "db\x00table" -> *tableInfo
+	mu     sync.RWMutex
+	tables map[tableKey]*tableInfo
 }
 
 // New makes a Service; zero limits take DefaultLimits' values.
@@ -115,7 +117,7 @@ func New(cl *ndbclient.Client, l Limits) *Service {
 	if l.MaxIdentifier <= 0 {
 		l.MaxIdentifier = DefaultLimits.MaxIdentifier
 	}
-	return &Service{cl: cl, limits: l}
+	return &Service{cl: cl, limits: l, tables: map[tableKey]*tableInfo{}}
 }
 
 // Limits returns the limits in effect.
@@ -132,10 +134,15 @@ type tableInfo struct {
 	nonKeys []int
 }
 
+type tableKey struct{ db, name string }
+
 func (s *Service) table(db, name string) (*tableInfo, error) {
-	k := db + "\x00" + name
-	if ti, ok := s.tables.Load(k); ok {
-		return ti.(*tableInfo), nil
+	k := tableKey{db, name}
+	s.mu.RLock()
+	ti, ok := s.tables[k]
+	s.mu.RUnlock()
+	if ok {
+		return ti, nil
 	}
 	t, err := s.cl.Table(db, name)
 	if err != nil {
@@ -144,7 +151,7 @@ func (s *Service) table(db, name string) (*tableInfo, error) {
 		}
 		return nil, err
 	}
-	ti := &tableInfo{t: t, byName: make(map[string]int, len(t.Columns)), isKey: make([]bool, len(t.Columns))}
+	ti = &tableInfo{t: t, byName: make(map[string]int, len(t.Columns)), isKey: make([]bool, len(t.Columns))}
 	for i, c := range t.Columns {
 		ti.byName[c.Name] = i
 	}
@@ -156,13 +163,18 @@ func (s *Service) table(db, name string) (*tableInfo, error) {
 			ti.nonKeys = append(ti.nonKeys, i)
 		}
 	}
-	s.tables.Store(k, ti)
+	s.mu.Lock()
+	s.tables[k] = ti
+	s.mu.Unlock()
 	return ti, nil
 }
 
 func invalid(format string, args ...any) error {
 	return ndbclient.Errorf(ndbclient.CodeInvalidArgument, format, args...)
 }
+
+// maxKeyColumns bounds a primary key's columns (NDB allows 32).
+const maxKeyColumns = 32
 
 // ErrBatchTooLarge is returned by Execute for a request over MaxBatch.
 var ErrBatchTooLarge = errors.New("too many operations")
@@ -179,10 +191,17 @@ func (s *Service) Execute(ctx context.Context, who *auth.Principal, ops []Op) ([
 	infos := make([]*tableInfo, len(ops))
 	projs := make([][]int, len(ops))
 	b := &ndbclient.Batch{Ops: make([]*ndbclient.Op, 0, len(ops)), Hint: "rowapi"}
+	var keys []ndbclient.Value // key values of every op, carved from shared chunks
 	for i := range ops {
 		op := &ops[i]
 		results[i].OperationID = op.OperationID
-		ti, proj, err := s.prepare(who, op, &nops[i])
+		if len(keys) < maxKeyColumns {
+			keys = make([]ndbclient.Value, min(8, len(ops)-i)*maxKeyColumns)
+		}
+		ti, proj, err := s.prepare(who, op, &nops[i], keys[:maxKeyColumns])
+		if err == nil {
+			keys = keys[min(len(ti.t.PrimaryKey), len(keys)):]
+		}
 		if err != nil {
 			results[i].Err = err
 			continue
@@ -195,6 +214,10 @@ func (s *Service) Execute(ctx context.Context, who *auth.Principal, ops []Op) ([
 			return nil, err
 		}
 	}
+	// Returned values share one buffer and one slice of columns: a reslice
+	// keeps earlier values valid when the buffer grows.
+	var data []Column
+	var buf []byte
 	for i := range ops {
 		if results[i].Err != nil {
 			continue
@@ -208,14 +231,19 @@ func (s *Service) Execute(ctx context.Context, who *auth.Principal, ops []Op) ([
 			continue
 		}
 		cols := infos[i].t.Columns
-		data := make([]Column, len(projs[i]))
-		var buf []byte
-		for j, c := range projs[i] {
-			start := len(buf)
-			buf = AppendValue(buf, &cols[c], no.Row[j])
-			data[j] = Column{Name: cols[c].Name, Value: buf[start:len(buf):len(buf)]}
+		if cap(data)-len(data) < len(projs[i]) {
+			data = make([]Column, 0, max(64, len(projs[i])))
 		}
-		results[i].Data = data
+		start := len(data)
+		for _, c := range projs[i] {
+			data = append(data, Column{Name: cols[c].Name})
+		}
+		for j, c := range projs[i] {
+			from := len(buf)
+			buf = AppendValue(buf, &cols[c], no.Row[j])
+			data[start+j].Value = buf[from:len(buf):len(buf)]
+		}
+		results[i].Data = data[start:len(data):len(data)]
 	}
 	return results, nil
 }
@@ -234,7 +262,7 @@ func describeErr(op *Op, err error) error {
 
 // prepare checks op and turns it into an ndbclient op; proj is a read's
 // projection.
-func (s *Service) prepare(who *auth.Principal, op *Op, no *ndbclient.Op) (*tableInfo, []int, error) {
+func (s *Service) prepare(who *auth.Principal, op *Op, no *ndbclient.Op, keyBuf []ndbclient.Value) (*tableInfo, []int, error) {
 	l := s.limits
 	if op.Method < MethodRead || op.Method > MethodDelete {
 		return nil, nil, invalid("unknown operation")
@@ -263,7 +291,10 @@ func (s *Service) prepare(who *auth.Principal, op *Op, no *ndbclient.Op) (*table
 	t := ti.t
 	no.Reset()
 	no.Table = t
-	no.Key = make([]ndbclient.Value, len(t.PrimaryKey))
+	if len(t.PrimaryKey) > len(keyBuf) {
+		keyBuf = make([]ndbclient.Value, len(t.PrimaryKey))
+	}
+	no.Key = keyBuf[:len(t.PrimaryKey):len(t.PrimaryKey)]
 	found := make([]bool, len(t.PrimaryKey))
 	for _, f := range op.Filters {
 		c, err := ti.column(f.Column, l)
@@ -296,16 +327,14 @@ func (s *Service) prepare(who *auth.Principal, op *Op, no *ndbclient.Op) (*table
 		proj := ti.nonKeys
 		if len(op.ReadColumns) > 0 {
 			proj = make([]int, 0, len(op.ReadColumns))
-			seen := make(map[int]bool, len(op.ReadColumns))
 			for i, name := range op.ReadColumns {
 				c, err := ti.column(name, l)
 				if err != nil {
 					return nil, nil, err
 				}
-				if seen[c] {
+				if slices.Contains(proj, c) {
 					return nil, nil, invalid("read column %q is given twice", name)
 				}
-				seen[c] = true
 				if i < len(op.ReturnTypes) && op.ReturnTypes[i] != "" && op.ReturnTypes[i] != "default" {
 					return nil, nil, invalid("read column %q: dataReturnType %q is not supported (use \"default\")", name, op.ReturnTypes[i])
 				}

@@ -1,6 +1,8 @@
 package rest
 
 import (
+	"bytes"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/ndbgate/ndbgate/gateway/rowapi"
@@ -39,11 +41,12 @@ func (s *scanner) eat(c byte) bool {
 	return false
 }
 
-// name reads a string with no escapes and valid UTF-8 (keys, identifiers).
-func (s *scanner) name() (string, bool) {
+// key reads a string with no escapes and valid UTF-8 (object keys,
+// identifiers); the bytes point into the body.
+func (s *scanner) key() ([]byte, bool) {
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return "", false
+		return nil, false
 	}
 	start := s.i + 1
 	for j := start; j < len(s.b); j++ {
@@ -51,15 +54,52 @@ func (s *scanner) name() (string, bool) {
 		switch {
 		case c == '"':
 			if !utf8.Valid(s.b[start:j]) {
-				return "", false
+				return nil, false
 			}
 			s.i = j + 1
-			return string(s.b[start:j]), true
+			return s.b[start:j], true
 		case c == '\\' || c < 0x20:
-			return "", false
+			return nil, false
 		}
 	}
-	return "", false
+	return nil, false
+}
+
+// name reads an identifier as a string, interned: column, database and table
+// names repeat from request to request.
+func (s *scanner) name() (string, bool) {
+	b, ok := s.key()
+	if !ok {
+		return "", false
+	}
+	return names.intern(b), true
+}
+
+// internTable maps identifiers to one string each. It stops growing at
+// maxInterned entries, so hostile input cannot make it grow without bound.
+type internTable struct {
+	mu sync.RWMutex
+	m  map[string]string
+}
+
+const maxInterned = 4096
+
+var names = internTable{m: map[string]string{}}
+
+func (t *internTable) intern(b []byte) string {
+	t.mu.RLock()
+	s, ok := t.m[string(b)]
+	t.mu.RUnlock()
+	if ok {
+		return s
+	}
+	s = string(b)
+	t.mu.Lock()
+	if len(t.m) < maxInterned {
+		t.m[s] = s
+	}
+	t.mu.Unlock()
+	return s
 }
 
 // value skips one scalar JSON value and returns its span. Objects and arrays
@@ -188,17 +228,17 @@ func (s *scanner) fields(dst []rowapi.Field, allowEmpty bool) ([]rowapi.Field, b
 		var f rowapi.Field
 		haveCol := false
 		for {
-			k, ok := s.name()
+			k, ok := s.key()
 			if !ok || !s.eat(':') {
 				return nil, false
 			}
 			switch {
-			case k == "column" && !haveCol:
+			case string(k) == "column" && !haveCol:
 				if f.Column, ok = s.name(); !ok {
 					return nil, false
 				}
 				haveCol = true
-			case k == "value" && f.Value == nil:
+			case string(k) == "value" && f.Value == nil:
 				if f.Value, ok = s.value(); !ok {
 					return nil, false
 				}
@@ -240,15 +280,15 @@ func (s *scanner) readColumns(op *rowapi.Op) bool {
 		col, rt := "", ""
 		haveCol, haveRT := false, false
 		for {
-			k, ok := s.name()
+			k, ok := s.key()
 			if !ok || !s.eat(':') {
 				return false
 			}
 			switch {
-			case k == "column" && !haveCol:
+			case string(k) == "column" && !haveCol:
 				col, ok = s.name()
 				haveCol = true
-			case k == "dataReturnType" && !haveRT:
+			case string(k) == "dataReturnType" && !haveRT:
 				rt, ok = s.name()
 				haveRT = true
 			default:
@@ -288,27 +328,27 @@ func (s *scanner) pkObject(op *rowapi.Op) bool {
 	}
 	var seenF, seenR, seenV, seenID bool
 	for {
-		k, ok := s.name()
+		k, ok := s.key()
 		if !ok || !s.eat(':') {
 			return false
 		}
 		switch {
-		case k == "filters" && !seenF:
+		case string(k) == "filters" && !seenF:
 			seenF = true
 			if op.Filters, ok = s.fields(op.Filters[:0], false); !ok {
 				return false
 			}
-		case k == "values" && !seenV:
+		case string(k) == "values" && !seenV:
 			seenV = true
 			if op.Values, ok = s.fields(op.Values[:0], true); !ok {
 				return false
 			}
-		case k == "readColumns" && !seenR:
+		case string(k) == "readColumns" && !seenR:
 			seenR = true
 			if !s.readColumns(op) {
 				return false
 			}
-		case k == "operationId" && !seenID:
+		case string(k) == "operationId" && !seenID:
 			seenID = true
 			v, ok := s.value()
 			if !ok || len(v) == 0 || (v[0] != '"' && !isNumber(v)) || len(v) > 258 {
@@ -362,8 +402,8 @@ func fastBatch(body []byte, maxOps int, only rowapi.Method) ([]rowapi.Op, bool) 
 	if !s.eat('{') {
 		return nil, false
 	}
-	k, ok := s.name()
-	if !ok || k != "operations" || !s.eat(':') || !s.eat('[') {
+	k, ok := s.key()
+	if !ok || string(k) != "operations" || !s.eat(':') || !s.eat('[') {
 		return nil, false
 	}
 	ops := make([]rowapi.Op, 0, 16)
@@ -374,28 +414,28 @@ func fastBatch(body []byte, maxOps int, only rowapi.Method) ([]rowapi.Op, bool) 
 		var op rowapi.Op
 		var seenM, seenU, seenB bool
 		for {
-			k, ok := s.name()
+			k, ok := s.key()
 			if !ok || !s.eat(':') {
 				return nil, false
 			}
 			switch {
-			case k == "method" && !seenM:
+			case string(k) == "method" && !seenM:
 				seenM = true
-				if v, ok := s.name(); !ok || v != "POST" {
+				if v, ok := s.key(); !ok || string(v) != "POST" {
 					return nil, false
 				}
-			case k == "relative-url" && !seenU:
+			case string(k) == "relative-url" && !seenU:
 				seenU = true
-				u, ok := s.name()
+				u, ok := s.key()
 				if !ok {
 					return nil, false
 				}
-				db, table, m, ok := splitRelativeURL(u)
+				db, table, m, ok := splitRelativeURLBytes(u)
 				if !ok || only != 0 && m != only {
 					return nil, false
 				}
 				op.DB, op.Table, op.Method = db, table, m
-			case k == "body" && !seenB:
+			case string(k) == "body" && !seenB:
 				seenB = true
 				if !s.pkObject(&op) {
 					return nil, false
@@ -425,4 +465,18 @@ func fastBatch(body []byte, maxOps int, only rowapi.Method) ([]rowapi.Op, bool) 
 		return nil, false
 	}
 	return ops, true
+}
+
+// splitRelativeURLBytes is splitRelativeURL without allocating for the
+// common names.
+func splitRelativeURLBytes(u []byte) (db, table string, m rowapi.Method, ok bool) {
+	u = bytes.TrimPrefix(u, []byte("/"))
+	u = bytes.TrimPrefix(u, []byte(apiVersion+"/"))
+	d, rest, ok1 := bytes.Cut(u, []byte("/"))
+	t, op, ok2 := bytes.Cut(rest, []byte("/"))
+	if !ok1 || !ok2 || len(d) == 0 || len(t) == 0 || bytes.IndexByte(op, '/') >= 0 {
+		return "", "", 0, false
+	}
+	m, ok = rowapi.ParseMethod(string(op))
+	return names.intern(d), names.intern(t), m, ok
 }
