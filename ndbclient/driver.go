@@ -43,4 +43,10 @@ type DriverStats struct {
 	Partitions  int
 	Nodes       int
 	OutOfMemory uint64 // writes refused for memory
+	// LiveNodes is how many data nodes the driver can reach now (the
+	// embedded engine: all of them).
+	LiveNodes int
+	// Connects counts connections made to the cluster, first ones and
+	// reconnects after a loss (NDB: Ndb_cluster_connection's connect count).
+	Connects uint64
 }

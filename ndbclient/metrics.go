@@ -80,6 +80,9 @@ var (
 	descEvict = prometheus.NewDesc("ndbgate_engine_evictions_total", "Rows evicted by LRU to make room.", nil, nil)
 	descExp   = prometheus.NewDesc("ndbgate_engine_expired_total", "Expired rows reclaimed.", nil, nil)
 	descOOM   = prometheus.NewDesc("ndbgate_engine_out_of_memory_total", "Writes refused because the memory limit was reached.", nil, nil)
+	descNodes = prometheus.NewDesc("ndbgate_backend_data_nodes", "Data nodes of the backend.", nil, nil)
+	descLive  = prometheus.NewDesc("ndbgate_backend_live_data_nodes", "Data nodes the driver can reach now; below ndbgate_backend_data_nodes during a node failure.", nil, nil)
+	descConn  = prometheus.NewDesc("ndbgate_backend_connects_total", "Connections made to the cluster, including reconnects after a loss.", nil, nil)
 )
 
 // driverCollector reads DriverStats at scrape time, so the hot path pays nothing.
@@ -92,6 +95,9 @@ func (c *driverCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descEvict
 	ch <- descExp
 	ch <- descOOM
+	ch <- descNodes
+	ch <- descLive
+	ch <- descConn
 }
 
 func (c *driverCollector) Collect(ch chan<- prometheus.Metric) {
@@ -102,4 +108,7 @@ func (c *driverCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descEvict, prometheus.CounterValue, float64(s.Evictions))
 	ch <- prometheus.MustNewConstMetric(descExp, prometheus.CounterValue, float64(s.Expired))
 	ch <- prometheus.MustNewConstMetric(descOOM, prometheus.CounterValue, float64(s.OutOfMemory))
+	ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(s.Nodes))
+	ch <- prometheus.MustNewConstMetric(descLive, prometheus.GaugeValue, float64(s.LiveNodes))
+	ch <- prometheus.MustNewConstMetric(descConn, prometheus.CounterValue, float64(s.Connects))
 }

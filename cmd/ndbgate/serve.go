@@ -162,7 +162,10 @@ func httpHandler(reg *prometheus.Registry, svc *gateway.Service, api http.Handle
 			_, _ = fmt.Fprintf(w, `{"status":"unavailable","error":%q}`, err.Error())
 			return
 		}
-		_, _ = w.Write([]byte(`{"status":"ready"}`))
+		// Ready with data nodes down is still ready (replicas cover them);
+		// say how many are live so an operator sees a degraded cluster.
+		st := svc.DriverStats()
+		_, _ = fmt.Fprintf(w, `{"status":"ready","data_nodes":%d,"live_data_nodes":%d,"connects":%d}`, st.Nodes, st.LiveNodes, st.Connects)
 	})
 	return mux
 }

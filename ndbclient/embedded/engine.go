@@ -287,6 +287,8 @@ func (e *Engine) Stats() ndbclient.DriverStats {
 		Reclaimed:   e.reclaimed.Load(),
 		OutOfMemory: e.oom.Load(),
 		Nodes:       e.cfg.Nodes,
+		LiveNodes:   e.cfg.Nodes,
+		Connects:    1,
 	}
 	for _, t := range *e.tables.Load() {
 		st.Tables++

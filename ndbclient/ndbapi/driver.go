@@ -292,9 +292,12 @@ func (d *Driver) primaryLanes(ti *tableInfo) []int {
 }
 
 func (d *Driver) Stats() ndbclient.DriverStats {
+	var live C.int
+	var connects C.ulonglong
+	C.ndbgate_pool_state(d.pool, &live, &connects)
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	return ndbclient.DriverStats{Nodes: d.nodes, Tables: len(d.byName)}
+	return ndbclient.DriverStats{Nodes: d.nodes, Tables: len(d.byName), LiveNodes: int(live), Connects: uint64(connects)}
 }
 
 func (d *Driver) Ready() error {

@@ -581,6 +581,20 @@ int ndbgate_ready(ndbgate_pool *pool, char *err, int errlen) {
   return 0;
 }
 
+void ndbgate_pool_state(ndbgate_pool *pool, int *live_nodes, unsigned long long *connects) {
+  // The fewest live nodes any connection sees, and every connection's
+  // connect count (it grows on each reconnect after a loss).
+  int live = -1;
+  unsigned long long n = 0;
+  for (Conn &c : pool->conns) {
+    int r = c.cluster->get_no_ready();
+    if (live < 0 || r < live) live = r;
+    n += c.cluster->get_connect_count();
+  }
+  *live_nodes = live < 0 ? 0 : live;
+  *connects = n;
+}
+
 int ndbgate_data_nodes(ndbgate_pool *pool) {
   return pool->conns.empty() ? 0 : static_cast<int>(pool->conns[0].cluster->no_db_nodes());
 }

@@ -19,6 +19,9 @@ void ndbgate_close(ndbgate_pool *pool);
 
 // ndbgate_ready: 0 when every connection sees a live data node.
 int ndbgate_ready(ndbgate_pool *pool, char *err, int errlen);
+// Live data nodes (the fewest any pooled connection reaches) and the sum of
+// the connections' connect counts (reconnects included).
+void ndbgate_pool_state(ndbgate_pool *pool, int *live_nodes, unsigned long long *connects);
 int ndbgate_data_nodes(ndbgate_pool *pool);
 
 // ndbgate_describe writes a table's shape into out (wire.go: describe

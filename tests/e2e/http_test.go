@@ -96,8 +96,9 @@ func TestHTTPEndpoints(t *testing.T) {
 
 	code, _ := s.httpGet(t, "/healthz")
 	assert.Equal(t, 200, code, "/healthz")
-	code, _ = s.httpGet(t, "/readyz")
+	code, body := s.httpGet(t, "/readyz")
 	assert.Equal(t, 200, code, "/readyz")
+	assert.JSONEq(t, `{"status":"ready","data_nodes":1,"live_data_nodes":1,"connects":1}`, body)
 	code, _ = s.httpGet(t, "/no-such-page")
 	assert.Equal(t, 404, code, "unknown path")
 
