@@ -58,7 +58,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	rows := rowapi.New(backend, rowapi.Limits{MaxBatch: lim.MaxBatch, MaxFilters: lim.MaxFilters, MaxColumns: lim.MaxColumns, MaxIdentifier: lim.MaxIdentifier})
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler, collectors.MetricsGC)), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gateway.RegisterMetrics(reg)
 	ndbclient.RegisterMetrics(reg, backendDriver)
 
