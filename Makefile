@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 FUZZTIME ?= 20s
 
-.PHONY: all build build-ndb check-ndb-shim run test test-deps vet unit fuzz fuzz-long e2e bench clean
+.PHONY: all build build-ndb check-ndb-shim run test test-deps vet unit fuzz fuzz-long e2e bench clean proto
 
 all: build
 
@@ -66,3 +66,17 @@ bench:
 
 clean:
 	rm -rf bin
+
+# Regenerate the gRPC code from protocols/grpc/proto (the generated files are
+# committed; the tests do not need protoc). Needs protoc: Debian's
+# protobuf-compiler, installed here when missing and running as root.
+PROTOC_GEN_GO_VERSION := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+proto:
+	@command -v protoc >/dev/null 2>&1 || { [ "$$(id -u)" -eq 0 ] && apt-get update -qq && apt-get install -y -qq protobuf-compiler; } || { echo "make proto: install protoc (apt-get install protobuf-compiler)"; exit 2; }
+	GOBIN=$(CURDIR)/bin/tools $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$(CURDIR)/bin/tools $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	PATH=$(CURDIR)/bin/tools:$$PATH protoc -I protocols/grpc/proto \
+	  --go_out=. --go_opt=module=github.com/ndbgate/ndbgate \
+	  --go-grpc_out=. --go-grpc_opt=module=github.com/ndbgate/ndbgate \
+	  protocols/grpc/proto/rdrs.proto protocols/grpc/proto/kv.proto

@@ -195,3 +195,24 @@ func (r *Request) op(i int) *ndbclient.Op {
 	o.Reset()
 	return o
 }
+
+// MaxKeyLen is memcached's key limit.
+const MaxKeyLen = 250
+
+// ValidKey applies memcached's key rules (1..250 bytes, no spaces or control
+// characters) for the front ends whose framing would allow other keys (REST,
+// gRPC): every key they write can then be read over the memcache port.
+func ValidKey(key []byte) error {
+	if len(key) == 0 {
+		return ndbclient.Errorf(ndbclient.CodeInvalidArgument, "key is empty")
+	}
+	if len(key) > MaxKeyLen {
+		return ndbclient.Errorf(ndbclient.CodeInvalidArgument, "key is %d bytes; memcached keys are at most %d", len(key), MaxKeyLen)
+	}
+	for i, c := range key {
+		if c <= ' ' || c == 0x7f {
+			return ndbclient.Errorf(ndbclient.CodeInvalidArgument, "key has a space or control character at byte %d; memcached keys cannot", i)
+		}
+	}
+	return nil
+}

@@ -13,12 +13,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
 
 	"github.com/ndbgate/ndbgate/config"
 	"github.com/ndbgate/ndbgate/gateway"
 	"github.com/ndbgate/ndbgate/gateway/rowapi"
 	"github.com/ndbgate/ndbgate/ndbclient"
 	"github.com/ndbgate/ndbgate/ndbclient/embedded"
+	grpcfront "github.com/ndbgate/ndbgate/protocols/grpc"
 	"github.com/ndbgate/ndbgate/protocols/memcache"
 	"github.com/ndbgate/ndbgate/protocols/rest"
 )
@@ -121,8 +123,21 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		log.LogAttrs(ctx, slog.LevelInfo, "http listening", slog.String("addr", cfg.Listeners.REST), slog.Bool("tls", apiTLS != nil),
 			slog.Bool("api_keys", keys != nil), slog.String("routes", "/metrics /healthz /readyz "+api.Routes()))
 	}
+	var gs *grpc.Server
 	if cfg.Listeners.GRPC != "" {
-		log.LogAttrs(ctx, slog.LevelInfo, "grpc front end not in this version yet; address accepted but not listened on", slog.String("addr", cfg.Listeners.GRPC))
+		ln, err := net.Listen("tcp", cfg.Listeners.GRPC)
+		if err != nil {
+			return fmt.Errorf("grpc listener %s: %w (pick another --grpc address, or --grpc '' to turn it off)", cfg.Listeners.GRPC, err)
+		}
+		gs = grpcfront.NewServer(grpcfront.Options{KV: svc, Rows: rows, Keys: keys, TLS: apiTLS,
+			MaxMultiGet: lim.MaxMultiGet, MaxMessage: int(lim.MaxBody), Logger: log})
+		go func() {
+			if err := gs.Serve(ln); err != nil {
+				errc <- fmt.Errorf("grpc: %w", err)
+			}
+		}()
+		log.LogAttrs(ctx, slog.LevelInfo, "grpc listening", slog.String("addr", cfg.Listeners.GRPC), slog.Bool("tls", apiTLS != nil),
+			slog.Bool("api_keys", keys != nil), slog.String("services", "grpcserver.v1.RonDBREST ndbgate.v1.KV grpc.health.v1.Health reflection"))
 	}
 	log.LogAttrs(ctx, slog.LevelInfo, "ndbgate ready", slog.String("version", version), slog.String("backend", backendDriver.Name()), slog.Int("routes", len(routes)))
 
@@ -136,6 +151,15 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	defer cancel()
 	if hs != nil {
 		_ = hs.Shutdown(sctx)
+	}
+	if gs != nil {
+		stopped := make(chan struct{})
+		go func() { gs.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-sctx.Done():
+			gs.Stop()
+		}
 	}
 	if mc != nil {
 		if err := mc.Shutdown(sctx); err != nil {

@@ -449,3 +449,35 @@ func (s *Service) Stats() Stats {
 
 // String is for logs.
 func (o *Op) String() string { return fmt.Sprintf("%s %s.%s", o.Method, o.DB, o.Table) }
+
+// HTTPStatus maps a result's error onto the HTTP-style status RonDB's API
+// reports, and a code name: the one mapping behind REST replies and the
+// per-operation codes of gRPC's RonDBREST.Batch.
+func HTTPStatus(err error) (int, string) {
+	switch {
+	case err == nil:
+		return 200, "OK"
+	case errors.Is(err, auth.ErrNoKey), errors.Is(err, auth.ErrBadKey):
+		return 401, "Unauthenticated"
+	case errors.Is(err, auth.ErrDenied):
+		return 403, "PermissionDenied"
+	}
+	code := ndbclient.CodeOf(err)
+	switch code {
+	case ndbclient.CodeInvalidArgument, ndbclient.CodeNotNumeric, ndbclient.CodeTooLarge:
+		return 400, code.String()
+	case ndbclient.CodeNotFound, ndbclient.CodeSchemaError:
+		return 404, code.String()
+	case ndbclient.CodeDuplicate:
+		return 409, code.String()
+	case ndbclient.CodeConditionFailed:
+		return 412, code.String()
+	case ndbclient.CodeOverloaded:
+		return 429, code.String()
+	case ndbclient.CodeOutOfMemory, ndbclient.CodeTemporary, ndbclient.CodeUnavailable:
+		return 503, code.String()
+	case ndbclient.CodeUnknownResult:
+		return 504, code.String()
+	}
+	return 500, ndbclient.CodeInternal.String()
+}

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/ndbgate/ndbgate/gateway/auth"
 	"github.com/ndbgate/ndbgate/gateway/rowapi"
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
@@ -20,29 +19,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusBadRequest, "BadRequest"
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge, "BodyTooLarge"
-	case errors.Is(err, auth.ErrNoKey), errors.Is(err, auth.ErrBadKey):
-		return http.StatusUnauthorized, "Unauthenticated"
-	case errors.Is(err, auth.ErrDenied):
-		return http.StatusForbidden, "PermissionDenied"
 	}
-	code := ndbclient.CodeOf(err)
-	switch code {
-	case ndbclient.CodeInvalidArgument, ndbclient.CodeNotNumeric, ndbclient.CodeTooLarge:
-		return http.StatusBadRequest, code.String()
-	case ndbclient.CodeNotFound, ndbclient.CodeSchemaError:
-		return http.StatusNotFound, code.String()
-	case ndbclient.CodeDuplicate:
-		return http.StatusConflict, code.String()
-	case ndbclient.CodeConditionFailed:
-		return http.StatusPreconditionFailed, code.String()
-	case ndbclient.CodeOverloaded:
-		return http.StatusTooManyRequests, code.String()
-	case ndbclient.CodeOutOfMemory, ndbclient.CodeTemporary, ndbclient.CodeUnavailable:
-		return http.StatusServiceUnavailable, code.String()
-	case ndbclient.CodeUnknownResult:
-		return http.StatusGatewayTimeout, code.String()
-	}
-	return http.StatusInternalServerError, ndbclient.CodeInternal.String()
+	return rowapi.HTTPStatus(err)
 }
 
 // appendError appends {"error":{"code":...,"message":...}} for err.

@@ -28,7 +28,6 @@ import (
 const (
 	headerFlags = "X-Ndbgate-Flags"
 	headerTTL   = "X-Ndbgate-Ttl"
-	maxKeyLen   = 250 // memcached's
 )
 
 func (h *Handler) routeKV() {
@@ -67,20 +66,7 @@ func (h *Handler) kvRequest(r *http.Request, key string) (*gateway.Request, erro
 
 // checkKey applies memcached's key rules, so every key written here can be
 // read over the memcache port.
-func checkKey(key string) error {
-	if key == "" {
-		return badf("key is empty")
-	}
-	if len(key) > maxKeyLen {
-		return badf("key is %d bytes; memcached keys are at most %d", len(key), maxKeyLen)
-	}
-	for i := 0; i < len(key); i++ {
-		if c := key[i]; c <= ' ' || c == 0x7f {
-			return badf("key has a space or control character at byte %d; memcached keys cannot", i)
-		}
-	}
-	return nil
-}
+func checkKey(key string) error { return gateway.ValidKey([]byte(key)) }
 
 func (h *Handler) done(req *gateway.Request) { h.reqs.Put(req) }
 

@@ -1,0 +1,333 @@
+package grpcfront
+
+import (
+	"context"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/ndbgate/ndbgate/gateway"
+	"github.com/ndbgate/ndbgate/gateway/auth"
+	"github.com/ndbgate/ndbgate/ndbclient"
+	"github.com/ndbgate/ndbgate/protocols/grpc/kvpb"
+)
+
+// batchWindow bounds the requests of one Batch stream in flight at once.
+const batchWindow = 64
+
+type kvServer struct {
+	kvpb.UnimplementedKVServer
+	o    Options
+	reqs sync.Pool // *gateway.Request
+}
+
+func newKVServer(o Options) *kvServer {
+	s := &kvServer{o: o}
+	s.reqs.New = func() any { return o.KV.NewRequest() }
+	return s
+}
+
+// request returns a reset request pinned to container's route, once who may
+// use it.
+func (s *kvServer) request(who *auth.Principal, container string) (*gateway.Request, error) {
+	if container == "" {
+		container = gateway.DefaultContainerName
+	}
+	if err := who.Allow(container); err != nil {
+		return nil, err
+	}
+	rt, ok := s.o.KV.RouteOf(container)
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "container %q does not exist", container)
+	}
+	r := s.reqs.Get().(*gateway.Request)
+	r.Reset()
+	r.Route = rt
+	return r, nil
+}
+
+func (s *kvServer) done(r *gateway.Request) { s.reqs.Put(r) }
+
+func item(it *gateway.Item) *kvpb.Item {
+	return &kvpb.Item{Key: append([]byte(nil), it.Key...), Value: append([]byte(nil), it.Value...),
+		Flags: it.Flags, Cas: it.Cas, Expire: it.Expire, Found: it.Hit}
+}
+
+func (s *kvServer) Get(ctx context.Context, in *kvpb.GetRequest) (*kvpb.GetResponse, error) {
+	who, err := principal(ctx, s.o.Keys, "")
+	if err != nil {
+		return nil, err
+	}
+	return s.get(who, in)
+}
+
+func (s *kvServer) get(who *auth.Principal, in *kvpb.GetRequest) (*kvpb.GetResponse, error) {
+	if err := gateway.ValidKey(in.Key); err != nil {
+		return nil, err
+	}
+	r, err := s.request(who, in.Container)
+	if err != nil {
+		return nil, err
+	}
+	defer s.done(r)
+	r.Verb = gateway.VerbGet
+	r.AddKey(in.Key)
+	s.o.KV.Run(r)
+	if r.Outcome == gateway.OutcomeError {
+		return nil, r.Err
+	}
+	it := &r.Items[0]
+	if it.Err != nil {
+		return nil, it.Err
+	}
+	if !it.Hit {
+		return nil, status.Errorf(codes.NotFound, "key %q not found", in.Key)
+	}
+	return &kvpb.GetResponse{Item: item(it)}, nil
+}
+
+func (s *kvServer) MultiGet(ctx context.Context, in *kvpb.MultiGetRequest) (*kvpb.MultiGetResponse, error) {
+	who, err := principal(ctx, s.o.Keys, "")
+	if err != nil {
+		return nil, err
+	}
+	return s.multiGet(who, in)
+}
+
+func (s *kvServer) multiGet(who *auth.Principal, in *kvpb.MultiGetRequest) (*kvpb.MultiGetResponse, error) {
+	if len(in.Keys) == 0 {
+		return nil, invalid("keys: at least one key is needed")
+	}
+	if len(in.Keys) > s.o.MaxMultiGet {
+		return nil, invalid("%d keys is more than the limit of %d", len(in.Keys), s.o.MaxMultiGet)
+	}
+	for i, k := range in.Keys {
+		if err := gateway.ValidKey(k); err != nil {
+			return nil, invalid("keys[%d]: %s", i, err.(*ndbclient.Error).Message)
+		}
+	}
+	r, err := s.request(who, in.Container)
+	if err != nil {
+		return nil, err
+	}
+	defer s.done(r)
+	r.Verb = gateway.VerbGet
+	for _, k := range in.Keys {
+		r.AddKey(k)
+	}
+	s.o.KV.Run(r)
+	if r.Outcome == gateway.OutcomeError {
+		return nil, r.Err
+	}
+	out := &kvpb.MultiGetResponse{Items: make([]*kvpb.Item, len(r.Items))}
+	for i := range r.Items {
+		if r.Items[i].Err != nil {
+			return nil, r.Items[i].Err
+		}
+		out.Items[i] = item(&r.Items[i])
+	}
+	return out, nil
+}
+
+func (s *kvServer) Set(ctx context.Context, in *kvpb.SetRequest) (*kvpb.SetResponse, error) {
+	who, err := principal(ctx, s.o.Keys, "")
+	if err != nil {
+		return nil, err
+	}
+	return s.set(who, in)
+}
+
+func (s *kvServer) set(who *auth.Principal, in *kvpb.SetRequest) (*kvpb.SetResponse, error) {
+	if err := gateway.ValidKey(in.Key); err != nil {
+		return nil, err
+	}
+	if limit := s.o.KV.ItemSizeMax(); len(in.Value) > limit {
+		return nil, invalid("value of %d bytes is larger than the item size limit of %d", len(in.Value), limit)
+	}
+	verb := gateway.VerbSet
+	switch in.Mode {
+	case kvpb.SetMode_SET_MODE_SET:
+	case kvpb.SetMode_SET_MODE_ADD:
+		verb = gateway.VerbAdd
+	case kvpb.SetMode_SET_MODE_REPLACE:
+		verb = gateway.VerbReplace
+	default:
+		return nil, invalid("mode %d is not a SetMode", in.Mode)
+	}
+	if in.Cas != 0 {
+		if verb == gateway.VerbAdd {
+			return nil, invalid("cas with SET_MODE_ADD: an item that must not exist has no cas")
+		}
+		verb = gateway.VerbCas
+	}
+	r, err := s.request(who, in.Container)
+	if err != nil {
+		return nil, err
+	}
+	defer s.done(r)
+	r.Verb, r.Flags, r.Exptime, r.Cas = verb, in.Flags, in.Ttl, in.Cas
+	r.AddKey(in.Key)
+	r.SetValue(in.Value)
+	s.o.KV.Run(r)
+	switch r.Outcome {
+	case gateway.OutcomeStored:
+		return &kvpb.SetResponse{Cas: r.NewCas}, nil
+	case gateway.OutcomeNotStored:
+		if verb == gateway.VerbAdd {
+			return nil, status.Errorf(codes.AlreadyExists, "key %q exists", in.Key)
+		}
+		return nil, status.Errorf(codes.NotFound, "key %q not found", in.Key)
+	case gateway.OutcomeExists:
+		return nil, status.Errorf(codes.Aborted, "cas mismatch: key %q has changed", in.Key)
+	case gateway.OutcomeNotFound:
+		return nil, status.Errorf(codes.NotFound, "key %q not found", in.Key)
+	}
+	return nil, r.Err
+}
+
+func (s *kvServer) Delete(ctx context.Context, in *kvpb.DeleteRequest) (*kvpb.DeleteResponse, error) {
+	who, err := principal(ctx, s.o.Keys, "")
+	if err != nil {
+		return nil, err
+	}
+	return s.delete(who, in)
+}
+
+func (s *kvServer) delete(who *auth.Principal, in *kvpb.DeleteRequest) (*kvpb.DeleteResponse, error) {
+	if err := gateway.ValidKey(in.Key); err != nil {
+		return nil, err
+	}
+	r, err := s.request(who, in.Container)
+	if err != nil {
+		return nil, err
+	}
+	defer s.done(r)
+	r.Verb = gateway.VerbDelete
+	r.AddKey(in.Key)
+	s.o.KV.Run(r)
+	switch r.Outcome {
+	case gateway.OutcomeDeleted:
+		return &kvpb.DeleteResponse{}, nil
+	case gateway.OutcomeNotFound:
+		return nil, status.Errorf(codes.NotFound, "key %q not found", in.Key)
+	}
+	return nil, r.Err
+}
+
+func (s *kvServer) Incr(ctx context.Context, in *kvpb.IncrRequest) (*kvpb.IncrResponse, error) {
+	who, err := principal(ctx, s.o.Keys, "")
+	if err != nil {
+		return nil, err
+	}
+	return s.incr(who, in)
+}
+
+func (s *kvServer) incr(who *auth.Principal, in *kvpb.IncrRequest) (*kvpb.IncrResponse, error) {
+	if err := gateway.ValidKey(in.Key); err != nil {
+		return nil, err
+	}
+	r, err := s.request(who, in.Container)
+	if err != nil {
+		return nil, err
+	}
+	defer s.done(r)
+	r.Verb, r.Delta = gateway.VerbIncr, in.Delta
+	if in.Decrement {
+		r.Verb = gateway.VerbDecr
+	}
+	if in.Initial != nil {
+		r.Create, r.Initial, r.Exptime = true, *in.Initial, in.Ttl
+	}
+	r.AddKey(in.Key)
+	s.o.KV.Run(r)
+	switch r.Outcome {
+	case gateway.OutcomeNumber:
+		return &kvpb.IncrResponse{Value: r.Number, Cas: r.NewCas}, nil
+	case gateway.OutcomeNotFound:
+		return nil, status.Errorf(codes.NotFound, "key %q not found", in.Key)
+	}
+	if ndbclient.CodeOf(r.Err) == ndbclient.CodeNotNumeric {
+		return nil, status.Errorf(codes.InvalidArgument, "key %q: the value is not a decimal number", in.Key)
+	}
+	return nil, r.Err
+}
+
+// Batch serves a stream of requests, up to batchWindow at once; each reply
+// carries its request's id.
+func (s *kvServer) Batch(stream kvpb.KV_BatchServer) error {
+	who, err := principal(stream.Context(), s.o.Keys, "")
+	if err != nil {
+		return err
+	}
+	var sendMu sync.Mutex
+	var sendErr error
+	sem := make(chan struct{}, batchWindow)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		in, err := stream.Recv()
+		if err != nil {
+			wg.Wait()
+			sendMu.Lock()
+			defer sendMu.Unlock()
+			if sendErr != nil {
+				return sendErr
+			}
+			if isEOF(err) {
+				return nil
+			}
+			return err
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(in *kvpb.BatchRequest) {
+			defer func() { <-sem; wg.Done() }()
+			out := s.batchOne(who, in)
+			sendMu.Lock()
+			if sendErr == nil {
+				sendErr = stream.Send(out)
+			}
+			sendMu.Unlock()
+		}(in)
+	}
+}
+
+func (s *kvServer) batchOne(who *auth.Principal, in *kvpb.BatchRequest) *kvpb.BatchResponse {
+	out := &kvpb.BatchResponse{Id: in.Id}
+	var err error
+	switch op := in.Op.(type) {
+	case *kvpb.BatchRequest_Get:
+		var r *kvpb.GetResponse
+		if r, err = s.get(who, op.Get); err == nil {
+			out.Result = &kvpb.BatchResponse_Get{Get: r}
+		}
+	case *kvpb.BatchRequest_MultiGet:
+		var r *kvpb.MultiGetResponse
+		if r, err = s.multiGet(who, op.MultiGet); err == nil {
+			out.Result = &kvpb.BatchResponse_MultiGet{MultiGet: r}
+		}
+	case *kvpb.BatchRequest_Set:
+		var r *kvpb.SetResponse
+		if r, err = s.set(who, op.Set); err == nil {
+			out.Result = &kvpb.BatchResponse_Set{Set: r}
+		}
+	case *kvpb.BatchRequest_Delete:
+		var r *kvpb.DeleteResponse
+		if r, err = s.delete(who, op.Delete); err == nil {
+			out.Result = &kvpb.BatchResponse_Delete{Delete: r}
+		}
+	case *kvpb.BatchRequest_Incr:
+		var r *kvpb.IncrResponse
+		if r, err = s.incr(who, op.Incr); err == nil {
+			out.Result = &kvpb.BatchResponse_Incr{Incr: r}
+		}
+	default:
+		err = invalid("request %d has no operation", in.Id)
+	}
+	if err != nil {
+		st, _ := status.FromError(statusOf(err))
+		out.Code, out.Message = int32(st.Code()), st.Message()
+	}
+	return out
+}
