@@ -126,7 +126,10 @@ func TestKV(t *testing.T) {
 		msg  string
 	}{
 		{func() error { _, err := kv.Get(ctx, &kvpb.GetRequest{}); return err }(), codes.InvalidArgument, "key is empty"},
-		{func() error { _, err := kv.Get(ctx, &kvpb.GetRequest{Key: []byte(strings.Repeat("k", 251))}); return err }(), codes.InvalidArgument, "at most 250"},
+		{func() error {
+			_, err := kv.Get(ctx, &kvpb.GetRequest{Key: []byte(strings.Repeat("k", 251))})
+			return err
+		}(), codes.InvalidArgument, "at most 250"},
 		{func() error { _, err := kv.Get(ctx, &kvpb.GetRequest{Key: []byte("a b")}); return err }(), codes.InvalidArgument, "space or control"},
 		{func() error { _, err := kv.Get(ctx, &kvpb.GetRequest{Container: "nope", Key: []byte("a")}); return err }(), codes.NotFound, `container "nope" does not exist`},
 		{func() error {
