@@ -104,6 +104,23 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			slog.Bool("mutual_tls", cfg.Memcache.TLS.ClientCAFile != ""), slog.Bool("sasl", mcfg.Credentials != nil))
 	}
 
+	// gRPC listens before HTTP so that a ready /readyz means every listener is up.
+	var gs *grpc.Server
+	if cfg.Listeners.GRPC != "" {
+		ln, err := net.Listen("tcp", cfg.Listeners.GRPC)
+		if err != nil {
+			return fmt.Errorf("grpc listener %s: %w (pick another --grpc address, or --grpc '' to turn it off)", cfg.Listeners.GRPC, err)
+		}
+		gs = grpcfront.NewServer(grpcfront.Options{KV: svc, Rows: rows, Keys: keys, TLS: apiTLS,
+			MaxMultiGet: lim.MaxMultiGet, MaxMessage: int(lim.MaxBody), Logger: log})
+		go func() {
+			if err := gs.Serve(ln); err != nil {
+				errc <- fmt.Errorf("grpc: %w", err)
+			}
+		}()
+		log.LogAttrs(ctx, slog.LevelInfo, "grpc listening", slog.String("addr", cfg.Listeners.GRPC), slog.Bool("tls", apiTLS != nil),
+			slog.Bool("api_keys", keys != nil), slog.String("services", "grpcserver.v1.RonDBREST ndbgate.v1.KV grpc.health.v1.Health reflection"))
+	}
 	var hs *http.Server
 	if cfg.Listeners.REST != "" {
 		ln, err := net.Listen("tcp", cfg.Listeners.REST)
@@ -122,22 +139,6 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		}()
 		log.LogAttrs(ctx, slog.LevelInfo, "http listening", slog.String("addr", cfg.Listeners.REST), slog.Bool("tls", apiTLS != nil),
 			slog.Bool("api_keys", keys != nil), slog.String("routes", "/metrics /healthz /readyz "+api.Routes()))
-	}
-	var gs *grpc.Server
-	if cfg.Listeners.GRPC != "" {
-		ln, err := net.Listen("tcp", cfg.Listeners.GRPC)
-		if err != nil {
-			return fmt.Errorf("grpc listener %s: %w (pick another --grpc address, or --grpc '' to turn it off)", cfg.Listeners.GRPC, err)
-		}
-		gs = grpcfront.NewServer(grpcfront.Options{KV: svc, Rows: rows, Keys: keys, TLS: apiTLS,
-			MaxMultiGet: lim.MaxMultiGet, MaxMessage: int(lim.MaxBody), Logger: log})
-		go func() {
-			if err := gs.Serve(ln); err != nil {
-				errc <- fmt.Errorf("grpc: %w", err)
-			}
-		}()
-		log.LogAttrs(ctx, slog.LevelInfo, "grpc listening", slog.String("addr", cfg.Listeners.GRPC), slog.Bool("tls", apiTLS != nil),
-			slog.Bool("api_keys", keys != nil), slog.String("services", "grpcserver.v1.RonDBREST ndbgate.v1.KV grpc.health.v1.Health reflection"))
 	}
 	log.LogAttrs(ctx, slog.LevelInfo, "ndbgate ready", slog.String("version", version), slog.String("backend", backendDriver.Name()), slog.Int("routes", len(routes)))
 
