@@ -30,7 +30,20 @@ type connState struct {
 	// openGet collects a run of binary quiet gets into one request (one backend
 	// batch); a non-quiet get, any other command or the end of the input ends it.
 	openGet *pending
+	// undone counts queued commands whose completion comes from another
+	// goroutine and has not come yet. At zero (the embedded engine's inline
+	// completions) nothing in the queue can conflict or block, so the
+	// per-command checks skip their queue scans.
+	undone atomic.Int32
+	// yielded: serve stopped after its per-call command budget with input
+	// left, and has asked to be called again.
+	yielded bool
 }
+
+// commandsPerServe bounds the commands one connection runs per call before
+// the loop moves on to its other connections, as memcached's reqs_per_event:
+// a deep pipeline must not starve its neighbours on the same event loop.
+const commandsPerServe = 128
 
 type connProto uint8
 
@@ -107,15 +120,23 @@ func (p *pending) complete(*gateway.Request) {
 		return // inline: the loop flushes after Do returns
 	}
 	p.state.Store(stateDone)
+	p.cs.undone.Add(-1)
 	if !p.cs.closed.Load() {
 		p.cs.t.wake()
+	}
+}
+
+// waiting marks p as completing elsewhere, unless it already completed inline.
+func (cs *connState) waiting(p *pending) {
+	if p.state.CompareAndSwap(stateSubmitting, stateWaiting) {
+		cs.undone.Add(1)
 	}
 }
 
 // do hands the request to the gateway.
 func (cs *connState) do(p *pending) {
 	cs.srv.svc.Do(p.req)
-	p.state.CompareAndSwap(stateSubmitting, stateWaiting)
+	cs.waiting(p)
 }
 
 // reply queues a reply known now.
@@ -141,6 +162,12 @@ func (cs *connState) serve(buf []byte) int {
 	}
 	used := cs.serveLoop(buf)
 	cs.closeRun()
+	if cs.yielded {
+		cs.yielded = false
+		if !cs.closeAfter {
+			cs.t.wake() // serve the rest after the loop's other connections
+		}
+	}
 	return used
 }
 
@@ -154,7 +181,13 @@ func (cs *connState) parse(buf []byte) Result {
 func (cs *connState) serveLoop(buf []byte) int {
 	used := 0
 	maxPending := cs.srv.cfg.MaxPending
+	budget := commandsPerServe
 	for used < len(buf) && !cs.closeAfter {
+		if budget <= 0 && cs.openGet == nil { // an open get run stays one batch
+			cs.yielded = true
+			break
+		}
+		budget--
 		if cs.swallow > 0 {
 			n := min(cs.swallow, len(buf)-used)
 			cs.swallow -= n
@@ -241,6 +274,9 @@ func (cs *connState) serveLoop(buf []byte) int {
 
 // blocked reports whether a barrier command is still running.
 func (cs *connState) blocked() bool {
+	if cs.undone.Load() <= 0 {
+		return false
+	}
 	for _, p := range cs.queue {
 		if p.barrier && p.state.Load() != stateDone {
 			return true
@@ -266,7 +302,7 @@ func writesKeys(cmd *Command) bool {
 // connection's commands take effect in the order they were sent, even when the
 // backend completes them out of order.
 func (cs *connState) conflicts(cmd *Command) bool {
-	if len(cmd.Keys) == 0 {
+	if len(cmd.Keys) == 0 || cs.undone.Load() <= 0 && cs.openGet == nil {
 		return false
 	}
 	w := writesKeys(cmd)
@@ -397,7 +433,7 @@ func (cs *connState) dispatchBinary(cmd *Command) {
 			s.svc.FlushAll(delay)
 			p.complete(nil)
 		}()
-		p.state.CompareAndSwap(stateSubmitting, stateWaiting)
+		cs.waiting(p)
 	case CmdNoop, CmdVerbosity:
 		if cmd.Kind == CmdVerbosity {
 			s.verbosity.Store(cmd.Level)
@@ -479,7 +515,7 @@ func (cs *connState) dispatch(cmd *Command) {
 			s.svc.FlushAll(delay)
 			p.complete(nil)
 		}()
-		p.state.CompareAndSwap(stateSubmitting, stateWaiting)
+		cs.waiting(p)
 	case CmdVersion:
 		cs.reply(cmd.Kind, AppendVersion(nil, s.cfg.Version), false)
 	case CmdVerbosity:

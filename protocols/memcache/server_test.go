@@ -153,3 +153,47 @@ func TestQuitClosesAfterQueuedReplies(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "STORED\r\nVALUE a 0 1\r\nx\r\nEND\r\n", string(all))
 }
+
+// recordingTransport collects replies and counts wakes.
+type recordingTransport struct {
+	out   []byte
+	wakes int
+}
+
+func (r *recordingTransport) write(b []byte) { r.out = append(r.out, b...) }
+func (r *recordingTransport) wake()          { r.wakes++ }
+
+// A deep pipeline is served commandsPerServe commands at a time: the
+// connection yields to its event loop's other connections and asks to be
+// called again, and every reply still comes out, in order.
+func TestDeepPipelineYields(t *testing.T) {
+	drv := newEngine(t)
+	tbl, err := drv.CreateTable(gateway.DemoTable(1 << 20))
+	require.NoError(t, err)
+	c, err := gateway.NewContainer(gateway.DefaultContainerSpec(), tbl)
+	require.NoError(t, err)
+	svc, err := gateway.New(gateway.Options{Backend: ndbclient.NewClient(drv), Routes: []gateway.Route{{Container: c}}})
+	require.NoError(t, err)
+	srv := NewServer(Config{MaxPending: 1024, Version: "test"}, svc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	rt := &recordingTransport{}
+	cs := srv.newConnState(rt)
+
+	const n = 1000
+	var in strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&in, "set k%d 0 0 1\r\n%d\r\n", i%7, i%10)
+	}
+	buf := []byte(in.String())
+	calls := 0
+	for len(buf) > 0 {
+		used := cs.serve(buf)
+		cs.flush()
+		require.Positive(t, used, "progress on every call")
+		buf = buf[used:]
+		calls++
+	}
+	require.Equal(t, (n+commandsPerServe-1)/commandsPerServe, calls)
+	require.Equal(t, calls-1, rt.wakes, "a wake for every call that stopped with input left")
+	require.Equal(t, strings.Repeat("STORED\r\n", n), string(rt.out))
+	require.Zero(t, cs.undone.Load())
+}
