@@ -3,6 +3,7 @@ module github.com/ndbgate/ndbgate
 go 1.26.0
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.2.0
 	github.com/bradfitz/gomemcache v0.0.0-20260422231931-4d751bb6e37c
 	github.com/getkin/kin-openapi v0.133.0
 	github.com/panjf2000/gnet/v2 v2.10.0
