@@ -40,7 +40,11 @@ func response(res *rowapi.Result) *rdrspb.PKReadResponseProto {
 	if res.Err == nil && res.Data != nil {
 		out.Data = make(map[string]*rdrspb.ColumnValueProto, len(res.Data))
 		for _, c := range res.Data {
-			out.Data[c.Name] = &rdrspb.ColumnValueProto{Name: proto.String(string(c.Value))}
+			v := &rdrspb.ColumnValueProto{}
+			if string(c.Value) != "null" { // NULL: the value left unset, as RonDB sends it
+				v.Name = proto.String(string(c.Value))
+			}
+			out.Data[c.Name] = v
 		}
 	}
 	return out

@@ -239,6 +239,12 @@ func TestRonDBREST(t *testing.T) {
 	assert.Equal(t, "op-row1", resp.GetOperationID())
 	assert.Equal(t, `"aGVsbG8="`, resp.Data["string_value"].GetName(), "VARBINARY as base64 JSON")
 	assert.Equal(t, `3`, resp.Data["flags"].GetName())
+	withNull := pk("row1")
+	withNull.ReadColumns = []*rdrspb.ReadColumnProto{{Column: proto.String("math_value")}}
+	resp, err = rd.PKRead(ctx, withNull)
+	require.NoError(t, err)
+	require.Contains(t, resp.Data, "math_value")
+	assert.Nil(t, resp.Data["math_value"].Name, "NULL leaves the value unset")
 
 	_, err = rd.PKRead(ctx, pk("none"))
 	requireCode(t, err, codes.NotFound, "no row")
