@@ -61,8 +61,13 @@ fuzz-long:
 e2e:
 	$(GO) test -count=1 -timeout 10m ./tests/...
 
+# Benchmarks (never part of test): memtier against memcached and twemproxy
+# (WORKLOADS=all for the whole matrix), the front ends side by side, memory
+# and start-up; each regenerates bench/RESULTS.md.
 bench:
-	./bench/memtier-compare.sh
+	./bench/run-memtier.sh
+	./bench/api-compare.sh
+	./bench/resources.sh
 
 clean:
 	rm -rf bin

@@ -5,6 +5,7 @@
 # RonDBREST Batch), on the embedded engine, with the same connections.
 #
 #   bench/api-compare.sh                  # ROUNDS=3 TIME=5 CONNS=4 BATCH=100
+#   BATCHES="1 10 100" bench/api-compare.sh   # more points for the keys/s vs batch plot
 #
 # Writes bench/results/api-compare.csv and prints a table. Needs only Go.
 set -euo pipefail
@@ -13,6 +14,7 @@ ROUNDS=${ROUNDS:-3}
 TIME=${TIME:-5}
 CONNS=${CONNS:-4}
 BATCH=${BATCH:-100}
+BATCHES=${BATCHES:-1 $BATCH}   # batch sizes run; the table compares 1 with $BATCH
 KEYS=${KEYS:-100000}
 PORTS=${PORTS:-22190}
 MC=127.0.0.1:$PORTS; REST=127.0.0.1:$((PORTS+1)); GRPC=127.0.0.1:$((PORTS+2))
@@ -33,7 +35,7 @@ cases=("memcache-text $MC" "memcache-binary $MC" "rest-pkread $REST" "rest-batch
 for round in $(seq "$ROUNDS"); do
   for c in "${cases[@]}"; do
     set -- $c
-    for batch in 1 "$BATCH"; do
+    for batch in $BATCHES; do
       [ "$1" = rest-pkread ] && [ "$batch" != 1 ] && continue   # rest-pkread is the single-request side of rest-batch
       [ "$1" = rest-batch ] && [ "$batch" = 1 ] && continue
       bin/ndbgate-bench -proto "$1" -addr "$2" -conns "$CONNS" -batch "$batch" -keys "$KEYS" -ratio 0:1 \
@@ -47,6 +49,7 @@ PY
   done
 done
 rm -f "$OUT/.run.json"
+python3 bench/report.py
 python3 - "$csv" "$BATCH" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
