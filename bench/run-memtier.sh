@@ -84,7 +84,11 @@ done
 
 # Workloads: name proto ratio size pipeline conns mget
 declare -a W=()
-add() { W+=("$*"); }
+add() { # a workload named twice (conns includes the default) runs once
+  local w
+  for w in "${W[@]}"; do [ "${w%% *}" = "$1" ] && return; done
+  W+=("$*")
+}
 for g in $WORKLOADS; do
   case $g in
     default) add text_1:10_32B_p1_c50 memcache_text 1:10 32 1 50 0 ;;
