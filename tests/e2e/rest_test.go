@@ -278,6 +278,15 @@ func TestRESTRowAPI(t *testing.T) {
 	r = c.post("/0.1.0/shop/types/pk-read", `{"filters":`+keyFilters(5, "us")+`,"readColumns":[{"column":"yr"}]}`)
 	assert.Equal(t, `{"data":{"yr":1901}}`, string(r.body), "the batch's write landed")
 
+	// batchwrite (RonDB's later name) takes the same operations.
+	r = c.post("/0.1.0/batchwrite", `{"operations":[{"relative-url":"shop/types/pk-write","body":{"filters":`+keyFilters(6, "us")+`,"values":[{"column":"i16","value":-7}]}},
+		{"relative-url":"shop/types/pk-insert","body":{"filters":`+keyFilters(1, "eu")+`,"values":[]}}]}`)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	assert.Contains(t, string(r.body), `{"code":200,"body":{}}`)
+	assert.Contains(t, string(r.body), `{"code":409`)
+	r = c.post("/0.1.0/shop/types/pk-read", `{"filters":`+keyFilters(6, "us")+`,"readColumns":[{"column":"i16"}]}`)
+	assert.Equal(t, `{"data":{"i16":-7}}`, string(r.body))
+
 	// batchdelete runs deletes only.
 	r = c.post("/0.1.0/batchdelete", `{"operations":[{"relative-url":"shop/types/pk-delete","body":{"filters":`+keyFilters(5, "us")+`}},
 		{"relative-url":"shop/types/pk-read","body":{"filters":`+keyFilters(1, "eu")+`}}]}`)
