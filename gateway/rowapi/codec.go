@@ -67,7 +67,7 @@ func DecodeValue(col *ndbclient.Column, raw []byte) (ndbclient.Value, error) {
 	case t.IsInteger() && t != ndbclient.TypeBit:
 		return decodeInteger(col, raw)
 	case t == ndbclient.TypeFloat || t == ndbclient.TypeDouble:
-		if !isJSONNumber(raw) {
+		if !IsJSONNumber(raw) {
 			return ndbclient.Value{}, errf(col, "wants a number, got %s", describe(raw))
 		}
 		bits := 64
@@ -87,7 +87,7 @@ func DecodeValue(col *ndbclient.Column, raw []byte) (ndbclient.Value, error) {
 				return ndbclient.Value{}, err
 			}
 			text = s
-		} else if !isJSONNumber(raw) {
+		} else if !IsJSONNumber(raw) {
 			return ndbclient.Value{}, errf(col, "wants a number or a string of digits, got %s", describe(raw))
 		}
 		d, err := canonicalDecimal(col, string(text))
@@ -161,7 +161,7 @@ func DecodeValue(col *ndbclient.Column, raw []byte) (ndbclient.Value, error) {
 }
 
 func decodeInteger(col *ndbclient.Column, raw []byte) (ndbclient.Value, error) {
-	if !isJSONNumber(raw) {
+	if !IsJSONNumber(raw) {
 		return ndbclient.Value{}, errf(col, "wants an integer, got %s", describe(raw))
 	}
 	s := string(raw)
@@ -253,7 +253,7 @@ func describe(raw []byte) string {
 	case 't', 'f':
 		return "a boolean"
 	}
-	if isJSONNumber(raw) {
+	if IsJSONNumber(raw) {
 		return "a number"
 	}
 	if len(raw) > 32 {
@@ -272,8 +272,8 @@ func trimSpace(b []byte) []byte {
 	return b
 }
 
-// isJSONNumber checks RFC 8259's number grammar.
-func isJSONNumber(b []byte) bool {
+// IsJSONNumber checks RFC 8259's number grammar.
+func IsJSONNumber(b []byte) bool {
 	i := 0
 	if i < len(b) && b[i] == '-' {
 		i++

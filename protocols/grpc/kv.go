@@ -49,17 +49,23 @@ func (s *kvServer) request(who *auth.Principal, container string) (*gateway.Requ
 
 func (s *kvServer) done(r *gateway.Request) { s.reqs.Put(r) }
 
+// authed runs f for the caller the metadata's API key names.
+func authed[Req, Resp any](ctx context.Context, keys *auth.Keys, in Req, f func(*auth.Principal, Req) (Resp, error)) (Resp, error) {
+	who, err := principal(ctx, keys, "")
+	if err != nil {
+		var zero Resp
+		return zero, err
+	}
+	return f(who, in)
+}
+
 func item(it *gateway.Item) *kvpb.Item {
 	return &kvpb.Item{Key: append([]byte(nil), it.Key...), Value: append([]byte(nil), it.Value...),
 		Flags: it.Flags, Cas: it.Cas, Expire: it.Expire, Found: it.Hit}
 }
 
 func (s *kvServer) Get(ctx context.Context, in *kvpb.GetRequest) (*kvpb.GetResponse, error) {
-	who, err := principal(ctx, s.o.Keys, "")
-	if err != nil {
-		return nil, err
-	}
-	return s.get(who, in)
+	return authed(ctx, s.o.Keys, in, s.get)
 }
 
 func (s *kvServer) get(who *auth.Principal, in *kvpb.GetRequest) (*kvpb.GetResponse, error) {
@@ -88,11 +94,7 @@ func (s *kvServer) get(who *auth.Principal, in *kvpb.GetRequest) (*kvpb.GetRespo
 }
 
 func (s *kvServer) MultiGet(ctx context.Context, in *kvpb.MultiGetRequest) (*kvpb.MultiGetResponse, error) {
-	who, err := principal(ctx, s.o.Keys, "")
-	if err != nil {
-		return nil, err
-	}
-	return s.multiGet(who, in)
+	return authed(ctx, s.o.Keys, in, s.multiGet)
 }
 
 func (s *kvServer) multiGet(who *auth.Principal, in *kvpb.MultiGetRequest) (*kvpb.MultiGetResponse, error) {
@@ -131,11 +133,7 @@ func (s *kvServer) multiGet(who *auth.Principal, in *kvpb.MultiGetRequest) (*kvp
 }
 
 func (s *kvServer) Set(ctx context.Context, in *kvpb.SetRequest) (*kvpb.SetResponse, error) {
-	who, err := principal(ctx, s.o.Keys, "")
-	if err != nil {
-		return nil, err
-	}
-	return s.set(who, in)
+	return authed(ctx, s.o.Keys, in, s.set)
 }
 
 func (s *kvServer) set(who *auth.Principal, in *kvpb.SetRequest) (*kvpb.SetResponse, error) {
@@ -187,11 +185,7 @@ func (s *kvServer) set(who *auth.Principal, in *kvpb.SetRequest) (*kvpb.SetRespo
 }
 
 func (s *kvServer) Delete(ctx context.Context, in *kvpb.DeleteRequest) (*kvpb.DeleteResponse, error) {
-	who, err := principal(ctx, s.o.Keys, "")
-	if err != nil {
-		return nil, err
-	}
-	return s.delete(who, in)
+	return authed(ctx, s.o.Keys, in, s.delete)
 }
 
 func (s *kvServer) delete(who *auth.Principal, in *kvpb.DeleteRequest) (*kvpb.DeleteResponse, error) {
@@ -216,11 +210,7 @@ func (s *kvServer) delete(who *auth.Principal, in *kvpb.DeleteRequest) (*kvpb.De
 }
 
 func (s *kvServer) Incr(ctx context.Context, in *kvpb.IncrRequest) (*kvpb.IncrResponse, error) {
-	who, err := principal(ctx, s.o.Keys, "")
-	if err != nil {
-		return nil, err
-	}
-	return s.incr(who, in)
+	return authed(ctx, s.o.Keys, in, s.incr)
 }
 
 func (s *kvServer) incr(who *auth.Principal, in *kvpb.IncrRequest) (*kvpb.IncrResponse, error) {

@@ -147,7 +147,7 @@ func (s *scanner) value() ([]byte, bool) {
 		for j < len(s.b) && (s.b[j] == '-' || s.b[j] == '+' || s.b[j] == '.' || s.b[j] == 'e' || s.b[j] == 'E' || s.b[j] >= '0' && s.b[j] <= '9') {
 			j++
 		}
-		if !isNumber(s.b[s.i:j]) {
+		if !rowapi.IsJSONNumber(s.b[s.i:j]) {
 			return nil, false
 		}
 		s.i = j
@@ -170,46 +170,6 @@ func isHex4(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// isNumber checks RFC 8259's number grammar.
-func isNumber(b []byte) bool {
-	i := 0
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-	default:
-		return false
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return false
-		}
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return false
-		}
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-	}
-	return i == len(b)
 }
 
 // fields reads [{"column":"c","value":v},...]; an empty list only when
@@ -351,7 +311,7 @@ func (s *scanner) pkObject(op *rowapi.Op) bool {
 		case string(k) == "operationId" && !seenID:
 			seenID = true
 			v, ok := s.value()
-			if !ok || len(v) == 0 || (v[0] != '"' && !isNumber(v)) || len(v) > 258 {
+			if !ok || len(v) == 0 || (v[0] != '"' && !rowapi.IsJSONNumber(v)) || len(v) > 258 {
 				return false
 			}
 			if v[0] == '"' {

@@ -115,6 +115,25 @@ func readBody(w http.ResponseWriter, r *http.Request, buf []byte, limit int64) (
 	}
 }
 
+// authedBody authenticates r and reads its body into a pooled buffer that
+// release returns. When it fails it has replied already, and ok is false.
+func (h *Handler) authedBody(w http.ResponseWriter, r *http.Request) (who *auth.Principal, body []byte, release func(), ok bool) {
+	who, err := h.principal(r)
+	if err != nil {
+		h.fail(w, err)
+		return nil, nil, nil, false
+	}
+	buf := h.getBuf()
+	body, err = readBody(w, r, (*buf)[:0], h.o.MaxBody)
+	*buf = body
+	if err != nil {
+		h.putBuf(buf)
+		h.fail(w, err)
+		return nil, nil, nil, false
+	}
+	return who, body, func() { h.putBuf(buf) }, true
+}
+
 func (h *Handler) getBuf() *[]byte { return h.bufs.Get().(*[]byte) }
 
 func (h *Handler) putBuf(b *[]byte) {
@@ -180,19 +199,11 @@ func (h *Handler) pk(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, badf("unknown operation %q: use pk-read, pk-write, pk-insert, pk-update or pk-delete", r.PathValue("op")))
 		return
 	}
-	who, err := h.principal(r)
-	if err != nil {
-		h.fail(w, err)
+	who, body, release, ok := h.authedBody(w, r)
+	if !ok {
 		return
 	}
-	buf := h.getBuf()
-	defer h.putBuf(buf)
-	body, err := readBody(w, r, (*buf)[:0], h.o.MaxBody)
-	*buf = body
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
+	defer release()
 	op, err := decodePK(body, m, r.PathValue("db"), r.PathValue("table"))
 	if err != nil {
 		h.fail(w, err)
@@ -252,19 +263,11 @@ func appendResultBody(dst []byte, res *rowapi.Result) ([]byte, int) {
 // code.
 func (h *Handler) batch(only rowapi.Method) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		who, err := h.principal(r)
-		if err != nil {
-			h.fail(w, err)
+		who, body, release, ok := h.authedBody(w, r)
+		if !ok {
 			return
 		}
-		buf := h.getBuf()
-		defer h.putBuf(buf)
-		body, err := readBody(w, r, (*buf)[:0], h.o.MaxBody)
-		*buf = body
-		if err != nil {
-			h.fail(w, err)
-			return
-		}
+		defer release()
 		ops, errs, err := decodeBatch(body, h.o.Rows.Limits().MaxBatch, only)
 		if err != nil {
 			h.fail(w, err)
