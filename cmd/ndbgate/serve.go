@@ -131,7 +131,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		if apiTLS != nil {
 			ln = tls.NewListener(ln, apiTLS)
 		}
-		hs = &http.Server{Handler: httpHandler(reg, svc, api), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		// A client that trickles its body or idles on a connection is cut off;
+		// bodies are bounded by api.limits.max_body.
+		hs = &http.Server{Handler: httpHandler(reg, svc, api), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+			IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 		go func() {
 			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- err
