@@ -8,6 +8,7 @@
 #   bench/run-memtier.sh                          # the default workload, 3 rounds of 15 s
 #   WORKLOADS=all ROUNDS=3 TIME=15 bench/run-memtier.sh   # the whole matrix (about 3 hours)
 #   WORKLOADS="default conns sizes" bench/run-memtier.sh  # named groups, see below
+#   RESUME=1 WORKLOADS=all bench/run-memtier.sh    # only workloads with no rows in the CSV yet
 #
 # Groups: default (text 1:10 32 B pipeline 1, 50 connections), binary (the same
 # over the binary protocol), ratio (1:1), sizes (1 KiB, 16 KiB), pipeline (16),
@@ -123,6 +124,11 @@ if [ "${WORKLOADS_ALL:-}" = 1 ]; then
 fi
 
 csv=$OUT/memtier.csv
+if [ "${RESUME:-}" = 1 ] && [ -f "$csv" ]; then
+  todo=()
+  for w in "${W[@]}"; do cut -d, -f2 "$csv" | grep -qxF "${w%% *}" || todo+=("$w"); done
+  W=("${todo[@]}")
+fi
 [ -f "$csv" ] || echo "date,workload,proto,ratio,size,pipeline,conns,mget,round,target,ops_per_s,keys_per_s,p50_ms,p99_ms,p999_ms" > "$csv"
 stamp=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 echo "run-memtier: ${#W[@]} workloads x $ROUNDS rounds x ${TIME}s; results in $csv"
