@@ -69,8 +69,11 @@ func TestLRUEvictionOrder(t *testing.T) {
 	require.Equal(t, uint64(5), e.Stats().Items)
 	require.Equal(t, 5*per, e.Stats().Bytes)
 
+	clock.advance(lruBumpInterval - 1)
+	_, ok := getValue(t, e, tbl, "k0") // too soon after its write: no bump
+	require.True(t, ok)
 	clock.advance(1)
-	_, ok := getValue(t, e, tbl, "k0") // a read bumps k0: k1 is now the oldest
+	_, ok = getValue(t, e, tbl, "k0") // a read bumps k0: k1 is now the oldest
 	require.True(t, ok)
 	put(t, e, tbl, "k3", item{value: val}) // a write bumps k3
 	put(t, e, tbl, "k5", item{value: val})
@@ -93,9 +96,9 @@ func TestLRUEvictionOrder(t *testing.T) {
 	assert.Equal(t, uint64(0), st.OutOfMemory)
 	assert.LessOrEqual(t, st.Bytes, st.LimitBytes)
 
-	// The list is now k7 k6 k5 k3 k0 (k0 is the tail). Reading k3 a second
+	// The list is now k7 k6 k5 k3 k0 (k0 is the tail). Reading k3 a minute
 	// later bumps it, and the next insert evicts k0.
-	clock.advance(1)
+	clock.advance(lruBumpInterval)
 	_, _ = getValue(t, e, tbl, "k3")
 	put(t, e, tbl, "k8", item{value: val})
 	_, ok = getValue(t, e, tbl, "k0")

@@ -82,9 +82,10 @@ func (p *partition) read(op *ndbclient.Op, key []byte, tag uint32, now uint32) e
 	if !op.NoBump {
 		sl.state |= stFetched
 		if p.t.eviction {
-			p.lruTouch(s, now)
+			p.lruTouch(s, now) // sets used when it bumps: last access to the minute, as memcached
+		} else {
+			sl.used = now
 		}
-		sl.used = now
 	}
 	if len(op.Read) > 0 {
 		p.t.project(op, p.row(s))

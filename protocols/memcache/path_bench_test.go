@@ -1,0 +1,96 @@
+package memcache
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/ndbgate/ndbgate/gateway"
+	"github.com/ndbgate/ndbgate/ndbclient"
+	"github.com/ndbgate/ndbgate/ndbclient/embedded"
+)
+
+// discardTransport stands in for gnet: replies are counted and dropped.
+type discardTransport struct{ n int }
+
+func (d *discardTransport) write(b []byte) { d.n += len(b) }
+func (d *discardTransport) wake()          {}
+
+// benchConn is one connection of a server on the embedded engine, with the
+// network taken away: what is left is the per-command CPU the gateway spends.
+func benchConn(b *testing.B, keys int) (*connState, *discardTransport) {
+	b.Helper()
+	e := embedded.New(embedded.Config{})
+	b.Cleanup(func() { _ = e.Close() })
+	tbl, err := e.CreateTable(gateway.DemoTable(1 << 20))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := gateway.NewContainer(gateway.DefaultContainerSpec(), tbl)
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc, err := gateway.New(gateway.Options{Backend: ndbclient.NewClient(e), Routes: []gateway.Route{{Container: c}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := NewServer(Config{Version: "bench"}, svc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	tr := &discardTransport{}
+	cs := srv.newConnState(tr)
+	val := make([]byte, 32)
+	for i := 0; i < keys; i++ {
+		cmd := fmt.Appendf(nil, "set memtier-%d 0 0 32 noreply\r\n%s\r\n", i, val)
+		if n := cs.serve(cmd); n != len(cmd) {
+			b.Fatalf("preload consumed %d of %d", n, len(cmd))
+		}
+		cs.flush()
+	}
+	return cs, tr
+}
+
+// BenchmarkTextGetHit is one "get" of a stored 32-byte value, served end to
+// end except for the socket: parse, gateway, engine, encode, metrics.
+func BenchmarkTextGetHit(b *testing.B) {
+	const keys = 100000
+	cs, tr := benchConn(b, keys)
+	cmds := make([][]byte, 4096)
+	for i := range cmds {
+		cmds[i] = fmt.Appendf(nil, "get memtier-%d\r\n", (i*7919)%keys)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cmd := cmds[i&4095]
+		if n := cs.serve(cmd); n != len(cmd) {
+			b.Fatalf("consumed %d of %d", n, len(cmd))
+		}
+		cs.flush()
+	}
+	if tr.n == 0 {
+		b.Fatal("no replies")
+	}
+}
+
+// BenchmarkTextSet is one "set" of a 32-byte value over an existing key.
+func BenchmarkTextSet(b *testing.B) {
+	const keys = 100000
+	cs, tr := benchConn(b, keys)
+	val := make([]byte, 32)
+	cmds := make([][]byte, 4096)
+	for i := range cmds {
+		cmds[i] = fmt.Appendf(nil, "set memtier-%d 0 0 32\r\n%s\r\n", (i*7919)%keys, val)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cmd := cmds[i&4095]
+		if n := cs.serve(cmd); n != len(cmd) {
+			b.Fatalf("consumed %d of %d", n, len(cmd))
+		}
+		cs.flush()
+	}
+	if tr.n == 0 {
+		b.Fatal("no replies")
+	}
+}
