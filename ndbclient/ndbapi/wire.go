@@ -26,26 +26,37 @@ import (
 
 // NdbDictionary::Column::Type values.
 const (
-	ndbTinyint        = 1
-	ndbTinyunsigned   = 2
-	ndbSmallint       = 3
-	ndbSmallunsigned  = 4
-	ndbMediumint      = 5
-	ndbMediumunsigned = 6
-	ndbInt            = 7
-	ndbUnsigned       = 8
-	ndbBigint         = 9
-	ndbBigunsigned    = 10
-	ndbFloat          = 11
-	ndbDouble         = 12
-	ndbChar           = 14
-	ndbVarchar        = 15
-	ndbBinary         = 16
-	ndbVarbinary      = 17
-	ndbBit            = 22
-	ndbLongvarchar    = 23
-	ndbLongvarbinary  = 24
-	ndbYear           = 26
+	ndbTinyint         = 1
+	ndbTinyunsigned    = 2
+	ndbSmallint        = 3
+	ndbSmallunsigned   = 4
+	ndbMediumint       = 5
+	ndbMediumunsigned  = 6
+	ndbInt             = 7
+	ndbUnsigned        = 8
+	ndbBigint          = 9
+	ndbBigunsigned     = 10
+	ndbFloat           = 11
+	ndbDouble          = 12
+	ndbChar            = 14
+	ndbVarchar         = 15
+	ndbBinary          = 16
+	ndbVarbinary       = 17
+	ndbDatetime        = 18
+	ndbDate            = 19
+	ndbBlob            = 20
+	ndbText            = 21
+	ndbBit             = 22
+	ndbLongvarchar     = 23
+	ndbLongvarbinary   = 24
+	ndbTime            = 25
+	ndbYear            = 26
+	ndbTimestamp       = 27
+	ndbDecimal         = 29
+	ndbDecimalunsigned = 30
+	ndbTime2           = 31
+	ndbDatetime2       = 32
+	ndbTimestamp2      = 33
 )
 
 // NdbError::Status and ::Classification values used here (ndberror.h:
@@ -85,6 +96,9 @@ type column struct {
 	arrayType uint8 // 0 fixed, 1 short var (1-byte length), 2 medium var (2 bytes)
 	length    int   // chars/bytes for strings, bits for BIT
 	maxBytes  int   // native size including a length prefix
+	precision int   // DECIMAL digits
+	scale     int   // DECIMAL decimals
+	fsp       int   // TIME2, DATETIME2, TIMESTAMP2: fractional-second digits
 }
 
 // tableInfo is a described table.
@@ -116,10 +130,24 @@ func decodeDescribe(db, name string, id int, b []byte) (*tableInfo, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s.%s column %s: %w", db, name, cname, err)
 		}
-		ti.schema.Columns = append(ti.schema.Columns, ndbclient.Column{
-			Name: cname, Type: ct, Length: length, Nullable: nullable, Precision: prec, Scale: scale,
-		})
-		ti.cols = append(ti.cols, column{ndbType: nt, arrayType: at, length: length, maxBytes: maxBytes + 2})
+		col := column{ndbType: nt, arrayType: at, length: length, maxBytes: maxBytes + 2}
+		sc := ndbclient.Column{Name: cname, Type: ct, Length: length, Nullable: nullable}
+		switch nt {
+		case ndbDecimal, ndbDecimalunsigned:
+			col.precision, col.scale = prec, scale
+			sc.Precision, sc.Scale = prec, scale
+			if !decimalShapeOK(&col) {
+				return nil, fmt.Errorf("%s.%s column %s: DECIMAL(%d,%d) is out of MySQL's range", db, name, cname, prec, scale)
+			}
+		case ndbTime2, ndbDatetime2, ndbTimestamp2:
+			// The dictionary keeps these types' fractional digits as precision.
+			if prec < 0 || prec > 6 {
+				return nil, fmt.Errorf("%s.%s column %s: %d fractional-second digits (MySQL allows 0-6)", db, name, cname, prec)
+			}
+			col.fsp, sc.Scale = prec, prec
+		}
+		ti.schema.Columns = append(ti.schema.Columns, sc)
+		ti.cols = append(ti.cols, col)
 		if pk {
 			ti.schema.PrimaryKey = append(ti.schema.PrimaryKey, i)
 		}
@@ -189,8 +217,20 @@ func columnType(t uint8) (ndbclient.ColumnType, error) {
 		return ndbclient.TypeBit, nil
 	case ndbYear:
 		return ndbclient.TypeYear, nil
+	case ndbDecimal, ndbDecimalunsigned:
+		return ndbclient.TypeDecimal, nil
+	case ndbDate:
+		return ndbclient.TypeDate, nil
+	case ndbDatetime, ndbDatetime2:
+		return ndbclient.TypeDatetime, nil
+	case ndbTime, ndbTime2:
+		return ndbclient.TypeTime, nil
+	case ndbTimestamp, ndbTimestamp2:
+		return ndbclient.TypeTimestamp, nil
+	case ndbBlob, ndbText:
+		return 0, fmt.Errorf("NDB column type %d (BLOB/TEXT) is not supported by this driver yet: its parts live in a separate table read through NdbBlob", t)
 	}
-	return 0, fmt.Errorf("NDB column type %d is not supported by this driver yet (DECIMAL, temporal, BLOB/TEXT come later)", t)
+	return 0, fmt.Errorf("NDB column type %d is not supported by this driver (old-style DECIMAL from before MySQL 5.0 and unknown types are refused)", t)
 }
 
 // appendNative appends v in the column's native NDB format.
@@ -236,6 +276,10 @@ func appendNative(dst []byte, c *column, v ndbclient.Value) ([]byte, error) {
 			dst = binary.LittleEndian.AppendUint16(dst, uint16(len(v.B)))
 		}
 		return append(dst, v.B...), nil
+	case ndbDecimal, ndbDecimalunsigned:
+		return appendDecimal(dst, c, v.B)
+	case ndbDate, ndbDatetime, ndbDatetime2, ndbTime, ndbTime2, ndbTimestamp, ndbTimestamp2:
+		return appendTemporal(dst, c, v.B)
 	}
 	return dst, ndbclient.Errorf(ndbclient.CodeInvalidArgument, "NDB column type %d not supported", c.ndbType)
 }
@@ -257,8 +301,10 @@ func nativeSize(c *column) int {
 		return 4
 	case ndbBigint, ndbBigunsigned, ndbBit, ndbDouble:
 		return 8
+	case ndbDecimal, ndbDecimalunsigned:
+		return decimalSize(c.precision, c.scale)
 	}
-	return 0
+	return temporalSize(c)
 }
 
 // decodeNative reads a native value; bytes alias b. A value too short for
@@ -318,6 +364,14 @@ func decodeNative(c *column, b []byte) ndbclient.Value {
 			return ndbclient.Null()
 		}
 		return ndbclient.Bytes(b[2 : 2+n])
+	case ndbDecimal, ndbDecimalunsigned:
+		if s, ok := decodeDecimal(c, b[:nativeSize(c)]); ok {
+			return ndbclient.String(s)
+		}
+	case ndbDate, ndbDatetime, ndbDatetime2, ndbTime, ndbTime2, ndbTimestamp, ndbTimestamp2:
+		if s, ok := decodeTemporal(c, b[:nativeSize(c)]); ok {
+			return ndbclient.String(s)
+		}
 	}
 	return ndbclient.Null()
 }

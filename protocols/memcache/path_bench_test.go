@@ -94,3 +94,29 @@ func BenchmarkTextSet(b *testing.B) {
 		b.Fatal("no replies")
 	}
 }
+
+// BenchmarkBinaryGetHit is BenchmarkTextGetHit over the binary protocol: one
+// GET (not quiet) of a stored 32-byte value.
+func BenchmarkBinaryGetHit(b *testing.B) {
+	const keys = 100000
+	cs, tr := benchConn(b, keys)
+	cs.proto = protoBinary
+	cmds := make([][]byte, 4096)
+	for i := range cmds {
+		key := fmt.Appendf(nil, "memtier-%d", (i*7919)%keys)
+		cmds[i] = append(appendBinHeader(nil, opGet, len(key), 0, 0, len(key), uint32(i), 0), key...)
+		cmds[i][0] = binReqMagic
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cmd := cmds[i&4095]
+		if n := cs.serve(cmd); n != len(cmd) {
+			b.Fatalf("consumed %d of %d", n, len(cmd))
+		}
+		cs.flush()
+	}
+	if tr.n == 0 {
+		b.Fatal("no replies")
+	}
+}
