@@ -24,6 +24,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/ndbgate/ndbgate/ndbclient"
@@ -42,16 +43,18 @@ type Config struct {
 // shim prepares the round's transactions with executeAsynchPrepare and sends
 // them with one sendPollNdb; Submit only queues to an executor.
 type Driver struct {
-	pool    *C.ndbgate_pool
-	nodes   int
-	execs   []*executor
-	next    atomic.Uint32
-	mu      sync.RWMutex
-	byName  map[string]*tableInfo
-	bySch   map[*ndbclient.Table]*tableInfo
-	closed  atomic.Bool
-	closeMu sync.RWMutex // Submit holds it shared while sending; Close exclusively
-	running sync.WaitGroup
+	pool   *C.ndbgate_pool
+	nodes  int
+	execs  []*executor
+	next   atomic.Uint32
+	mu     sync.RWMutex // guards byName, bySch, refreshing and tableInfo.gone
+	byName map[string]*tableInfo
+	bySch  map[*ndbclient.Table]*tableInfo
+	// refreshing: tables being looked up again after NDB said they changed.
+	refreshing map[*tableInfo]bool
+	closed     atomic.Bool
+	closeMu    sync.RWMutex // Submit holds it shared while sending; Close exclusively
+	running    sync.WaitGroup
 }
 
 type work struct {
@@ -83,7 +86,7 @@ func Open(cfg Config) (*Driver, error) {
 		return nil, ndbclient.Errorf(ndbclient.CodeUnavailable, "NDB cluster %s: %s", cfg.Connectstring, C.GoString(&errBuf[0]))
 	}
 	d := &Driver{pool: p, nodes: int(C.ndbgate_data_nodes(p)),
-		byName: map[string]*tableInfo{}, bySch: map[*ndbclient.Table]*tableInfo{}}
+		byName: map[string]*tableInfo{}, bySch: map[*ndbclient.Table]*tableInfo{}, refreshing: map[*tableInfo]bool{}}
 	for i := 0; i < cfg.PoolSize; i++ {
 		e := &executor{d: d, conn: i, ch: make(chan work, 1024)}
 		d.execs = append(d.execs, e)
@@ -150,11 +153,66 @@ func (d *Driver) CreateTable(want *ndbclient.Table) (*ndbclient.Table, error) {
 func (d *Driver) info(t *ndbclient.Table) (*tableInfo, error) {
 	d.mu.RLock()
 	ti := d.bySch[t]
+	var gone error
+	var since time.Duration
+	if ti != nil && ti.gone != nil {
+		gone, since = ti.gone, time.Since(ti.goneAt)
+	}
 	d.mu.RUnlock()
 	if ti == nil {
 		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s.%s was not described by this driver", t.Database, t.Name)
 	}
+	if gone != nil {
+		if since > goneRetry {
+			d.refreshLater(t) // it may have been created again
+		}
+		return nil, gone
+	}
 	return ti, nil
+}
+
+// goneRetry is how often a table that vanished from the dictionary is looked
+// up again while requests keep asking for it.
+const goneRetry = 5 * time.Second
+
+// refreshLater looks t up again in the dictionary on its own goroutine (not on
+// an executor: the refresh waits for the rounds in flight), once at a time.
+func (d *Driver) refreshLater(t *ndbclient.Table) {
+	d.mu.Lock()
+	ti := d.bySch[t]
+	if ti == nil || d.refreshing[ti] {
+		d.mu.Unlock()
+		return
+	}
+	d.refreshing[ti] = true
+	d.mu.Unlock()
+	go d.refresh(ti)
+}
+
+// refresh replaces the shim's table objects of ti. The gateway's containers
+// keep using ti.schema, so a new shape that moved or changed a column they
+// may use marks the table gone until a restart; columns added at the end are
+// fine.
+func (d *Driver) refresh(ti *tableInfo) {
+	db, name := ti.schema.Database, ti.schema.Name
+	cdb, ctab := C.CString(db), C.CString(name)
+	defer C.free(unsafe.Pointer(cdb))
+	defer C.free(unsafe.Pointer(ctab))
+	out := make([]byte, 64<<10)
+	var errBuf [512]C.char
+	id := C.ndbgate_refresh(d.pool, C.int(ti.id), cdb, ctab, (*C.uchar)(unsafe.Pointer(&out[0])), C.int(len(out)), &errBuf[0], C.int(len(errBuf)))
+	var gone error
+	if id < 0 {
+		gone = ndbclient.Errorf(ndbclient.CodeSchemaError, "%s.%s: %s", db, name, C.GoString(&errBuf[0]))
+	} else if cur, err := decodeDescribe(db, name, int(id), out); err != nil {
+		gone = ndbclient.Errorf(ndbclient.CodeSchemaError, "%v", err)
+	} else if err := compatible(ti, cur); err != nil {
+		gone = ndbclient.Errorf(ndbclient.CodeSchemaError, "%v; restart ndbgate to serve the new shape", err)
+	}
+	d.mu.Lock()
+	ti.gone, ti.goneAt = gone, time.Now()
+	delete(d.refreshing, ti)
+	d.mu.Unlock()
 }
 
 // Execute runs the batch and waits.
@@ -229,7 +287,11 @@ func (e *executor) round(b *ndbclient.Batch) error {
 		}
 		return err
 	}
-	return decodeResults(e.resp[:int(n)], b.Ops, e.d.info)
+	err = decodeResults(e.resp[:int(n)], b.Ops, e.d.info)
+	for _, t := range staleSchema(b.Ops) {
+		e.d.refreshLater(t)
+	}
+	return err
 }
 
 // Partition computes a key's partition with NDB's own hash.

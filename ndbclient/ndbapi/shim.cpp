@@ -156,8 +156,12 @@ struct Conn {
 
 }  // namespace
 
+// Lock order: roundMu, then dictMu, then mu.
 struct ndbgate_pool {
   std::vector<Conn> conns;
+  // Rounds hold roundMu shared while they use table objects; a refresh holds
+  // it exclusively, so it never frees a table object a round still uses.
+  std::shared_mutex roundMu;
   std::mutex dictMu;      // serialises describes (the dict Ndb objects)
   std::shared_mutex mu;  // guards tables
   // tables[id][conn]: each connection uses the table object of its own
@@ -599,16 +603,25 @@ int ndbgate_data_nodes(ndbgate_pool *pool) {
   return pool->conns.empty() ? 0 : static_cast<int>(pool->conns[0].cluster->no_db_nodes());
 }
 
-int ndbgate_describe(ndbgate_pool *pool, const char *db, const char *table, unsigned char *out, int outlen,
-                     char *err, int errlen) {
-  if (pool->conns.empty()) { setErr(err, errlen, "no connection"); return -1; }
-  std::lock_guard<std::mutex> g(pool->dictMu);
+namespace {
+
+// describeInto looks the table up in every connection's dictionary (dropping
+// the cached copy first when invalidate is set), writes its shape into out
+// and returns the per-connection table objects; empty on error. Called with
+// dictMu held.
+std::vector<const NdbDictionary::Table *> describeInto(ndbgate_pool *pool, const char *db, const char *table,
+                                                       bool invalidate, unsigned char *out, int outlen, char *err,
+                                                       int errlen) {
   std::vector<const NdbDictionary::Table *> byConn;
   for (Conn &c : pool->conns) {
     c.dict->setDatabaseName(db);
     NdbDictionary::Dictionary *dict = c.dict->getDictionary();
+    if (invalidate) dict->invalidateTable(table);
     const NdbDictionary::Table *t = dict->getTable(table);
-    if (!t) { setErr(err, errlen, std::string(db) + "." + table + ": " + ndbErrText(dict->getNdbError())); return -1; }
+    if (!t) {
+      setErr(err, errlen, std::string(db) + "." + table + ": " + ndbErrText(dict->getNdbError()));
+      return {};
+    }
     byConn.push_back(t);
   }
   const NdbDictionary::Table *t = byConn[0];
@@ -629,13 +642,47 @@ int ndbgate_describe(ndbgate_pool *pool, const char *db, const char *table, unsi
     w.u16(static_cast<uint16_t>(c->getScale()));
     w.u32(static_cast<uint32_t>(c->getSize() * c->getLength()));
   }
-  if (!w.p) { setErr(err, errlen, "describe buffer too small"); return -1; }
+  if (!w.p) {
+    setErr(err, errlen, "describe buffer too small");
+    return {};
+  }
+  return byConn;
+}
+
+}  // namespace
+
+int ndbgate_describe(ndbgate_pool *pool, const char *db, const char *table, unsigned char *out, int outlen,
+                     char *err, int errlen) {
+  if (pool->conns.empty()) { setErr(err, errlen, "no connection"); return -1; }
+  std::lock_guard<std::mutex> g(pool->dictMu);
+  std::vector<const NdbDictionary::Table *> byConn = describeInto(pool, db, table, false, out, outlen, err, errlen);
+  if (byConn.empty()) return -1;
   std::unique_lock<std::shared_mutex> tg(pool->mu);
   pool->tables.push_back(byConn);
   return static_cast<int>(pool->tables.size() - 1);
 }
 
+int ndbgate_refresh(ndbgate_pool *pool, int table_id, const char *db, const char *table, unsigned char *out,
+                    int outlen, char *err, int errlen) {
+  if (pool->conns.empty()) { setErr(err, errlen, "no connection"); return -1; }
+  std::unique_lock<std::shared_mutex> rg(pool->roundMu);
+  std::lock_guard<std::mutex> g(pool->dictMu);
+  {
+    std::shared_lock<std::shared_mutex> tg(pool->mu);
+    if (table_id < 0 || static_cast<size_t>(table_id) >= pool->tables.size()) {
+      setErr(err, errlen, "bad table id");
+      return -1;
+    }
+  }
+  std::vector<const NdbDictionary::Table *> byConn = describeInto(pool, db, table, true, out, outlen, err, errlen);
+  if (byConn.empty()) return -1;
+  std::unique_lock<std::shared_mutex> tg(pool->mu);
+  pool->tables[static_cast<size_t>(table_id)] = byConn;
+  return table_id;
+}
+
 int ndbgate_partition(ndbgate_pool *pool, int table_id, const unsigned char *key, const int *key_lens, int nparts) {
+  std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // no refresh frees t meanwhile
   const NdbDictionary::Table *t = tableOf(pool, static_cast<uint32_t>(table_id), 0);
   if (!t || nparts <= 0 || nparts > NDB_MAX_NO_OF_ATTRIBUTES_IN_KEY) return -1;
   // key holds the primary-key values in column order; hash only those of
@@ -663,6 +710,7 @@ int ndbgate_partition(ndbgate_pool *pool, int table_id, const unsigned char *key
 }
 
 int ndbgate_primary_node(ndbgate_pool *pool, int table_id, int partition) {
+  std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // no refresh frees t meanwhile
   const NdbDictionary::Table *t = tableOf(pool, static_cast<uint32_t>(table_id), 0);
   if (!t || partition < 0) return -1;
   Uint32 nodes[4];
@@ -675,6 +723,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
   if (conn < 0 || static_cast<size_t>(conn) >= pool->conns.size()) { setErr(err, errlen, "bad connection"); return -1; }
   const size_t ci = static_cast<size_t>(conn);
   Ndb *ndb = pool->conns[ci].ndb;
+  std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // table objects stay alive for the round
   Reader r{req, req + reqlen};
   uint32_t n = r.u32();
   if (!r.ok || n > static_cast<uint32_t>(reqlen)) { setErr(err, errlen, "malformed request"); return -1; }

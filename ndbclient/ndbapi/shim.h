@@ -29,6 +29,14 @@ int ndbgate_data_nodes(ndbgate_pool *pool);
 int ndbgate_describe(ndbgate_pool *pool, const char *db, const char *table,
                      unsigned char *out, int outlen, char *err, int errlen);
 
+// ndbgate_refresh drops table_id's cached dictionary objects (after NDB
+// reported the schema changed), looks db.table up again under the same id and
+// writes its new shape into out; it waits for rounds in flight. Returns
+// table_id, or negative with the reason in err (the table is gone).
+int ndbgate_refresh(ndbgate_pool *pool, int table_id, const char *db,
+                    const char *table, unsigned char *out, int outlen,
+                    char *err, int errlen);
+
 // ndbgate_partition: the partition of a key (the primary-key columns in
 // native format, concatenated as key_parts of key_lens), or -1.
 int ndbgate_partition(ndbgate_pool *pool, int table_id,

@@ -305,3 +305,55 @@ func FuzzNativeDecimalTemporal(f *testing.F) {
 		require.Equal(t, string(v.B), string(back.B), "type %d: %x -> %q -> %x", c.ndbType, raw, v.B, again)
 	})
 }
+
+func TestStaleSchemaRetriesVersionErrorsAndNamesTables(t *testing.T) {
+	a := &ndbclient.Table{Database: "d", Name: "a"}
+	b := &ndbclient.Table{Database: "d", Name: "b"}
+	ops := []*ndbclient.Op{
+		{Table: a, Err: mapError(errSchemaVersion, 0, classSchema, "Invalid schema object version")},
+		{Table: a, Err: mapError(errTableNotDefined, 0, classSchema, "Table not defined in transaction coordinator")},
+		{Table: b, Err: mapError(errNoSuchTable, 0, classSchema, "No such table existed")},
+		{Table: b, Err: mapError(626, 0, classNoDataFound, "Tuple did not exist")},
+		{Table: b},
+	}
+	stale := staleSchema(ops)
+	assert.Equal(t, []*ndbclient.Table{a, b}, stale, "each table once")
+	assert.Equal(t, ndbclient.CodeTemporary, ndbclient.CodeOf(ops[0].Err), "not executed: the dispatcher may retry")
+	assert.Equal(t, ndbclient.CodeTemporary, ndbclient.CodeOf(ops[1].Err))
+	assert.Contains(t, ops[0].Err.Error(), "d.a changed")
+	assert.Equal(t, ndbclient.CodeSchemaError, ndbclient.CodeOf(ops[2].Err), "a dropped table stays an error")
+	assert.Equal(t, ndbclient.CodeNotFound, ndbclient.CodeOf(ops[3].Err))
+	assert.NoError(t, ops[4].Err)
+	assert.Empty(t, staleSchema(ops[3:]))
+}
+
+func TestCompatibleAcceptsAddedColumnsOnly(t *testing.T) {
+	old, err := decodeDescribe("ndbmemcache", "demo_table", 7, demoDescribe())
+	require.NoError(t, err)
+	same, err := decodeDescribe("ndbmemcache", "demo_table", 7, demoDescribe())
+	require.NoError(t, err)
+	assert.NoError(t, compatible(old, same))
+
+	added := *same
+	added.schema = &ndbclient.Table{}
+	*added.schema = *same.schema
+	added.schema.Columns = append(append([]ndbclient.Column(nil), same.schema.Columns...), ndbclient.Column{Name: "extra", Type: ndbclient.TypeInt32})
+	added.cols = append(append([]column(nil), same.cols...), column{ndbType: ndbInt})
+	assert.NoError(t, compatible(old, &added), "an online ADD COLUMN keeps every old column in place")
+	assert.Error(t, compatible(&added, old), "a lost column is refused")
+
+	retyped := added
+	retyped.schema = &ndbclient.Table{}
+	*retyped.schema = *same.schema
+	retyped.schema.Columns = append([]ndbclient.Column(nil), same.schema.Columns...)
+	retyped.schema.Columns[1].Length++
+	retyped.cols = same.cols
+	assert.ErrorContains(t, compatible(old, &retyped), "changed type")
+
+	renamed := retyped
+	renamed.schema = &ndbclient.Table{}
+	*renamed.schema = *same.schema
+	renamed.schema.Columns = append([]ndbclient.Column(nil), same.schema.Columns...)
+	renamed.schema.Columns[2].Name = "other"
+	assert.ErrorContains(t, compatible(old, &renamed), "is now other")
+}

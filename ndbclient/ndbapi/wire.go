@@ -20,6 +20,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
@@ -107,6 +108,10 @@ type tableInfo struct {
 	schema *ndbclient.Table
 	cols   []column
 	lanes  []int // partition -> dispatcher lane (driver.go); nil: lane 0
+	// gone: the dictionary no longer has the table in a shape the gateway
+	// can serve (driver.go refresh); guarded by Driver.mu.
+	gone   error
+	goneAt time.Time
 }
 
 // decodeDescribe turns the shim's describe output into a schema.
