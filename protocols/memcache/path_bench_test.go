@@ -120,3 +120,29 @@ func BenchmarkBinaryGetHit(b *testing.B) {
 		b.Fatal("no replies")
 	}
 }
+
+// BenchmarkTextGetHitParallel runs BenchmarkTextGetHit's command on one
+// connection per P, as the event loops do: what shared counters cost when
+// every core updates them.
+func BenchmarkTextGetHitParallel(b *testing.B) {
+	const keys = 100000
+	cs0, _ := benchConn(b, keys)
+	srv := cs0.srv
+	cmds := make([][]byte, 4096)
+	for i := range cmds {
+		cmds[i] = fmt.Appendf(nil, "get memtier-%d\r\n", (i*7919)%keys)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		cs := srv.newConnState(&discardTransport{})
+		for i := 0; pb.Next(); i++ {
+			cmd := cmds[i&4095]
+			if n := cs.serve(cmd); n != len(cmd) {
+				b.Errorf("consumed %d of %d", n, len(cmd))
+				return
+			}
+			cs.flush()
+		}
+	})
+}
