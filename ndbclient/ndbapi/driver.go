@@ -151,24 +151,37 @@ func (d *Driver) CreateTable(want *ndbclient.Table) (*ndbclient.Table, error) {
 }
 
 func (d *Driver) info(t *ndbclient.Table) (*tableInfo, error) {
-	d.mu.RLock()
-	ti := d.bySch[t]
-	var gone error
-	var since time.Duration
-	if ti != nil && ti.gone != nil {
-		gone, since = ti.gone, time.Since(ti.goneAt)
-	}
-	d.mu.RUnlock()
-	if ti == nil {
-		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s.%s was not described by this driver", t.Database, t.Name)
+	ti, gone, at, err := d.lookup(t)
+	if err != nil {
+		return nil, err
 	}
 	if gone != nil {
-		if since > goneRetry {
+		if time.Since(at) > goneRetry {
 			d.refreshLater(t) // it may have been created again
 		}
 		return nil, gone
 	}
 	return ti, nil
+}
+
+// described is info without the gone check: a round that ran decodes its
+// results even if a refresh marked the table gone meanwhile.
+func (d *Driver) described(t *ndbclient.Table) (*tableInfo, error) {
+	ti, _, _, err := d.lookup(t)
+	return ti, err
+}
+
+func (d *Driver) lookup(t *ndbclient.Table) (ti *tableInfo, gone error, goneAt time.Time, err error) {
+	d.mu.RLock()
+	ti = d.bySch[t]
+	if ti != nil {
+		gone, goneAt = ti.gone, ti.goneAt
+	}
+	d.mu.RUnlock()
+	if ti == nil {
+		return nil, nil, time.Time{}, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s.%s was not described by this driver", t.Database, t.Name)
+	}
+	return ti, gone, goneAt, nil
 }
 
 // goneRetry is how often a table that vanished from the dictionary is looked
@@ -287,7 +300,7 @@ func (e *executor) round(b *ndbclient.Batch) error {
 		}
 		return err
 	}
-	err = decodeResults(e.resp[:int(n)], b.Ops, e.d.info)
+	err = decodeResults(e.resp[:int(n)], b.Ops, e.d.described)
 	for _, t := range staleSchema(b.Ops) {
 		e.d.refreshLater(t)
 	}

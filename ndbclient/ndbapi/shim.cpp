@@ -675,8 +675,13 @@ int ndbgate_refresh(ndbgate_pool *pool, int table_id, const char *db, const char
     }
   }
   std::vector<const NdbDictionary::Table *> byConn = describeInto(pool, db, table, true, out, outlen, err, errlen);
-  if (byConn.empty()) return -1;
   std::unique_lock<std::shared_mutex> tg(pool->mu);
+  if (byConn.empty()) {
+    // The cached objects were let go: later requests for the id get error
+    // 284 (unknown table) instead of a freed object.
+    pool->tables[static_cast<size_t>(table_id)].assign(pool->conns.size(), nullptr);
+    return -1;
+  }
   pool->tables[static_cast<size_t>(table_id)] = byConn;
   return table_id;
 }
