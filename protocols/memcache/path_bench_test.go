@@ -2,12 +2,8 @@ package memcache
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 
-	"github.com/ndbgate/ndbgate/gateway"
-	"github.com/ndbgate/ndbgate/ndbclient"
 	"github.com/ndbgate/ndbgate/ndbclient/embedded"
 )
 
@@ -23,19 +19,7 @@ func benchConn(b *testing.B, keys int) (*connState, *discardTransport) {
 	b.Helper()
 	e := embedded.New(embedded.Config{})
 	b.Cleanup(func() { _ = e.Close() })
-	tbl, err := e.CreateTable(gateway.DemoTable(1 << 20))
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := gateway.NewContainer(gateway.DefaultContainerSpec(), tbl)
-	if err != nil {
-		b.Fatal(err)
-	}
-	svc, err := gateway.New(gateway.Options{Backend: ndbclient.NewClient(e), Routes: []gateway.Route{{Container: c}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := NewServer(Config{Version: "bench"}, svc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv := NewServer(Config{Version: "bench"}, newDemoService(b, e), discardLog)
 	tr := &discardTransport{}
 	cs := srv.newConnState(tr)
 	val := make([]byte, 32)

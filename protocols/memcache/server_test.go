@@ -27,14 +27,7 @@ func startServer(t *testing.T, drv ndbclient.Driver, maxPending int) string {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 
-	backend := ndbclient.NewClient(drv)
-	tbl, err := drv.CreateTable(gateway.DemoTable(1 << 20))
-	require.NoError(t, err)
-	c, err := gateway.NewContainer(gateway.DefaultContainerSpec(), tbl)
-	require.NoError(t, err)
-	svc, err := gateway.New(gateway.Options{Backend: backend, Routes: []gateway.Route{{Container: c}}})
-	require.NoError(t, err)
-	srv := NewServer(Config{Addr: addr, MaxPending: maxPending, Version: "test"}, svc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv := NewServer(Config{Addr: addr, MaxPending: maxPending, Version: "test"}, newDemoService(t, drv), discardLog)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve() }()
 	select {
@@ -51,6 +44,20 @@ func startServer(t *testing.T, drv ndbclient.Driver, maxPending int) string {
 	})
 	return addr
 }
+
+// newDemoService serves the default container on drv.
+func newDemoService(tb testing.TB, drv ndbclient.Driver) *gateway.Service {
+	tb.Helper()
+	tbl, err := drv.CreateTable(gateway.DemoTable(1 << 20))
+	require.NoError(tb, err)
+	c, err := gateway.NewContainer(gateway.DefaultContainerSpec(), tbl)
+	require.NoError(tb, err)
+	svc, err := gateway.New(gateway.Options{Backend: ndbclient.NewClient(drv), Routes: []gateway.Route{{Container: c}}})
+	require.NoError(tb, err)
+	return svc
+}
+
+var discardLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func newEngine(t *testing.T) *embedded.Engine {
 	e := embedded.New(embedded.Config{Partitions: 8, Nodes: 2})
@@ -167,14 +174,7 @@ func (r *recordingTransport) wake()          { r.wakes++ }
 // connection yields to its event loop's other connections and asks to be
 // called again, and every reply still comes out, in order.
 func TestDeepPipelineYields(t *testing.T) {
-	drv := newEngine(t)
-	tbl, err := drv.CreateTable(gateway.DemoTable(1 << 20))
-	require.NoError(t, err)
-	c, err := gateway.NewContainer(gateway.DefaultContainerSpec(), tbl)
-	require.NoError(t, err)
-	svc, err := gateway.New(gateway.Options{Backend: ndbclient.NewClient(drv), Routes: []gateway.Route{{Container: c}}})
-	require.NoError(t, err)
-	srv := NewServer(Config{MaxPending: 1024, Version: "test"}, svc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv := NewServer(Config{MaxPending: 1024, Version: "test"}, newDemoService(t, newEngine(t)), discardLog)
 	rt := &recordingTransport{}
 	cs := srv.newConnState(rt)
 
