@@ -115,15 +115,16 @@ func readBody(w http.ResponseWriter, r *http.Request, buf []byte, limit int64) (
 	}
 }
 
-// authedBody authenticates r and reads its body into a pooled buffer that
-// release returns. When it fails it has replied already, and ok is false.
-func (h *Handler) authedBody(w http.ResponseWriter, r *http.Request) (who *auth.Principal, body []byte, release func(), ok bool) {
+// authedBody authenticates r and reads its body into buf, a pooled buffer the
+// caller hands back with putBuf. When it fails it has replied already, and ok
+// is false.
+func (h *Handler) authedBody(w http.ResponseWriter, r *http.Request) (who *auth.Principal, body []byte, buf *[]byte, ok bool) {
 	who, err := h.principal(r)
 	if err != nil {
 		h.fail(w, err)
 		return nil, nil, nil, false
 	}
-	buf := h.getBuf()
+	buf = h.getBuf()
 	body, err = readBody(w, r, (*buf)[:0], h.o.MaxBody)
 	*buf = body
 	if err != nil {
@@ -131,7 +132,7 @@ func (h *Handler) authedBody(w http.ResponseWriter, r *http.Request) (who *auth.
 		h.fail(w, err)
 		return nil, nil, nil, false
 	}
-	return who, body, func() { h.putBuf(buf) }, true
+	return who, body, buf, true
 }
 
 func (h *Handler) getBuf() *[]byte { return h.bufs.Get().(*[]byte) }
@@ -199,11 +200,11 @@ func (h *Handler) pk(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, badf("unknown operation %q: use pk-read, pk-write, pk-insert, pk-update or pk-delete", r.PathValue("op")))
 		return
 	}
-	who, body, release, ok := h.authedBody(w, r)
+	who, body, buf, ok := h.authedBody(w, r)
 	if !ok {
 		return
 	}
-	defer release()
+	defer h.putBuf(buf)
 	op, err := decodePK(body, m, r.PathValue("db"), r.PathValue("table"))
 	if err != nil {
 		h.fail(w, err)
@@ -263,11 +264,11 @@ func appendResultBody(dst []byte, res *rowapi.Result) ([]byte, int) {
 // code.
 func (h *Handler) batch(only rowapi.Method) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		who, body, release, ok := h.authedBody(w, r)
+		who, body, buf, ok := h.authedBody(w, r)
 		if !ok {
 			return
 		}
-		defer release()
+		defer h.putBuf(buf)
 		ops, errs, err := decodeBatch(body, h.o.Rows.Limits().MaxBatch, only)
 		if err != nil {
 			h.fail(w, err)
