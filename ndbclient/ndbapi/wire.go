@@ -250,7 +250,13 @@ func appendNative(dst []byte, c *column, v ndbclient.Value) ([]byte, error) {
 		return append(dst, byte(n), byte(n>>8), byte(n>>16)), nil
 	case ndbInt, ndbUnsigned:
 		return binary.LittleEndian.AppendUint32(dst, uint32(v.Uint())), nil
-	case ndbBigint, ndbBigunsigned, ndbBit:
+	case ndbBigint, ndbBigunsigned:
+		return binary.LittleEndian.AppendUint64(dst, v.Uint()), nil
+	case ndbBit:
+		// 32-bit words, low word first: BIT(1..32) is 4 bytes, BIT(33..64) 8.
+		if nativeSize(c) == 4 {
+			return binary.LittleEndian.AppendUint32(dst, uint32(v.Uint())), nil
+		}
 		return binary.LittleEndian.AppendUint64(dst, v.Uint()), nil
 	case ndbYear:
 		return append(dst, byte(v.Uint()-1900)), nil
@@ -304,7 +310,12 @@ func nativeSize(c *column) int {
 		return 3
 	case ndbInt, ndbUnsigned, ndbFloat:
 		return 4
-	case ndbBigint, ndbBigunsigned, ndbBit, ndbDouble:
+	case ndbBigint, ndbBigunsigned, ndbDouble:
+		return 8
+	case ndbBit:
+		if c.length <= 32 {
+			return 4
+		}
 		return 8
 	case ndbDecimal, ndbDecimalunsigned:
 		return decimalSize(c.precision, c.scale)
@@ -338,7 +349,12 @@ func decodeNative(c *column, b []byte) ndbclient.Value {
 		return ndbclient.Uint(uint64(binary.LittleEndian.Uint32(b)))
 	case ndbBigint:
 		return ndbclient.Int(int64(binary.LittleEndian.Uint64(b)))
-	case ndbBigunsigned, ndbBit:
+	case ndbBigunsigned:
+		return ndbclient.Uint(binary.LittleEndian.Uint64(b))
+	case ndbBit:
+		if nativeSize(c) == 4 {
+			return ndbclient.Uint(uint64(binary.LittleEndian.Uint32(b)))
+		}
 		return ndbclient.Uint(binary.LittleEndian.Uint64(b))
 	case ndbYear:
 		return ndbclient.Uint(uint64(b[0]) + 1900)

@@ -108,6 +108,10 @@ func TestNativeValues(t *testing.T) {
 		{column{ndbType: ndbMediumint}, ndbclient.Int(-1), []byte{0xff, 0xff, 0xff}},
 		{column{ndbType: ndbTinyint}, ndbclient.Int(-128), []byte{0x80}},
 		{column{ndbType: ndbYear}, ndbclient.Uint(2026), []byte{126}},
+		// BIT is 32-bit words in NDB (getSizeInBytesForRecord), low word first.
+		{column{ndbType: ndbBit, length: 1}, ndbclient.Uint(1), []byte{1, 0, 0, 0}},
+		{column{ndbType: ndbBit, length: 32}, ndbclient.Uint(0x80000001), []byte{1, 0, 0, 0x80}},
+		{column{ndbType: ndbBit, length: 33}, ndbclient.Uint(1 << 32), []byte{0, 0, 0, 0, 1, 0, 0, 0}},
 	}
 	for _, tc := range cases {
 		got, err := appendNative(nil, &tc.col, tc.in)
