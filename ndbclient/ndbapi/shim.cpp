@@ -4,12 +4,18 @@
 // (a round of operations, format in wire.go) into NDB API transactions and
 // writes their results into a flat response buffer.
 //
+// Operations use the NdbRecord interface: each described table gets, per
+// connection, a key record (the primary-key columns) and a row record (every
+// column) over one row layout, so one buffer carries a key and the values to
+// write. Interpreted programs (CAS, incr/decr) are NdbInterpretedCode objects
+// passed in OperationOptions.
+//
 // Execution: each Go executor goroutine owns one connection's Ndb object and
 // makes one call per round. Plain transactions of a round are prepared with
 // executeAsynchPrepare and sent with sendPollNdb, at most kMaxInFlight at a
 // time; append/prepend and delete_all read before they write and run alone,
 // synchronously, with nothing else outstanding on the Ndb object. Each
-// transaction starts with its distribution-key values as the TC hint.
+// transaction starts with its key row as the TC hint.
 //
 // Compiled only with the ndbapi build tag. Compile-checked against headers of
 // mysql/mysql-server (see README.md); never run against a live cluster.
@@ -20,6 +26,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <shared_mutex>
@@ -41,6 +48,7 @@ enum Flag : uint8_t {
 const Uint32 kExitCondFailed = 6000;
 const Uint32 kExitNotNumeric = 6001;
 const int kErrLinkedSync = 6002;  // append/delete_all linked into a transaction
+const int kErrBadValue = 6003;    // a value that does not fit its column's row slot
 
 // kMaxInFlight bounds the transactions prepared at once on one Ndb object
 // (Ndb::init allows at most 1024 NdbTransaction objects).
@@ -53,6 +61,9 @@ const int kMaxPolls = 600;
 
 // kMaxMessage bounds an error message in a response (wire.go counts on it).
 const size_t kMaxMessage = 200;
+
+// NdbRecord column masks: one bit per attribute id.
+const size_t kMaskBytes = (NDB_MAX_ATTRIBUTES_IN_TABLE + 7) / 8;
 
 struct Reader {
   const unsigned char *p, *end;
@@ -91,6 +102,27 @@ struct Value {
   uint32_t len = 0;
 };
 
+// Layout places a table's columns in an NdbRecord row: the null bitmap
+// first, then the primary-key columns (so a key row is short), then the
+// rest, each 8-byte aligned. Values are in native format, length prefix
+// included, as the Go side encodes them.
+struct Layout {
+  std::vector<uint32_t> offset, size;  // by attribute id
+  std::vector<int> nullBit;            // -1: NOT NULL
+  std::vector<uint8_t> prefix;         // length-prefix bytes of var columns
+  std::vector<bool> isKey;
+  std::vector<uint16_t> keyCols;  // primary-key columns in column order
+  uint32_t nullBytes = 0, keyLen = 0, rowLen = 0;
+};
+
+// TableRecs is one connection's dictionary objects for a table.
+struct TableRecs {
+  const NdbDictionary::Table *t = nullptr;
+  NdbRecord *key = nullptr;  // the primary-key columns
+  NdbRecord *row = nullptr;  // every column but BLOB/TEXT, the same offsets
+  Layout layout;
+};
+
 struct Op {
   uint8_t kind = 0, lock = 0, flags = 0;
   uint32_t table = 0;
@@ -103,9 +135,17 @@ struct Op {
   uint16_t appendCol = 0;
   const unsigned char *data = nullptr;
   uint32_t dataLen = 0;
+  // execution: rows in the round's arena, valid until the round ends
+  const TableRecs *recs = nullptr;
+  char *in = nullptr;   // key and the values to write
+  char *out = nullptr;  // a read's result row
+  unsigned char setMask[kMaskBytes] = {};
+  unsigned char readMask[kMaskBytes] = {};
+  std::unique_ptr<NdbInterpretedCode> code;
+  // valid until the transaction closes: the op, and the read after a write
+  // that returns values
+  const NdbOperation *nop = nullptr, *readBack = nullptr;
   // results
-  NdbOperation *nop = nullptr;  // valid until its transaction closes
-  std::vector<NdbRecAttr *> attrs;
   NdbError err;
   bool failed = false;
   std::vector<unsigned char> appended;  // append: the value written
@@ -147,11 +187,16 @@ bool parseOp(Reader &r, Op &op) {
 }
 
 // An Ndb object is used by one thread at a time: ndb by the connection's
-// executor, dict by describes (under ndbgate_pool::dictMu).
+// executor, dict by describes (under ndbgate_pool::dictMu). arena holds the
+// executor's rows for a round. A round that leaves a transaction NDB never
+// answered moves its arena to abandoned: NDB may still write a late result
+// into it, so it is freed only after the Ndb object is gone.
 struct Conn {
   Ndb_cluster_connection *cluster = nullptr;
   Ndb *ndb = nullptr;
   Ndb *dict = nullptr;
+  std::vector<char> arena;
+  std::vector<std::vector<char>> abandoned;
 };
 
 }  // namespace
@@ -159,14 +204,15 @@ struct Conn {
 // Lock order: roundMu, then dictMu, then mu.
 struct ndbgate_pool {
   std::vector<Conn> conns;
-  // Rounds hold roundMu shared while they use table objects; a refresh holds
-  // it exclusively, so it never frees a table object a round still uses.
+  // Rounds hold roundMu shared while they use table objects and records; a
+  // refresh holds it exclusively, so it never frees what a round still uses.
   std::shared_mutex roundMu;
   std::mutex dictMu;      // serialises describes (the dict Ndb objects)
   std::shared_mutex mu;  // guards tables
-  // tables[id][conn]: each connection uses the table object of its own
-  // dictionary (held by that connection's dict Ndb).
-  std::vector<std::vector<const NdbDictionary::Table *>> tables;
+  // tables[id][conn]: each connection uses the table object and records of
+  // its own dictionary (held by that connection's dict Ndb). An inner vector
+  // is replaced only under roundMu held exclusively.
+  std::vector<std::vector<TableRecs>> tables;
 };
 
 namespace {
@@ -183,132 +229,13 @@ std::string ndbErrText(const NdbError &e) {
   return std::to_string(e.code) + ": " + (e.message ? e.message : "");
 }
 
-const NdbDictionary::Table *tableOf(ndbgate_pool *pool, uint32_t id, size_t conn) {
+// tableOf: the connection's records for a table id; null when unknown or
+// let go by a failed refresh. Callers hold roundMu.
+const TableRecs *tableOf(ndbgate_pool *pool, uint32_t id, size_t conn) {
   std::shared_lock<std::shared_mutex> g(pool->mu);
-  return id < pool->tables.size() && conn < pool->tables[id].size() ? pool->tables[id][conn] : nullptr;
-}
-
-// distParts points parts at the key values of distribution-key columns, in
-// column order (the Go side sends keys in column order), ends the list with a
-// null pointer and returns the count. Values are in native format, length
-// bytes included, as Ndb::computeHash and startTransaction expect.
-int distParts(const NdbDictionary::Table *t, const std::vector<Value> &key, Ndb::Key_part_ptr *parts) {
-  int n = 0;
-  for (const Value &k : key) {
-    const NdbDictionary::Column *c = t->getColumn(static_cast<int>(k.col));
-    if (c && c->getPartitionKey() && n < NDB_MAX_NO_OF_ATTRIBUTES_IN_KEY) {
-      parts[n].ptr = k.data;
-      parts[n].len = k.len;
-      n++;
-    }
-  }
-  parts[n].ptr = nullptr;
-  parts[n].len = 0;
-  return n;
-}
-
-// startTx starts a transaction on the node holding the key's primary replica.
-// Ndb.hpp: the (keyData, keyLen) hint only works for 4-byte aligned,
-// non-character keys, so the Key_part_ptr form is used. A null xfrmbuf lets
-// the API allocate one when a character column needs it.
-NdbTransaction *startTx(Ndb *ndb, const NdbDictionary::Table *t, const std::vector<Value> &key) {
-  Ndb::Key_part_ptr parts[NDB_MAX_NO_OF_ATTRIBUTES_IN_KEY + 1];
-  if (key.empty() || distParts(t, key, parts) == 0) return ndb->startTransaction();
-  return ndb->startTransaction(t, parts);
-}
-
-NdbOperation::LockMode lockOf(uint8_t l) {
-  switch (l) {
-    case 1: return NdbOperation::LM_Read;
-    case 2: return NdbOperation::LM_Exclusive;
-    default: return NdbOperation::LM_CommittedRead;
-  }
-}
-
-bool setKey(NdbOperation *o, const Op &op) {
-  for (const Value &k : op.key) {
-    if (o->equal(static_cast<Uint32>(k.col), reinterpret_cast<const char *>(k.data)) != 0) return false;
-  }
-  return true;
-}
-
-bool setValues(NdbOperation *o, const Op &op) {
-  for (const Value &v : op.set) {
-    const char *p = v.null ? nullptr : reinterpret_cast<const char *>(v.data);
-    if (o->setValue(static_cast<Uint32>(v.col), p) != 0) return false;
-  }
-  return true;
-}
-
-bool getValues(NdbOperation *o, Op &op) {
-  for (uint16_t c : op.read) {
-    NdbRecAttr *a = o->getValue(static_cast<Uint32>(c), nullptr);
-    if (!a) return false;
-    op.attrs.push_back(a);
-  }
-  return true;
-}
-
-// condition: exit with kExitCondFailed unless column == value (NULL == NULL).
-bool addCondition(NdbOperation *o, const Value &c, Uint32 okLabel) {
-  if (c.null) {
-    if (o->branch_col_eq_null(static_cast<Uint32>(c.col), okLabel) != 0) return false;
-  } else if (o->branch_col_eq(static_cast<Uint32>(c.col), c.data, c.len, false, okLabel) != 0) {
-    return false;
-  }
-  return o->interpret_exit_nok(kExitCondFailed) == 0 && o->def_label(static_cast<int>(okLabel)) == 0;
-}
-
-// defineOp adds one operation of a plain transaction (no read-before-write).
-bool defineOp(NdbTransaction *tx, const NdbDictionary::Table *t, Op &op) {
-  NdbOperation *o = tx->getNdbOperation(t);
-  if (!o) return false;
-  op.nop = o;
-  switch (op.kind) {
-    case kRead:
-      return o->readTuple(lockOf(op.lock)) == 0 && setKey(o, op) && getValues(o, op);
-    case kInsert:
-      return o->insertTuple() == 0 && setKey(o, op) && setValues(o, op);
-    case kUpdate:
-      return o->updateTuple() == 0 && setKey(o, op) && setValues(o, op);
-    case kWrite:
-      return o->writeTuple() == 0 && setKey(o, op) && setValues(o, op);
-    case kDelete:
-      if (!(op.flags & fHasCond)) return o->deleteTuple() == 0 && setKey(o, op);
-      return o->interpretedDeleteTuple() == 0 && setKey(o, op) && addCondition(o, op.cond, 0) &&
-             o->interpret_exit_ok() == 0;
-    case kCondUpdate:
-      return o->interpretedUpdateTuple() == 0 && setKey(o, op) && addCondition(o, op.cond, 0) &&
-             o->interpret_exit_ok() == 0 && setValues(o, op) && getValues(o, op);
-    case kAdd: {
-      // Interpreted add: NULL -> NotNumeric; incr wraps, decr clamps at 0.
-      // Registers: R1 = column, R2 = delta, R3 = result. Labels are defined
-      // in order from 0, as NdbOperation::def_label expects.
-      const Uint32 col = op.addCol;
-      Uint32 label = 0;
-      bool ok = o->interpretedUpdateTuple() == 0 && setKey(o, op);
-      if (ok && (op.flags & fHasCond)) ok = addCondition(o, op.cond, label++);
-      const Uint32 notNull = label++, sub = label++, end = label++;
-      ok = ok && o->branch_col_ne_null(col, notNull) == 0 && o->interpret_exit_nok(kExitNotNumeric) == 0 &&
-           o->def_label(static_cast<int>(notNull)) == 0 && o->read_attr(col, 1) == 0 &&
-           o->load_const_u64(2, op.delta) == 0;
-      if (!ok) return false;
-      if (op.flags & fSubtract) {
-        // branch_ge(L, R) jumps when R >= L: here when R1 >= R2.
-        ok = o->branch_ge(2, 1, sub) == 0 && o->load_const_u64(3, 0) == 0 && o->branch_label(end) == 0 &&
-             o->def_label(static_cast<int>(sub)) == 0 && o->sub_reg(1, 2, 3) == 0 &&
-             o->def_label(static_cast<int>(end)) == 0;
-      } else {
-        ok = o->add_reg(1, 2, 3) == 0;  // wraps at 2^64
-      }
-      return ok && o->write_attr(col, 3) == 0 && o->interpret_exit_ok() == 0 && setValues(o, op) &&
-             getValues(o, op);
-    }
-    case kAppend:
-    case kDeleteAll:
-      return false;  // read-before-write: run alone by ndbgate_execute
-  }
-  return false;
+  if (id >= pool->tables.size() || conn >= pool->tables[id].size()) return nullptr;
+  const TableRecs *r = &pool->tables[id][conn];
+  return r->t && r->key && r->row ? r : nullptr;
 }
 
 // varPrefix is the length-prefix size of a column's native format.
@@ -320,12 +247,162 @@ int varPrefix(const NdbDictionary::Column *c) {
   }
 }
 
+bool isBlob(const NdbDictionary::Column *c) {
+  return c->getType() == NdbDictionary::Column::Blob || c->getType() == NdbDictionary::Column::Text;
+}
+
+uint32_t align8(uint32_t n) { return (n + 7) & ~7u; }
+
+bool buildLayout(const NdbDictionary::Table *t, Layout &l) {
+  const int n = t->getNoOfColumns();
+  if (n <= 0 || n > NDB_MAX_ATTRIBUTES_IN_TABLE) return false;
+  l = Layout();
+  const size_t cols = static_cast<size_t>(n);
+  l.offset.assign(cols, 0);
+  l.size.assign(cols, 0);
+  l.nullBit.assign(cols, -1);
+  l.prefix.assign(cols, 0);
+  l.isKey.assign(cols, false);
+  int nullable = 0;
+  for (int i = 0; i < n; i++) {
+    const NdbDictionary::Column *c = t->getColumn(i);
+    if (!c || c->getColumnNo() != i) return false;  // attribute ids are column numbers
+    const size_t k = static_cast<size_t>(i);
+    if (c->getNullable()) l.nullBit[k] = nullable++;
+    l.prefix[k] = static_cast<uint8_t>(varPrefix(c));
+    l.isKey[k] = c->getPrimaryKey();
+    if (l.isKey[k]) l.keyCols.push_back(static_cast<uint16_t>(i));
+    l.size[k] = isBlob(c) ? 0 : static_cast<uint32_t>(c->getSizeInBytesForRecord());
+  }
+  l.nullBytes = static_cast<uint32_t>((nullable + 7) / 8);
+  uint32_t off = l.nullBytes;
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t k = 0; k < cols; k++) {
+      if (l.isKey[k] != (pass == 0) || l.size[k] == 0) continue;
+      off = align8(off);
+      l.offset[k] = off;
+      off += l.size[k];
+    }
+    if (pass == 0) l.keyLen = align8(off);
+  }
+  l.rowLen = align8(off);
+  return true;
+}
+
+NdbRecord *makeRecord(NdbDictionary::Dictionary *dict, const NdbDictionary::Table *t, const Layout &l, bool keyOnly) {
+  std::vector<NdbDictionary::RecordSpecification> spec;
+  for (int i = 0; i < t->getNoOfColumns(); i++) {
+    const size_t k = static_cast<size_t>(i);
+    if ((keyOnly && !l.isKey[k]) || l.size[k] == 0) continue;  // BLOB/TEXT: not mapped
+    NdbDictionary::RecordSpecification s{};
+    s.column = t->getColumn(i);
+    s.offset = l.offset[k];
+    if (l.nullBit[k] >= 0) {
+      s.nullbit_byte_offset = static_cast<Uint32>(l.nullBit[k] >> 3);
+      s.nullbit_bit_in_byte = static_cast<Uint32>(l.nullBit[k] & 7);
+    }
+    spec.push_back(s);
+  }
+  if (spec.empty()) return nullptr;
+  return dict->createRecord(t, spec.data(), static_cast<Uint32>(spec.size()), sizeof(spec[0]));
+}
+
+void releaseRecs(Conn &c, TableRecs &r) {
+  NdbDictionary::Dictionary *dict = c.dict->getDictionary();
+  if (r.key) dict->releaseRecord(r.key);
+  if (r.row) dict->releaseRecord(r.row);
+  r = TableRecs();
+}
+
+void setBit(unsigned char *mask, uint16_t col) { mask[col >> 3] |= static_cast<unsigned char>(1u << (col & 7)); }
+
+bool isNullIn(const Layout &l, const char *row, uint16_t col) {
+  const int b = l.nullBit[col];
+  return b >= 0 && ((static_cast<unsigned char>(row[b >> 3]) >> (b & 7)) & 1) != 0;
+}
+
+void setNullIn(const Layout &l, char *row, uint16_t col, bool null) {
+  const int b = l.nullBit[col];
+  if (b < 0) return;
+  unsigned char &byte = reinterpret_cast<unsigned char &>(row[b >> 3]);
+  if (null) byte = static_cast<unsigned char>(byte | (1u << (b & 7)));
+  else byte = static_cast<unsigned char>(byte & ~(1u << (b & 7)));
+}
+
+// valueLen: the bytes of col's native value in row, length prefix included.
+uint32_t valueLen(const Layout &l, const char *row, uint16_t col) {
+  const unsigned char *p = reinterpret_cast<const unsigned char *>(row) + l.offset[col];
+  uint32_t n = l.size[col];
+  if (l.prefix[col] == 1) n = 1u + p[0];
+  if (l.prefix[col] == 2) n = 2u + (p[0] | (static_cast<uint32_t>(p[1]) << 8));
+  return n < l.size[col] ? n : l.size[col];
+}
+
+// badValue says why a non-NULL value in native format does not fit its
+// column's row slot, or returns null. NDB reads a value's length from its
+// prefix, so the prefix must match the bytes that came.
+const char *badValue(const Layout &l, const Value &v) {
+  if (v.col >= l.offset.size() || l.size[v.col] == 0) return "column not in the table's row record";
+  const uint8_t pre = l.prefix[v.col];
+  if (!v.data || v.len > l.size[v.col]) return "value longer than its column";
+  if (pre == 0 && v.len != l.size[v.col]) return "value of the wrong size for its column";
+  if (pre > 0) {
+    if (v.len < pre) return "value without its length prefix";
+    uint32_t declared = pre == 1 ? v.data[0] : (v.data[0] | (static_cast<uint32_t>(v.data[1]) << 8));
+    if (declared + pre != v.len) return "length prefix does not match the value";
+  }
+  return nullptr;
+}
+
+// putValue copies v into its column's slot of row and marks the column in
+// mask (when given). The message says why a value does not fit.
+const char *putValue(const Layout &l, char *row, const Value &v, unsigned char *mask) {
+  if (v.col >= l.offset.size() || l.size[v.col] == 0) return "column not in the table's row record";
+  if (v.null) {
+    if (l.nullBit[v.col] < 0) return "NULL for a NOT NULL column";
+    setNullIn(l, row, v.col, true);
+  } else {
+    if (const char *bad = badValue(l, v)) return bad;
+    setNullIn(l, row, v.col, false);
+    memcpy(row + l.offset[v.col], v.data, v.len);
+  }
+  if (mask) setBit(mask, v.col);
+  return nullptr;
+}
+
 // shimError sets a permanent error made by the shim (codes mapped in wire.go).
 void shimError(NdbError &err, int code, NdbError::Classification cl, const char *msg) {
   err.code = code;
   err.status = NdbError::PermanentError;
   err.classification = cl;
   err.message = msg;
+}
+
+// fillRow writes the op's key (every primary-key column, nothing else) and
+// the values it sets into op.in, marking the set columns in op.setMask, and
+// checks the condition value.
+bool fillRow(Op &op, NdbError &err) {
+  const Layout &l = op.recs->layout;
+  memset(op.in, 0, l.nullBytes);
+  const char *bad = nullptr;
+  // The Go side sends every primary-key column, in column order.
+  if (op.key.size() != l.keyCols.size()) bad = "key does not give every primary-key column";
+  for (size_t i = 0; i < op.key.size() && !bad; i++) {
+    const Value &k = op.key[i];
+    if (k.null || k.col != l.keyCols[i]) bad = "key values out of primary-key order";
+    else bad = putValue(l, op.in, k, nullptr);
+  }
+  if (!bad && op.kind == kRead && !op.set.empty()) bad = "a read sets no values";  // op.in holds only the key
+  for (const Value &v : op.set) {
+    if (bad) break;
+    if (v.col < l.isKey.size() && l.isKey[v.col]) bad = "a primary-key column cannot be set";
+    else bad = putValue(l, op.in, v, op.setMask);
+  }
+  const bool hasCond = (op.flags & fHasCond) || op.kind == kCondUpdate;
+  if (!bad && hasCond && !op.cond.null) bad = badValue(l, op.cond);  // NDB reads it by its own length
+  if (!bad && hasCond && (op.cond.col >= l.size.size() || l.size[op.cond.col] == 0)) bad = "condition column not in the table's row record";
+  if (bad) shimError(err, kErrBadValue, NdbError::ApplicationError, bad);
+  return bad == nullptr;
 }
 
 // notSent is an error of startTransaction: nothing reached NDB, so nothing
@@ -337,76 +414,230 @@ NdbError notSent(const NdbError &in) {
   return e;
 }
 
-// runAppend: exclusive read of the column, then an update of the joined
-// value, in one transaction. The result goes to op.appended.
-bool runAppend(Ndb *ndb, const NdbDictionary::Table *t, Op &op, NdbError &err) {
-  const NdbDictionary::Column *c = t->getColumn(static_cast<int>(op.appendCol));
-  if (!c) { shimError(err, 4004, NdbError::SchemaError, "append column not in table"); return false; }
-  NdbTransaction *tx = startTx(ndb, t, op.key);
-  if (!tx) { err = notSent(ndb->getNdbError()); return false; }
-  NdbOperation *r = tx->getNdbOperation(t);
-  NdbRecAttr *cur = nullptr, *cas = nullptr;
-  bool ok = r && r->readTuple(NdbOperation::LM_Exclusive) == 0 && setKey(r, op) &&
-            (cur = r->getValue(static_cast<Uint32>(op.appendCol), nullptr)) != nullptr;
-  if (ok && (op.flags & fHasCond)) ok = (cas = r->getValue(static_cast<Uint32>(op.cond.col), nullptr)) != nullptr;
-  // AbortOnError: a missing row (626) fails here, not at the update.
-  if (ok && tx->execute(NdbTransaction::NoCommit, NdbOperation::AbortOnError) != 0) {
-    err = tx->getNdbError(); ndb->closeTransaction(tx); return false;
+// startTx starts a transaction on the node holding the key's primary
+// replica: the key record and row are the TC hint (the API hashes the
+// distribution-key columns; a null xfrmbuf lets it allocate one when a
+// character column needs it).
+NdbTransaction *startTx(Ndb *ndb, const Op &op) {
+  if (op.key.empty()) return ndb->startTransaction();
+  return ndb->startTransaction(op.recs->key, op.in, nullptr, 0);
+}
+
+NdbOperation::LockMode lockOf(uint8_t l) {
+  switch (l) {
+    case 1: return NdbOperation::LM_Read;
+    case 2: return NdbOperation::LM_Exclusive;
+    default: return NdbOperation::LM_CommittedRead;
   }
-  if (!ok) { err = tx->getNdbError(); ndb->closeTransaction(tx); return false; }
-  if (cas && (cas->isNULL() != (op.cond.null ? 1 : 0) ||
-              (!op.cond.null && (cas->get_size_in_bytes() != op.cond.len || memcmp(cas->aRef(), op.cond.data, op.cond.len) != 0)))) {
-    shimError(err, static_cast<int>(kExitCondFailed), NdbError::ApplicationError, "condition failed");
-    ndb->closeTransaction(tx);
+}
+
+// condition: exit with kExitCondFailed unless column == value (NULL == NULL).
+// branch_col_eq takes the value in column format, length prefix included.
+bool addCondition(NdbInterpretedCode &code, const Value &c, Uint32 okLabel) {
+  if (c.null) {
+    if (code.branch_col_eq_null(c.col, okLabel) != 0) return false;
+  } else if (code.branch_col_eq(c.data, c.len, c.col, okLabel) != 0) {
     return false;
   }
-  const int pre = varPrefix(c);
-  std::vector<unsigned char> oldv;
-  if (cur->isNULL() == 0) {
-    const unsigned char *b = reinterpret_cast<const unsigned char *>(cur->aRef());
-    uint32_t n = cur->get_size_in_bytes();
-    if (n >= static_cast<uint32_t>(pre)) oldv.assign(b + pre, b + n);
+  return code.interpret_exit_nok(kExitCondFailed) == 0 && code.def_label(static_cast<int>(okLabel)) == 0;
+}
+
+// buildProgram makes the interpreted program of a conditional delete, a CAS
+// update or an atomic add. Labels are numbered in order from 0, as
+// NdbInterpretedCode::finalise expects.
+bool buildProgram(Op &op) {
+  op.code.reset(new (std::nothrow) NdbInterpretedCode(op.recs->t));
+  if (!op.code) return false;
+  NdbInterpretedCode &c = *op.code;
+  Uint32 label = 0;
+  bool ok = true;
+  if ((op.flags & fHasCond) || op.kind == kCondUpdate) ok = addCondition(c, op.cond, label++);
+  if (ok && op.kind == kAdd) {
+    // NULL -> NotNumeric; incr wraps at 2^64, decr clamps at 0.
+    // Registers: R1 = column, R2 = delta, R3 = result.
+    const Uint32 col = op.addCol;
+    const Uint32 notNull = label++, sub = label++, end = label++;
+    ok = c.branch_col_ne_null(col, notNull) == 0 && c.interpret_exit_nok(kExitNotNumeric) == 0 &&
+         c.def_label(static_cast<int>(notNull)) == 0 && c.read_attr(1, col) == 0 && c.load_const_u64(2, op.delta) == 0;
+    if (ok && (op.flags & fSubtract)) {
+      // NdbInterpretedCode::branch_ge(L, R) jumps when L >= R.
+      ok = c.branch_ge(1, 2, sub) == 0 && c.load_const_u64(3, 0) == 0 && c.branch_label(end) == 0 &&
+           c.def_label(static_cast<int>(sub)) == 0 && c.sub_reg(3, 1, 2) == 0 &&
+           c.def_label(static_cast<int>(end)) == 0;
+    } else if (ok) {
+      ok = c.add_reg(3, 1, 2) == 0;
+    }
+    ok = ok && c.write_attr(col, 3) == 0;
   }
-  const unsigned char *add = op.data + pre;  // Go encodes the data with the column's prefix
-  uint32_t addLen = op.dataLen >= static_cast<uint32_t>(pre) ? op.dataLen - pre : 0;
-  std::vector<unsigned char> joined;
-  if (op.flags & fPrepend) { joined.assign(add, add + addLen); joined.insert(joined.end(), oldv.begin(), oldv.end()); }
-  else { joined = oldv; joined.insert(joined.end(), add, add + addLen); }
-  if (joined.size() > static_cast<size_t>(c->getLength())) {
+  return ok && c.interpret_exit_ok() == 0 && c.finalise() == 0;
+}
+
+// readsRow: the op returns values in its result row (op.out): a read, or a
+// write whose caller wants values back (the new counter, the new CAS).
+bool readsRow(const Op &op) {
+  return op.kind == kRead || (op.kind != kAppend && op.kind != kDeleteAll && !op.read.empty());
+}
+
+// defineOp adds one operation of a plain transaction (no read-before-write).
+// On a shim-made failure err is set; otherwise the transaction has the error.
+//
+// A write that returns values gets a second operation in its transaction: a
+// read of the same key after it (NDB runs a transaction's operations on one
+// row in order). NdbRecord writes take no extra getValues (error 4502), and
+// a delete reads its row before deleting through its result row.
+bool defineOp(NdbTransaction *tx, Op &op, NdbOperation::AbortOption ao, NdbError &err) {
+  const TableRecs &r = *op.recs;
+  const Layout &l = r.layout;
+  NdbOperation::OperationOptions opts{};
+  opts.optionsPresent = NdbOperation::OperationOptions::OO_ABORTOPTION;
+  opts.abortOption = ao;
+  const NdbOperation::OperationOptions plain = opts;
+  const Uint32 optsSize = sizeof(opts);
+  if (op.kind == kCondUpdate || op.kind == kAdd || (op.kind == kDelete && (op.flags & fHasCond))) {
+    if (!buildProgram(op)) {
+      if (op.code) err = op.code->getNdbError();
+      else shimError(err, 4000, NdbError::InternalError, "out of memory");
+      return false;
+    }
+    opts.optionsPresent |= NdbOperation::OperationOptions::OO_INTERPRETED;
+    opts.interpretedCode = op.code.get();
+  }
+  const bool rows = readsRow(op);
+  if (rows) {
+    for (uint16_t c : op.read) {
+      if (c >= l.size.size() || l.size[c] == 0) {
+        shimError(err, kErrBadValue, NdbError::ApplicationError, "read column not in the table's row record");
+        return false;
+      }
+      setBit(op.readMask, c);
+    }
+  }
+  switch (op.kind) {
+    case kRead:
+      op.nop = tx->readTuple(r.key, op.in, r.row, op.out, lockOf(op.lock), op.readMask, &opts, optsSize);
+      break;
+    case kInsert:
+      op.nop = tx->insertTuple(r.key, op.in, r.row, op.in, op.setMask, &opts, optsSize);
+      break;
+    case kUpdate:
+    case kCondUpdate:
+    case kAdd:
+      op.nop = tx->updateTuple(r.key, op.in, r.row, op.in, op.setMask, &opts, optsSize);
+      break;
+    case kWrite:
+      op.nop = tx->writeTuple(r.key, op.in, r.row, op.in, op.setMask, &opts, optsSize);
+      break;
+    case kDelete:
+      op.nop = tx->deleteTuple(r.key, op.in, r.row, rows ? op.out : nullptr, rows ? op.readMask : nullptr, &opts,
+                               optsSize);
+      break;
+    default:
+      shimError(err, kErrLinkedSync, NdbError::ApplicationError, "append and delete_all cannot be linked into a transaction");
+      return false;
+  }
+  if (!op.nop) {
+    err = tx->getNdbError();
+    return false;
+  }
+  if (rows && op.kind != kRead && op.kind != kDelete) {
+    op.readBack = tx->readTuple(r.key, op.in, r.row, op.out, NdbOperation::LM_Read, op.readMask, &plain, optsSize);
+    if (!op.readBack) {
+      err = tx->getNdbError();
+      return false;
+    }
+  }
+  return true;
+}
+
+// runAppend: exclusive read of the column, then an update of the joined
+// value, in one transaction. The result goes to op.appended.
+bool runAppend(Ndb *ndb, Op &op, NdbError &err) {
+  const TableRecs &r = *op.recs;
+  const Layout &l = r.layout;
+  const uint16_t ac = op.appendCol;
+  const NdbDictionary::Column *c = ac < l.size.size() && l.size[ac] > 0 ? r.t->getColumn(ac) : nullptr;
+  const bool hasCond = (op.flags & fHasCond) != 0;
+  if (!c || l.isKey[ac] || l.prefix[ac] == 0) {
+    shimError(err, kErrBadValue, NdbError::ApplicationError, "append needs a VARCHAR or VARBINARY column outside the key");
+    return false;
+  }
+  if (!fillRow(op, err)) return false;
+  NdbTransaction *tx = startTx(ndb, op);
+  if (!tx) { err = notSent(ndb->getNdbError()); return false; }
+  setBit(op.readMask, ac);
+  if (hasCond) setBit(op.readMask, op.cond.col);
+  const NdbOperation *rd = tx->readTuple(r.key, op.in, r.row, op.out, NdbOperation::LM_Exclusive, op.readMask);
+  // AbortOnError: a missing row (626) fails here, not at the update.
+  if (!rd || tx->execute(NdbTransaction::NoCommit, NdbOperation::AbortOnError) != 0) {
+    err = tx->getNdbError(); ndb->closeTransaction(tx); return false;
+  }
+  if (hasCond) {
+    const uint16_t cc = op.cond.col;
+    const bool null = isNullIn(l, op.out, cc);
+    if (null != op.cond.null ||
+        (!null && (valueLen(l, op.out, cc) != op.cond.len || memcmp(op.out + l.offset[cc], op.cond.data, op.cond.len) != 0))) {
+      shimError(err, static_cast<int>(kExitCondFailed), NdbError::ApplicationError, "condition failed");
+      ndb->closeTransaction(tx);
+      return false;
+    }
+  }
+  const uint32_t pre = l.prefix[ac];
+  const unsigned char *old = nullptr;
+  uint32_t oldLen = 0;
+  if (!isNullIn(l, op.out, ac)) {
+    old = reinterpret_cast<const unsigned char *>(op.out) + l.offset[ac] + pre;
+    uint32_t n = valueLen(l, op.out, ac);
+    oldLen = n >= pre ? n - pre : 0;
+  }
+  // Go encodes the data with the column's prefix.
+  const uint32_t addLen = op.data && op.dataLen >= pre ? op.dataLen - pre : 0;
+  const unsigned char *add = addLen > 0 ? op.data + pre : nullptr;
+  const size_t total = static_cast<size_t>(oldLen) + addLen;
+  if (total > static_cast<size_t>(c->getLength()) || pre + total > l.size[ac]) {
     // too large: wire.go maps classification ApplicationError + code 1 to TooLarge
     shimError(err, 1, NdbError::ApplicationError, "appended value longer than the column");
     ndb->closeTransaction(tx);
     return false;
   }
   op.appended.clear();
-  if (pre == 1) op.appended.push_back(static_cast<unsigned char>(joined.size()));
-  if (pre == 2) { op.appended.push_back(joined.size() & 0xff); op.appended.push_back((joined.size() >> 8) & 0xff); }
-  op.appended.insert(op.appended.end(), joined.begin(), joined.end());
-  NdbOperation *u = tx->getNdbOperation(t);
-  // No getValue here: the transaction closes below; the caller gets the
-  // written value itself (op.appended).
-  ok = u && u->updateTuple() == 0 && setKey(u, op) &&
-       u->setValue(static_cast<Uint32>(op.appendCol), reinterpret_cast<const char *>(op.appended.data())) == 0 &&
-       setValues(u, op);
-  if (!ok || tx->execute(NdbTransaction::Commit) != 0) { err = tx->getNdbError(); ndb->closeTransaction(tx); return false; }
+  op.appended.push_back(static_cast<unsigned char>(total & 0xff));
+  if (pre == 2) op.appended.push_back(static_cast<unsigned char>((total >> 8) & 0xff));
+  if (op.flags & fPrepend) {
+    if (add) op.appended.insert(op.appended.end(), add, add + addLen);
+    if (old) op.appended.insert(op.appended.end(), old, old + oldLen);
+  } else {
+    if (old) op.appended.insert(op.appended.end(), old, old + oldLen);
+    if (add) op.appended.insert(op.appended.end(), add, add + addLen);
+  }
+  setNullIn(l, op.in, ac, false);
+  memcpy(op.in + l.offset[ac], op.appended.data(), op.appended.size());
+  setBit(op.setMask, ac);
+  // No read back: the transaction closes below; the caller gets the written
+  // value itself (op.appended).
+  const NdbOperation *up = tx->updateTuple(r.key, op.in, r.row, op.in, op.setMask);
+  if (!up || tx->execute(NdbTransaction::Commit) != 0) { err = tx->getNdbError(); ndb->closeTransaction(tx); return false; }
   ndb->closeTransaction(tx);
   return true;
 }
 
 // runDeleteAll: an exclusive scan deleting every row, committed in batches.
-bool runDeleteAll(Ndb *ndb, const NdbDictionary::Table *t, NdbError &err, uint64_t &deleted) {
+bool runDeleteAll(Ndb *ndb, const TableRecs &r, NdbError &err, uint64_t &deleted) {
   NdbTransaction *tx = ndb->startTransaction();
   if (!tx) { err = notSent(ndb->getNdbError()); return false; }
-  NdbScanOperation *s = tx->getNdbScanOperation(t);
-  if (!s || s->readTuples(NdbOperation::LM_Exclusive) != 0 || tx->execute(NdbTransaction::NoCommit) != 0) {
+  NdbScanOperation::ScanOptions so{};
+  so.optionsPresent = NdbScanOperation::ScanOptions::SO_SCANFLAGS;
+  so.scan_flags = NdbScanOperation::SF_KeyInfo;  // deleteCurrentTuple needs the keys
+  NdbScanOperation *s = tx->scanTable(r.key, NdbOperation::LM_Exclusive, nullptr, &so, sizeof(so));
+  if (!s || tx->execute(NdbTransaction::NoCommit) != 0) {
     err = tx->getNdbError(); ndb->closeTransaction(tx); return false;
   }
+  const char *row = nullptr;
   int rc;
-  while ((rc = s->nextResult(true)) == 0) {
+  while ((rc = s->nextResult(&row, true, false)) == 0) {
     do {
-      if (s->deleteCurrentTuple() != 0) { err = s->getNdbError(); ndb->closeTransaction(tx); return false; }
+      if (!s->deleteCurrentTuple(tx, r.key)) { err = s->getNdbError(); ndb->closeTransaction(tx); return false; }
       deleted++;
-    } while ((rc = s->nextResult(false)) == 0);
+    } while ((rc = s->nextResult(&row, false, false)) == 0);
     if (rc != 2 || tx->execute(NdbTransaction::NoCommit) != 0) break;
   }
   if (rc == -1 || tx->execute(NdbTransaction::Commit) != 0) {
@@ -432,6 +663,13 @@ void onTxnDone(int result, NdbTransaction *, void *arg) {
   t->done = true;
 }
 
+void writeValue(Writer &w, bool null, const void *b, uint32_t n) {
+  if (null) { w.u8(1); w.u32(0); return; }
+  w.u8(0);
+  w.u32(n);
+  w.put(b, n);
+}
+
 void writeResult(Writer &w, Op &op, uint64_t affected) {
   w.i32(op.failed ? op.err.code : 0);
   w.u8(op.failed ? static_cast<uint8_t>(op.err.status) : 0);
@@ -444,12 +682,15 @@ void writeResult(Writer &w, Op &op, uint64_t affected) {
     w.put(msg.data(), msg.size());
     return;
   }
-  w.u16(static_cast<uint16_t>(op.attrs.size()));
-  for (NdbRecAttr *a : op.attrs) {
-    if (a->isNULL() != 0) { w.u8(1); w.u32(0); continue; }
-    w.u8(0);
-    w.u32(a->get_size_in_bytes());
-    w.put(a->aRef(), a->get_size_in_bytes());
+  if (readsRow(op)) {
+    const Layout &l = op.recs->layout;
+    w.u16(static_cast<uint16_t>(op.read.size()));
+    for (uint16_t c : op.read) {
+      bool null = isNullIn(l, op.out, c);
+      writeValue(w, null, op.out + l.offset[c], null ? 0 : valueLen(l, op.out, c));
+    }
+  } else {  // append and delete_all return no row (append: the value written, below)
+    w.u16(0);
   }
   w.u32(static_cast<uint32_t>(affected));
   if (op.kind == kAppend) {  // the value written, for the caller's size
@@ -468,35 +709,33 @@ void failOps(std::vector<Op> &ops, const Txn &t, const NdbError &e) {
 
 // prepare defines a plain transaction and hands it to executeAsynchPrepare.
 // false when nothing was prepared (the ops then carry the error).
-bool prepare(ndbgate_pool *pool, size_t conn, Ndb *ndb, std::vector<Op> &ops, Txn &t) {
-  Op &head = ops[static_cast<size_t>(t.first)];
-  const NdbDictionary::Table *tbl = tableOf(pool, head.table, conn);
-  if (!tbl) {
-    NdbError e;
-    shimError(e, 284, NdbError::SchemaError, "unknown table id in ndbgate request");
-    failOps(ops, t, e);
-    return false;
+bool prepare(Ndb *ndb, std::vector<Op> &ops, Txn &t) {
+  NdbError e;
+  for (int k = t.first; k <= t.last; k++) {
+    Op &op = ops[static_cast<size_t>(k)];
+    if (!op.recs) {
+      shimError(e, 284, NdbError::SchemaError, "unknown table id in ndbgate request");
+      failOps(ops, t, e);
+      return false;
+    }
+    if (!fillRow(op, e)) { failOps(ops, t, e); return false; }
   }
-  t.tx = startTx(ndb, tbl, head.key);
+  t.tx = startTx(ndb, ops[static_cast<size_t>(t.first)]);
   if (!t.tx) {
     failOps(ops, t, notSent(ndb->getNdbError()));
     return false;
   }
+  // A transaction of one op ignores nothing; a linked run aborts as a whole.
+  const NdbOperation::AbortOption ao = t.first == t.last ? NdbOperation::AO_IgnoreError : NdbOperation::AbortOnError;
   bool ok = true;
-  for (int k = t.first; k <= t.last && ok; k++) {
-    Op &op = ops[static_cast<size_t>(k)];
-    const NdbDictionary::Table *ot = tableOf(pool, op.table, conn);
-    ok = ot && defineOp(t.tx, ot, op);
-  }
+  for (int k = t.first; k <= t.last && ok; k++) ok = defineOp(t.tx, ops[static_cast<size_t>(k)], ao, e);
   if (!ok) {
-    failOps(ops, t, t.tx->getNdbError());
+    failOps(ops, t, e.code != 0 ? e : t.tx->getNdbError());
     ndb->closeTransaction(t.tx);
     t.tx = nullptr;
     return false;
   }
-  // A transaction of one op ignores nothing; a linked run aborts as a whole.
-  t.tx->executeAsynchPrepare(NdbTransaction::Commit, onTxnDone, &t,
-                             t.first == t.last ? NdbOperation::AO_IgnoreError : NdbOperation::AbortOnError);
+  t.tx->executeAsynchPrepare(NdbTransaction::Commit, onTxnDone, &t, ao);
   return true;
 }
 
@@ -508,6 +747,9 @@ void collect(std::vector<Op> &ops, const Txn &t, std::vector<uint64_t> &affected
     if (op.nop && op.nop->getNdbError().code != 0) {
       op.failed = true;
       op.err = op.nop->getNdbError();
+    } else if (op.readBack && op.readBack->getNdbError().code != 0) {
+      op.failed = true;
+      op.err = op.readBack->getNdbError();
     } else if (t.result != 0) {
       op.failed = true;
       op.err = te;
@@ -522,6 +764,33 @@ void unknownResult(std::vector<Op> &ops, const Txn &t) {
   shimError(e, 4012, NdbError::UnknownResultError, "no answer from NDB for this transaction");
   e.status = NdbError::UnknownResult;  // it may or may not have committed
   failOps(ops, t, e);
+}
+
+// stageRows finds each op's records and gives it rows in the connection's
+// arena: a key row (a read needs only the key columns) and a result row for
+// ops that return values and for appends. Ops of unknown tables keep recs null.
+void stageRows(ndbgate_pool *pool, size_t conn, std::vector<Op> &ops) {
+  size_t total = 0;
+  for (Op &op : ops) {
+    op.recs = tableOf(pool, op.table, conn);
+    if (!op.recs || op.kind == kDeleteAll) continue;
+    const Layout &l = op.recs->layout;
+    total += op.kind == kRead ? l.keyLen : l.rowLen;
+    if (readsRow(op) || op.kind == kAppend) total += l.rowLen;
+  }
+  std::vector<char> &arena = pool->conns[conn].arena;
+  if (arena.size() < total) arena.resize(total);
+  char *p = arena.data();
+  for (Op &op : ops) {
+    if (!op.recs || op.kind == kDeleteAll) continue;
+    const Layout &l = op.recs->layout;
+    op.in = p;
+    p += op.kind == kRead ? l.keyLen : l.rowLen;
+    if (readsRow(op) || op.kind == kAppend) {
+      op.out = p;
+      p += l.rowLen;
+    }
+  }
 }
 
 }  // namespace
@@ -566,9 +835,12 @@ ndbgate_pool *ndbgate_open(const char *connectstring, int connections, int timeo
 
 void ndbgate_close(ndbgate_pool *pool) {
   if (!pool) return;
+  for (std::vector<TableRecs> &byConn : pool->tables) {
+    for (size_t i = 0; i < byConn.size() && i < pool->conns.size(); i++) releaseRecs(pool->conns[i], byConn[i]);
+  }
   for (Conn &c : pool->conns) {
     delete c.dict;  // releases the table objects
-    delete c.ndb;
+    delete c.ndb;   // no transaction of it can write into c.abandoned after this
     delete c.cluster;
   }
   delete pool;
@@ -606,25 +878,34 @@ int ndbgate_data_nodes(ndbgate_pool *pool) {
 namespace {
 
 // describeInto looks the table up in every connection's dictionary (dropping
-// the cached copy first when invalidate is set), writes its shape into out
-// and returns the per-connection table objects; empty on error. Called with
-// dictMu held.
-std::vector<const NdbDictionary::Table *> describeInto(ndbgate_pool *pool, const char *db, const char *table,
-                                                       bool invalidate, unsigned char *out, int outlen, char *err,
-                                                       int errlen) {
-  std::vector<const NdbDictionary::Table *> byConn;
+// the cached copy first when invalidate is set), makes each connection's
+// records, writes the table's shape into out and returns the records; empty
+// on error. Called with dictMu held.
+std::vector<TableRecs> describeInto(ndbgate_pool *pool, const char *db, const char *table, bool invalidate,
+                                    unsigned char *out, int outlen, char *err, int errlen) {
+  std::vector<TableRecs> byConn;
+  auto fail = [&](const std::string &msg) {
+    setErr(err, errlen, msg);
+    for (size_t i = 0; i < byConn.size(); i++) releaseRecs(pool->conns[i], byConn[i]);
+    return std::vector<TableRecs>();
+  };
   for (Conn &c : pool->conns) {
     c.dict->setDatabaseName(db);
     NdbDictionary::Dictionary *dict = c.dict->getDictionary();
     if (invalidate) dict->invalidateTable(table);
-    const NdbDictionary::Table *t = dict->getTable(table);
-    if (!t) {
-      setErr(err, errlen, std::string(db) + "." + table + ": " + ndbErrText(dict->getNdbError()));
-      return {};
+    TableRecs r;
+    r.t = dict->getTable(table);
+    if (!r.t) return fail(std::string(db) + "." + table + ": " + ndbErrText(dict->getNdbError()));
+    if (!byConn.empty() && r.t->getObjectVersion() != byConn[0].t->getObjectVersion()) {
+      return fail(std::string(db) + "." + table + " changed while it was being described; try again");
     }
-    byConn.push_back(t);
+    if (!buildLayout(r.t, r.layout)) return fail(std::string(db) + "." + table + ": no columns, or more than NDB allows");
+    r.key = makeRecord(dict, r.t, r.layout, true);
+    r.row = makeRecord(dict, r.t, r.layout, false);
+    byConn.push_back(r);
+    if (!r.key || !r.row) return fail(std::string(db) + "." + table + ": createRecord: " + ndbErrText(dict->getNdbError()));
   }
-  const NdbDictionary::Table *t = byConn[0];
+  const NdbDictionary::Table *t = byConn[0].t;
   Writer w{out, out + outlen};
   w.u32(t->getPartitionCount());  // == fragment count except for fully replicated tables
   w.u16(static_cast<uint16_t>(t->getNoOfColumns()));
@@ -642,10 +923,7 @@ std::vector<const NdbDictionary::Table *> describeInto(ndbgate_pool *pool, const
     w.u16(static_cast<uint16_t>(c->getScale()));
     w.u32(static_cast<uint32_t>(c->getSize() * c->getLength()));
   }
-  if (!w.p) {
-    setErr(err, errlen, "describe buffer too small");
-    return {};
-  }
+  if (!w.p) return fail("describe buffer too small");
   return byConn;
 }
 
@@ -655,10 +933,10 @@ int ndbgate_describe(ndbgate_pool *pool, const char *db, const char *table, unsi
                      char *err, int errlen) {
   if (pool->conns.empty()) { setErr(err, errlen, "no connection"); return -1; }
   std::lock_guard<std::mutex> g(pool->dictMu);
-  std::vector<const NdbDictionary::Table *> byConn = describeInto(pool, db, table, false, out, outlen, err, errlen);
+  std::vector<TableRecs> byConn = describeInto(pool, db, table, false, out, outlen, err, errlen);
   if (byConn.empty()) return -1;
   std::unique_lock<std::shared_mutex> tg(pool->mu);
-  pool->tables.push_back(byConn);
+  pool->tables.push_back(std::move(byConn));
   return static_cast<int>(pool->tables.size() - 1);
 }
 
@@ -668,28 +946,29 @@ int ndbgate_refresh(ndbgate_pool *pool, int table_id, const char *db, const char
   std::unique_lock<std::shared_mutex> rg(pool->roundMu);
   std::lock_guard<std::mutex> g(pool->dictMu);
   {
-    std::shared_lock<std::shared_mutex> tg(pool->mu);
+    std::unique_lock<std::shared_mutex> tg(pool->mu);
     if (table_id < 0 || static_cast<size_t>(table_id) >= pool->tables.size()) {
       setErr(err, errlen, "bad table id");
       return -1;
     }
+    // Let the old records go before the dictionary drops the table objects
+    // they were made from. Until the lookup below succeeds, requests for the
+    // id get error 284 (unknown table).
+    std::vector<TableRecs> &old = pool->tables[static_cast<size_t>(table_id)];
+    for (size_t i = 0; i < old.size() && i < pool->conns.size(); i++) releaseRecs(pool->conns[i], old[i]);
   }
-  std::vector<const NdbDictionary::Table *> byConn = describeInto(pool, db, table, true, out, outlen, err, errlen);
+  std::vector<TableRecs> byConn = describeInto(pool, db, table, true, out, outlen, err, errlen);
+  if (byConn.empty()) return -1;
   std::unique_lock<std::shared_mutex> tg(pool->mu);
-  if (byConn.empty()) {
-    // The cached objects were let go: later requests for the id get error
-    // 284 (unknown table) instead of a freed object.
-    pool->tables[static_cast<size_t>(table_id)].assign(pool->conns.size(), nullptr);
-    return -1;
-  }
-  pool->tables[static_cast<size_t>(table_id)] = byConn;
+  pool->tables[static_cast<size_t>(table_id)] = std::move(byConn);
   return table_id;
 }
 
 int ndbgate_partition(ndbgate_pool *pool, int table_id, const unsigned char *key, const int *key_lens, int nparts) {
   std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // no refresh frees t meanwhile
-  const NdbDictionary::Table *t = tableOf(pool, static_cast<uint32_t>(table_id), 0);
-  if (!t || nparts <= 0 || nparts > NDB_MAX_NO_OF_ATTRIBUTES_IN_KEY) return -1;
+  const TableRecs *r = tableOf(pool, static_cast<uint32_t>(table_id), 0);
+  if (!r || nparts <= 0 || nparts > NDB_MAX_NO_OF_ATTRIBUTES_IN_KEY) return -1;
+  const NdbDictionary::Table *t = r->t;
   // key holds the primary-key values in column order; hash only those of
   // distribution-key columns (Ndb::computeHash wants exactly those).
   Ndb::Key_part_ptr parts[NDB_MAX_NO_OF_ATTRIBUTES_IN_KEY + 1];
@@ -716,10 +995,10 @@ int ndbgate_partition(ndbgate_pool *pool, int table_id, const unsigned char *key
 
 int ndbgate_primary_node(ndbgate_pool *pool, int table_id, int partition) {
   std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // no refresh frees t meanwhile
-  const NdbDictionary::Table *t = tableOf(pool, static_cast<uint32_t>(table_id), 0);
-  if (!t || partition < 0) return -1;
+  const TableRecs *r = tableOf(pool, static_cast<uint32_t>(table_id), 0);
+  if (!r || partition < 0) return -1;
   Uint32 nodes[4];
-  if (t->getFragmentNodes(static_cast<Uint32>(partition), nodes, 4) == 0) return -1;
+  if (r->t->getFragmentNodes(static_cast<Uint32>(partition), nodes, 4) == 0) return -1;
   return static_cast<int>(nodes[0]);  // the primary replica comes first
 }
 
@@ -728,7 +1007,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
   if (conn < 0 || static_cast<size_t>(conn) >= pool->conns.size()) { setErr(err, errlen, "bad connection"); return -1; }
   const size_t ci = static_cast<size_t>(conn);
   Ndb *ndb = pool->conns[ci].ndb;
-  std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // table objects stay alive for the round
+  std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // records stay alive for the round
   Reader r{req, req + reqlen};
   uint32_t n = r.u32();
   if (!r.ok || n > static_cast<uint32_t>(reqlen)) { setErr(err, errlen, "malformed request"); return -1; }
@@ -739,6 +1018,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
   uint32_t needed = r.u32();  // the caller's bound on the response size
   if (!r.ok) { setErr(err, errlen, "malformed request"); return -1; }
   if (needed > static_cast<uint32_t>(resplen)) return -static_cast<int>(needed);
+  stageRows(pool, ci, ops);
 
   // Cut the round into transactions.
   std::vector<Txn *> txns;
@@ -755,24 +1035,24 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
   }
 
   // Results go out in op order, a batch of transactions at a time, before
-  // the batch's transactions close (NdbRecAttr values live until then).
+  // the batch's transactions close (read-back values live until then).
   Writer w{resp, resp + resplen};
+  bool leftOpen = false;
   size_t i = 0;
   while (i < txns.size()) {
     if (txns[i]->sync) {
       Txn &t = *txns[i];
       Op &head = ops[static_cast<size_t>(t.first)];
-      const NdbDictionary::Table *tbl = tableOf(pool, head.table, ci);
       NdbError e;
       if (t.first != t.last) {
         shimError(e, kErrLinkedSync, NdbError::ApplicationError, "append and delete_all cannot be linked into a transaction");
         failOps(ops, t, e);
-      } else if (!tbl) {
+      } else if (!head.recs) {
         shimError(e, 284, NdbError::SchemaError, "unknown table id in ndbgate request");
         failOps(ops, t, e);
       } else {
-        bool ok = head.kind == kAppend ? runAppend(ndb, tbl, head, e)
-                                       : runDeleteAll(ndb, tbl, e, affected[static_cast<size_t>(t.first)]);
+        bool ok = head.kind == kAppend ? runAppend(ndb, head, e)
+                                       : runDeleteAll(ndb, *head.recs, e, affected[static_cast<size_t>(t.first)]);
         if (!ok) failOps(ops, t, e);
         else if (head.kind == kAppend) affected[static_cast<size_t>(t.first)] = 1;
       }
@@ -786,7 +1066,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
     size_t end = i;
     int prepared = 0;
     while (end < txns.size() && !txns[end]->sync && end - i < kMaxInFlight) {
-      if (prepare(pool, ci, ndb, ops, *txns[end])) prepared++;
+      if (prepare(ndb, ops, *txns[end])) prepared++;
       end++;
     }
     // One send, then polls until NDB has answered every transaction.
@@ -805,12 +1085,22 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
     }
     for (size_t k = i; k < end; k++) {
       Txn *t = txns[k];
-      if (t->tx && !t->done) continue;  // still outstanding: closing it is not allowed; leak it and its Txn
+      if (t->tx && !t->done) {
+        // Still outstanding: closing it is not allowed; leak it and its Txn,
+        // and keep its rows where no later round reuses them.
+        leftOpen = true;
+        continue;
+      }
       if (t->tx) ndb->closeTransaction(t->tx);
       delete t;
       txns[k] = nullptr;
     }
     i = end;
+  }
+  if (leftOpen) {
+    Conn &c = pool->conns[ci];
+    c.abandoned.push_back(std::move(c.arena));
+    c.arena = std::vector<char>();
   }
   if (!w.p) {  // cannot happen within the caller's bound; never ask to run again
     setErr(err, errlen, "response larger than its bound");

@@ -86,6 +86,7 @@ const (
 	exitCondFailed = 6000
 	exitNotNumeric = 6001
 	errLinkedSync  = 6002 // append/delete_all linked into a transaction
+	errBadValue    = 6003 // a value that does not fit its column's row slot
 	errClusterFail = 4009 // "Cluster Failure"
 )
 
@@ -612,7 +613,7 @@ func mapError(code int, status, class uint8, msg string) error {
 		c = ndbclient.CodeConditionFailed
 	case code == exitNotNumeric:
 		c = ndbclient.CodeNotNumeric
-	case code == errLinkedSync:
+	case code == errLinkedSync || code == errBadValue:
 		c = ndbclient.CodeInvalidArgument
 	case code == 1 && class == classApplication:
 		c = ndbclient.CodeTooLarge

@@ -200,6 +200,7 @@ func TestMapError(t *testing.T) {
 		{827, 2, classInsufficientSpc, ndbclient.CodeOutOfMemory},
 		{exitNotNumeric, 2, 5, ndbclient.CodeNotNumeric},
 		{errLinkedSync, 2, classApplication, ndbclient.CodeInvalidArgument},
+		{errBadValue, 2, classApplication, ndbclient.CodeInvalidArgument},
 		{721, 2, classSchemaObjectExst, ndbclient.CodeSchemaError},
 		{4009, statusUnknownResult, classUnknownResult, ndbclient.CodeUnknownResult},
 		{4009, statusTemporary, classUnknownResult, ndbclient.CodeUnavailable}, // startTransaction failed: nothing sent
