@@ -120,7 +120,8 @@ func (d *Driver) Table(database, name string) (*ndbclient.Table, error) {
 	if err != nil {
 		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "%v", err)
 	}
-	ti.lanes = d.primaryLanes(ti)
+	lanes := d.primaryLanes(ti.id, ti.schema.Partitions)
+	ti.lanes.Store(&lanes)
 	d.mu.Lock()
 	d.byName[key] = ti
 	d.bySch[ti.schema] = ti
@@ -221,6 +222,11 @@ func (d *Driver) refresh(ti *tableInfo) {
 		gone = ndbclient.Errorf(ndbclient.CodeSchemaError, "%v", err)
 	} else if err := compatible(ti, cur); err != nil {
 		gone = ndbclient.Errorf(ndbclient.CodeSchemaError, "%v; restart ndbgate to serve the new shape", err)
+	} else {
+		// A reorganisation (ALTER TABLE ... REORGANIZE PARTITION) changes the
+		// partition count and where the primaries are.
+		lanes := d.primaryLanes(ti.id, cur.schema.Partitions)
+		ti.lanes.Store(&lanes)
 	}
 	d.mu.Lock()
 	ti.gone, ti.goneAt = gone, time.Now()
@@ -333,25 +339,30 @@ func (d *Driver) Partition(t *ndbclient.Table, key []ndbclient.Value) int {
 // partition's primary replica, from the map made when the table was described.
 func (d *Driver) NodeOf(t *ndbclient.Table, partition int) int {
 	ti, err := d.info(t)
-	if err != nil || partition < 0 || partition >= len(ti.lanes) {
+	if err != nil || partition < 0 {
 		return 0
 	}
-	return ti.lanes[partition]
+	lanes := ti.lanes.Load()
+	if lanes == nil || partition >= len(*lanes) {
+		return 0
+	}
+	return (*lanes)[partition]
 }
 
 // primaryLanes maps each partition to a dispatcher lane: the data nodes that
 // hold primary replicas, in node-id order. NDB node ids are arbitrary (1..),
-// lanes are 0..nodes-1. Made once per table: after a node restart primaries
-// may move, which only makes the lane a worse hint (NDB still routes right).
-func (d *Driver) primaryLanes(ti *tableInfo) []int {
-	n := ti.schema.Partitions
+// lanes are 0..nodes-1. Made when the table is described and again when it
+// is looked up after a schema change or reorganisation. After a node restart
+// primaries may move, which only makes the lane a worse hint (NDB still
+// routes right).
+func (d *Driver) primaryLanes(id, n int) []int {
 	if n <= 0 || d.nodes <= 1 {
 		return nil
 	}
 	ids := make([]int, n)
 	var distinct []int
 	for p := range ids {
-		ids[p] = int(C.ndbgate_primary_node(d.pool, C.int(ti.id), C.int(p)))
+		ids[p] = int(C.ndbgate_primary_node(d.pool, C.int(id), C.int(p)))
 		if ids[p] > 0 && !slices.Contains(distinct, ids[p]) {
 			distinct = append(distinct, ids[p])
 		}

@@ -20,6 +20,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/ndbgate/ndbgate/ndbclient"
@@ -108,7 +109,9 @@ type tableInfo struct {
 	id     int
 	schema *ndbclient.Table
 	cols   []column
-	lanes  []int // partition -> dispatcher lane (driver.go); nil: lane 0
+	// lanes maps partition -> dispatcher lane (driver.go); nil: lane 0.
+	// Replaced when the table is looked up again.
+	lanes atomic.Pointer[[]int]
 	// gone: the dictionary no longer has the table in a shape the gateway
 	// can serve (driver.go refresh); guarded by Driver.mu.
 	gone   error
