@@ -58,6 +58,7 @@ const int kNdbTransactions = 1024;
 // (error 4012 after its own timeout), so the cap is a last resort.
 const int kPollMs = 1000;
 const int kMaxPolls = 600;
+const int kMaxAbandoned = 256;
 
 // kMaxMessage bounds an error message in a response (wire.go counts on it).
 const size_t kMaxMessage = 200;
@@ -190,13 +191,19 @@ bool parseOp(Reader &r, Op &op) {
 // executor, dict by describes (under ndbgate_pool::dictMu). arena holds the
 // executor's rows for a round. A round that leaves a transaction NDB never
 // answered moves its arena to abandoned: NDB may still write a late result
-// into it, so it is freed only after the Ndb object is gone.
+// into it (through the table's records, which are then not released
+// either), so both live until the Ndb object is gone. An abandoned
+// transaction also keeps one of the Ndb object's 1024 transaction slots, so
+// after kMaxAbandoned of them the executor replaces its Ndb object.
+// abandonedTxns is written by the executor under roundMu shared and read by
+// refreshes under roundMu exclusive.
 struct Conn {
   Ndb_cluster_connection *cluster = nullptr;
   Ndb *ndb = nullptr;
   Ndb *dict = nullptr;
   std::vector<char> arena;
   std::vector<std::vector<char>> abandoned;
+  int abandonedTxns = 0;
 };
 
 }  // namespace
@@ -293,7 +300,10 @@ NdbRecord *makeRecord(NdbDictionary::Dictionary *dict, const NdbDictionary::Tabl
   std::vector<NdbDictionary::RecordSpecification> spec;
   for (int i = 0; i < t->getNoOfColumns(); i++) {
     const size_t k = static_cast<size_t>(i);
-    if ((keyOnly && !l.isKey[k]) || l.size[k] == 0) continue;  // BLOB/TEXT: not mapped
+    // BLOB/TEXT are not mapped. wire.go refuses a table that has them, so
+    // no operation runs on one: NdbBlob's part handling runs only inside a
+    // synchronous execute(), and an async delete would orphan the parts.
+    if ((keyOnly && !l.isKey[k]) || l.size[k] == 0) continue;
     NdbDictionary::RecordSpecification s{};
     s.column = t->getColumn(i);
     s.offset = l.offset[k];
@@ -309,8 +319,12 @@ NdbRecord *makeRecord(NdbDictionary::Dictionary *dict, const NdbDictionary::Tabl
 
 void releaseRecs(Conn &c, TableRecs &r) {
   NdbDictionary::Dictionary *dict = c.dict->getDictionary();
-  if (r.key) dict->releaseRecord(r.key);
-  if (r.row) dict->releaseRecord(r.row);
+  // A late answer to an abandoned transaction is unpacked through the
+  // records: on such a connection they are kept (a small leak, rare).
+  if (c.abandonedTxns == 0) {
+    if (r.key) dict->releaseRecord(r.key);
+    if (r.row) dict->releaseRecord(r.row);
+  }
   r = TableRecs();
 }
 
@@ -389,8 +403,11 @@ bool fillRow(Op &op, NdbError &err) {
   if (op.key.size() != l.keyCols.size()) bad = "key does not give every primary-key column";
   for (size_t i = 0; i < op.key.size() && !bad; i++) {
     const Value &k = op.key[i];
+    // Inserts and writes send the key columns as row data too (the kernel
+    // stores them from there), so they go in the mask.
+    unsigned char *mask = op.kind == kInsert || op.kind == kWrite ? op.setMask : nullptr;
     if (k.null || k.col != l.keyCols[i]) bad = "key values out of primary-key order";
-    else bad = putValue(l, op.in, k, nullptr);
+    else bad = putValue(l, op.in, k, mask);
   }
   if (!bad && op.kind == kRead && !op.set.empty()) bad = "a read sets no values";  // op.in holds only the key
   for (const Value &v : op.set) {
@@ -442,6 +459,21 @@ bool addCondition(NdbInterpretedCode &code, const Value &c, Uint32 okLabel) {
   return code.interpret_exit_nok(kExitCondFailed) == 0 && code.def_label(static_cast<int>(okLabel)) == 0;
 }
 
+// addable: atomic add works on 32- and 64-bit integer columns only:
+// WRITE_ATTR_FROM_REG writes whole 32-bit words, so a narrower column would
+// take bytes that are not its own.
+bool addable(const NdbDictionary::Column *c) {
+  switch (c ? c->getType() : NdbDictionary::Column::Undefined) {
+    case NdbDictionary::Column::Int:
+    case NdbDictionary::Column::Unsigned:
+    case NdbDictionary::Column::Bigint:
+    case NdbDictionary::Column::Bigunsigned:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // buildProgram makes the interpreted program of a conditional delete, a CAS
 // update or an atomic add. Labels are numbered in order from 0, as
 // NdbInterpretedCode::finalise expects.
@@ -453,15 +485,19 @@ bool buildProgram(Op &op) {
   bool ok = true;
   if ((op.flags & fHasCond) || op.kind == kCondUpdate) ok = addCondition(c, op.cond, label++);
   if (ok && op.kind == kAdd) {
-    // NULL -> NotNumeric; incr wraps at 2^64, decr clamps at 0.
+    // NULL -> NotNumeric; incr wraps at the column's width, decr clamps at 0.
     // Registers: R1 = column, R2 = delta, R3 = result.
     const Uint32 col = op.addCol;
     const Uint32 notNull = label++, sub = label++, end = label++;
     ok = c.branch_col_ne_null(col, notNull) == 0 && c.interpret_exit_nok(kExitNotNumeric) == 0 &&
          c.def_label(static_cast<int>(notNull)) == 0 && c.read_attr(1, col) == 0 && c.load_const_u64(2, op.delta) == 0;
     if (ok && (op.flags & fSubtract)) {
-      // NdbInterpretedCode::branch_ge(L, R) jumps when L >= R.
-      ok = c.branch_ge(1, 2, sub) == 0 && c.load_const_u64(3, 0) == 0 && c.branch_label(end) == 0 &&
+      // The kernel compares registers as signed 64-bit numbers, so both
+      // sides are biased by 2^63 (R5 = R1 + 2^63, R6 = R2 + 2^63; the add
+      // wraps) to compare them as unsigned. NdbInterpretedCode::branch_ge(L,
+      // R) jumps when L >= R.
+      ok = c.load_const_u64(4, 1ULL << 63) == 0 && c.add_reg(5, 1, 4) == 0 && c.add_reg(6, 2, 4) == 0 &&
+           c.branch_ge(5, 6, sub) == 0 && c.load_const_u64(3, 0) == 0 && c.branch_label(end) == 0 &&
            c.def_label(static_cast<int>(sub)) == 0 && c.sub_reg(3, 1, 2) == 0 &&
            c.def_label(static_cast<int>(end)) == 0;
     } else if (ok) {
@@ -486,6 +522,10 @@ bool readsRow(const Op &op) {
 // row in order). NdbRecord writes take no extra getValues (error 4502), and
 // a delete reads its row before deleting through its result row.
 bool defineOp(NdbTransaction *tx, Op &op, NdbOperation::AbortOption ao, NdbError &err) {
+  // NDB forces AO_IgnoreError on committed reads, so one that fails would
+  // not abort a linked run: inside a run reads take a shared lock.
+  NdbOperation::LockMode lm = lockOf(op.lock);
+  if (ao == NdbOperation::AbortOnError && lm == NdbOperation::LM_CommittedRead) lm = NdbOperation::LM_Read;
   const TableRecs &r = *op.recs;
   const Layout &l = r.layout;
   NdbOperation::OperationOptions opts{};
@@ -493,6 +533,10 @@ bool defineOp(NdbTransaction *tx, Op &op, NdbOperation::AbortOption ao, NdbError
   opts.abortOption = ao;
   const NdbOperation::OperationOptions plain = opts;
   const Uint32 optsSize = sizeof(opts);
+  if (op.kind == kAdd && !addable(r.t->getColumn(op.addCol))) {
+    shimError(err, kErrBadValue, NdbError::ApplicationError, "atomic add needs an INT or BIGINT column (signed or unsigned)");
+    return false;
+  }
   if (op.kind == kCondUpdate || op.kind == kAdd || (op.kind == kDelete && (op.flags & fHasCond))) {
     if (!buildProgram(op)) {
       if (op.code) err = op.code->getNdbError();
@@ -514,7 +558,7 @@ bool defineOp(NdbTransaction *tx, Op &op, NdbOperation::AbortOption ao, NdbError
   }
   switch (op.kind) {
     case kRead:
-      op.nop = tx->readTuple(r.key, op.in, r.row, op.out, lockOf(op.lock), op.readMask, &opts, optsSize);
+      op.nop = tx->readTuple(r.key, op.in, r.row, op.out, lm, op.readMask, &opts, optsSize);
       break;
     case kInsert:
       op.nop = tx->insertTuple(r.key, op.in, r.row, op.in, op.setMask, &opts, optsSize);
@@ -565,21 +609,10 @@ bool runAppend(Ndb *ndb, Op &op, NdbError &err) {
   NdbTransaction *tx = startTx(ndb, op);
   if (!tx) { err = notSent(ndb->getNdbError()); return false; }
   setBit(op.readMask, ac);
-  if (hasCond) setBit(op.readMask, op.cond.col);
   const NdbOperation *rd = tx->readTuple(r.key, op.in, r.row, op.out, NdbOperation::LM_Exclusive, op.readMask);
   // AbortOnError: a missing row (626) fails here, not at the update.
   if (!rd || tx->execute(NdbTransaction::NoCommit, NdbOperation::AbortOnError) != 0) {
     err = tx->getNdbError(); ndb->closeTransaction(tx); return false;
-  }
-  if (hasCond) {
-    const uint16_t cc = op.cond.col;
-    const bool null = isNullIn(l, op.out, cc);
-    if (null != op.cond.null ||
-        (!null && (valueLen(l, op.out, cc) != op.cond.len || memcmp(op.out + l.offset[cc], op.cond.data, op.cond.len) != 0))) {
-      shimError(err, static_cast<int>(kExitCondFailed), NdbError::ApplicationError, "condition failed");
-      ndb->closeTransaction(tx);
-      return false;
-    }
   }
   const uint32_t pre = l.prefix[ac];
   const unsigned char *old = nullptr;
@@ -612,15 +645,31 @@ bool runAppend(Ndb *ndb, Op &op, NdbError &err) {
   setNullIn(l, op.in, ac, false);
   memcpy(op.in + l.offset[ac], op.appended.data(), op.appended.size());
   setBit(op.setMask, ac);
-  // No read back: the transaction closes below; the caller gets the written
-  // value itself (op.appended).
-  const NdbOperation *up = tx->updateTuple(r.key, op.in, r.row, op.in, op.setMask);
+  // The condition (CAS) is checked by the kernel, as for a CAS update, so
+  // both compare the same way (character columns by their collation); the
+  // row has been locked since the read. No read back: the transaction
+  // closes below; the caller gets the written value itself (op.appended).
+  NdbOperation::OperationOptions opts{};
+  if (hasCond) {
+    if (!buildProgram(op)) {
+      if (op.code) err = op.code->getNdbError();
+      else shimError(err, 4000, NdbError::InternalError, "out of memory");
+      ndb->closeTransaction(tx);
+      return false;
+    }
+    opts.optionsPresent = NdbOperation::OperationOptions::OO_INTERPRETED;
+    opts.interpretedCode = op.code.get();
+  }
+  const NdbOperation *up = tx->updateTuple(r.key, op.in, r.row, op.in, op.setMask, &opts, sizeof(opts));
   if (!up || tx->execute(NdbTransaction::Commit) != 0) { err = tx->getNdbError(); ndb->closeTransaction(tx); return false; }
   ndb->closeTransaction(tx);
   return true;
 }
 
-// runDeleteAll: an exclusive scan deleting every row, committed in batches.
+// runDeleteAll: an exclusive scan whose rows are deleted a batch at a time,
+// each batch in a transaction of its own that takes the scan's locks over
+// and commits (as ndbmemcache's flush does): one transaction for the whole
+// table would hold an operation record and a lock per row.
 bool runDeleteAll(Ndb *ndb, const TableRecs &r, NdbError &err, uint64_t &deleted) {
   NdbTransaction *tx = ndb->startTransaction();
   if (!tx) { err = notSent(ndb->getNdbError()); return false; }
@@ -634,16 +683,24 @@ bool runDeleteAll(Ndb *ndb, const TableRecs &r, NdbError &err, uint64_t &deleted
   const char *row = nullptr;
   int rc;
   while ((rc = s->nextResult(&row, true, false)) == 0) {
+    NdbTransaction *del = ndb->startTransaction();
+    if (!del) { err = notSent(ndb->getNdbError()); ndb->closeTransaction(tx); return false; }
+    uint64_t batch = 0;
     do {
-      if (!s->deleteCurrentTuple(tx, r.key)) { err = s->getNdbError(); ndb->closeTransaction(tx); return false; }
-      deleted++;
+      if (!s->deleteCurrentTuple(del, r.key)) {
+        err = s->getNdbError(); ndb->closeTransaction(del); ndb->closeTransaction(tx); return false;
+      }
+      batch++;
     } while ((rc = s->nextResult(&row, false, false)) == 0);
-    if (rc != 2 || tx->execute(NdbTransaction::NoCommit) != 0) break;
+    if (del->execute(NdbTransaction::Commit) != 0) {
+      err = del->getNdbError(); ndb->closeTransaction(del); ndb->closeTransaction(tx); return false;
+    }
+    ndb->closeTransaction(del);
+    deleted += batch;
+    if (rc != 2) break;  // 1: no more rows; -1: error
   }
-  if (rc == -1 || tx->execute(NdbTransaction::Commit) != 0) {
-    err = tx->getNdbError(); ndb->closeTransaction(tx); return false;
-  }
-  ndb->closeTransaction(tx);
+  if (rc == -1) { err = tx->getNdbError(); ndb->closeTransaction(tx); return false; }
+  ndb->closeTransaction(tx);  // the scan read only: nothing to commit
   return true;
 }
 
@@ -1006,8 +1063,24 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
                     int resplen, char *err, int errlen) {
   if (conn < 0 || static_cast<size_t>(conn) >= pool->conns.size()) { setErr(err, errlen, "bad connection"); return -1; }
   const size_t ci = static_cast<size_t>(conn);
-  Ndb *ndb = pool->conns[ci].ndb;
   std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // records stay alive for the round
+  Conn &cn = pool->conns[ci];
+  if (cn.abandonedTxns >= kMaxAbandoned) {
+    // Too many slots held by transactions NDB never answered: start over
+    // with a new Ndb object. Deleting the old one releases the transactions
+    // it still has (Ndb::doDisconnect), after which no late result can
+    // arrive into the abandoned rows.
+    Ndb *fresh = new (std::nothrow) Ndb(cn.cluster);
+    if (fresh && fresh->init(kNdbTransactions) == 0) {
+      delete cn.ndb;
+      cn.ndb = fresh;
+      cn.abandoned.clear();
+      cn.abandonedTxns = 0;
+    } else {
+      delete fresh;
+    }
+  }
+  Ndb *ndb = cn.ndb;
   Reader r{req, req + reqlen};
   uint32_t n = r.u32();
   if (!r.ok || n > static_cast<uint32_t>(reqlen)) { setErr(err, errlen, "malformed request"); return -1; }
@@ -1089,6 +1162,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
         // Still outstanding: closing it is not allowed; leak it and its Txn,
         // and keep its rows where no later round reuses them.
         leftOpen = true;
+        pool->conns[ci].abandonedTxns++;
         continue;
       }
       if (t->tx) ndb->closeTransaction(t->tx);
