@@ -336,7 +336,7 @@ func (d *Driver) Partition(t *ndbclient.Table, key []ndbclient.Value) int {
 }
 
 // NodeOf returns the lane (0..nodes-1) of the data node holding a
-// partition's primary replica, from the map made when the table was described.
+// partition's primary replica, from the table's current lane map.
 func (d *Driver) NodeOf(t *ndbclient.Table, partition int) int {
 	ti, err := d.info(t)
 	if err != nil || partition < 0 {
