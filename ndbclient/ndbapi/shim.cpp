@@ -352,11 +352,15 @@ uint32_t valueLen(const Layout &l, const char *row, uint16_t col) {
   return n < l.size[col] ? n : l.size[col];
 }
 
+// inRecord: col is a column of the table with a slot in the row record
+// (BLOB/TEXT have none).
+bool inRecord(const Layout &l, uint16_t col) { return col < l.size.size() && l.size[col] > 0; }
+
 // badValue says why a non-NULL value in native format does not fit its
 // column's row slot, or returns null. NDB reads a value's length from its
 // prefix, so the prefix must match the bytes that came.
 const char *badValue(const Layout &l, const Value &v) {
-  if (v.col >= l.offset.size() || l.size[v.col] == 0) return "column not in the table's row record";
+  if (!inRecord(l, v.col)) return "column not in the table's row record";
   const uint8_t pre = l.prefix[v.col];
   if (!v.data || v.len > l.size[v.col]) return "value longer than its column";
   if (pre == 0 && v.len != l.size[v.col]) return "value of the wrong size for its column";
@@ -371,7 +375,7 @@ const char *badValue(const Layout &l, const Value &v) {
 // putValue copies v into its column's slot of row and marks the column in
 // mask (when given). The message says why a value does not fit.
 const char *putValue(const Layout &l, char *row, const Value &v, unsigned char *mask) {
-  if (v.col >= l.offset.size() || l.size[v.col] == 0) return "column not in the table's row record";
+  if (!inRecord(l, v.col)) return "column not in the table's row record";
   if (v.null) {
     if (l.nullBit[v.col] < 0) return "NULL for a NOT NULL column";
     setNullIn(l, row, v.col, true);
@@ -416,8 +420,8 @@ bool fillRow(Op &op, NdbError &err) {
     else bad = putValue(l, op.in, v, op.setMask);
   }
   const bool hasCond = (op.flags & fHasCond) || op.kind == kCondUpdate;
+  if (!bad && hasCond && !inRecord(l, op.cond.col)) bad = "condition column not in the table's row record";
   if (!bad && hasCond && !op.cond.null) bad = badValue(l, op.cond);  // NDB reads it by its own length
-  if (!bad && hasCond && (op.cond.col >= l.size.size() || l.size[op.cond.col] == 0)) bad = "condition column not in the table's row record";
   if (bad) shimError(err, kErrBadValue, NdbError::ApplicationError, bad);
   return bad == nullptr;
 }
@@ -474,12 +478,16 @@ bool addable(const NdbDictionary::Column *c) {
   }
 }
 
-// buildProgram makes the interpreted program of a conditional delete, a CAS
-// update or an atomic add. Labels are numbered in order from 0, as
+// attachProgram makes the interpreted program of a conditional delete, a CAS
+// update, an atomic add or a conditional append, and puts it in opts; on
+// failure err says why. Labels are numbered in order from 0, as
 // NdbInterpretedCode::finalise expects.
-bool buildProgram(Op &op) {
+bool attachProgram(Op &op, NdbOperation::OperationOptions &opts, NdbError &err) {
   op.code.reset(new (std::nothrow) NdbInterpretedCode(op.recs->t));
-  if (!op.code) return false;
+  if (!op.code) {
+    shimError(err, 4000, NdbError::InternalError, "out of memory");
+    return false;
+  }
   NdbInterpretedCode &c = *op.code;
   Uint32 label = 0;
   bool ok = true;
@@ -505,7 +513,13 @@ bool buildProgram(Op &op) {
     }
     ok = ok && c.write_attr(col, 3) == 0;
   }
-  return ok && c.interpret_exit_ok() == 0 && c.finalise() == 0;
+  if (!(ok && c.interpret_exit_ok() == 0 && c.finalise() == 0)) {
+    err = c.getNdbError();
+    return false;
+  }
+  opts.optionsPresent |= NdbOperation::OperationOptions::OO_INTERPRETED;
+  opts.interpretedCode = &c;
+  return true;
 }
 
 // readsRow: the op returns values in its result row (op.out): a read, or a
@@ -537,19 +551,14 @@ bool defineOp(NdbTransaction *tx, Op &op, NdbOperation::AbortOption ao, NdbError
     shimError(err, kErrBadValue, NdbError::ApplicationError, "atomic add needs an INT or BIGINT column (signed or unsigned)");
     return false;
   }
-  if (op.kind == kCondUpdate || op.kind == kAdd || (op.kind == kDelete && (op.flags & fHasCond))) {
-    if (!buildProgram(op)) {
-      if (op.code) err = op.code->getNdbError();
-      else shimError(err, 4000, NdbError::InternalError, "out of memory");
-      return false;
-    }
-    opts.optionsPresent |= NdbOperation::OperationOptions::OO_INTERPRETED;
-    opts.interpretedCode = op.code.get();
+  if ((op.kind == kCondUpdate || op.kind == kAdd || (op.kind == kDelete && (op.flags & fHasCond))) &&
+      !attachProgram(op, opts, err)) {
+    return false;
   }
   const bool rows = readsRow(op);
   if (rows) {
     for (uint16_t c : op.read) {
-      if (c >= l.size.size() || l.size[c] == 0) {
+      if (!inRecord(l, c)) {
         shimError(err, kErrBadValue, NdbError::ApplicationError, "read column not in the table's row record");
         return false;
       }
@@ -599,7 +608,7 @@ bool runAppend(Ndb *ndb, Op &op, NdbError &err) {
   const TableRecs &r = *op.recs;
   const Layout &l = r.layout;
   const uint16_t ac = op.appendCol;
-  const NdbDictionary::Column *c = ac < l.size.size() && l.size[ac] > 0 ? r.t->getColumn(ac) : nullptr;
+  const NdbDictionary::Column *c = inRecord(l, ac) ? r.t->getColumn(ac) : nullptr;
   const bool hasCond = (op.flags & fHasCond) != 0;
   if (!c || l.isKey[ac] || l.prefix[ac] == 0) {
     shimError(err, kErrBadValue, NdbError::ApplicationError, "append needs a VARCHAR or VARBINARY column outside the key");
@@ -650,15 +659,9 @@ bool runAppend(Ndb *ndb, Op &op, NdbError &err) {
   // row has been locked since the read. No read back: the transaction
   // closes below; the caller gets the written value itself (op.appended).
   NdbOperation::OperationOptions opts{};
-  if (hasCond) {
-    if (!buildProgram(op)) {
-      if (op.code) err = op.code->getNdbError();
-      else shimError(err, 4000, NdbError::InternalError, "out of memory");
-      ndb->closeTransaction(tx);
-      return false;
-    }
-    opts.optionsPresent = NdbOperation::OperationOptions::OO_INTERPRETED;
-    opts.interpretedCode = op.code.get();
+  if (hasCond && !attachProgram(op, opts, err)) {
+    ndb->closeTransaction(tx);
+    return false;
   }
   const NdbOperation *up = tx->updateTuple(r.key, op.in, r.row, op.in, op.setMask, &opts, sizeof(opts));
   if (!up || tx->execute(NdbTransaction::Commit) != 0) { err = tx->getNdbError(); ndb->closeTransaction(tx); return false; }
