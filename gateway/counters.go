@@ -3,26 +3,66 @@ package gateway
 import (
 	"sync/atomic"
 
+	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
-// paddedCounter keeps each hot counter on its own cache line, so event loops on
-// different cores do not fight over one line.
-type paddedCounter struct {
-	atomic.Uint64
-	_ [56]byte
+// Counters are memcached's item counters ("stats"), kept by the gateway so every
+// front end reports the same figures. The Service keeps one Counters per
+// metrics shard (event loop), so loops on different cores do not fight over
+// cache lines; Service.Counters adds them up.
+type Counters struct {
+	CmdGet, GetHits, GetMisses         atomic.Uint64
+	CmdSet, CmdTouch, TouchHits        atomic.Uint64
+	TouchMisses, DeleteHits            atomic.Uint64
+	DeleteMisses, IncrHits, IncrMisses atomic.Uint64
+	DecrHits, DecrMisses, CasHits      atomic.Uint64
+	CasMisses, CasBadval, CmdFlush     atomic.Uint64
+	BackendErrors, TotalItems          atomic.Uint64
 }
 
-// Counters are memcached's item counters ("stats"), kept by the gateway so every
-// front end reports the same figures.
-type Counters struct {
-	CmdGet, GetHits, GetMisses         paddedCounter
-	CmdSet, CmdTouch, TouchHits        paddedCounter
-	TouchMisses, DeleteHits            paddedCounter
-	DeleteMisses, IncrHits, IncrMisses paddedCounter
-	DecrHits, DecrMisses, CasHits      paddedCounter
-	CasMisses, CasBadval, CmdFlush     paddedCounter
-	BackendErrors, TotalItems          paddedCounter
+// counterShard is one shard's Counters, padded so that neighbours never share
+// a cache line.
+type counterShard struct {
+	_ [64]byte
+	Counters
+}
+
+func newCounterShards() []counterShard { return make([]counterShard, shardmetrics.Shards) }
+
+// shardCounters is the Counters a request on shard updates.
+func (s *Service) shardCounters(shard int) *Counters {
+	return &s.counters[uint(shard)%uint(len(s.counters))].Counters
+}
+
+// Counters adds up every shard's counters.
+func (s *Service) Counters() *Counters {
+	total := &Counters{}
+	sum := total.fields()
+	for i := range s.counters {
+		for j, f := range s.counters[i].fields() {
+			sum[j].Add(f.Load())
+		}
+	}
+	return total
+}
+
+// ResetCounters zeroes every counter ("stats reset").
+func (s *Service) ResetCounters() {
+	for i := range s.counters {
+		for _, f := range s.counters[i].fields() {
+			f.Store(0)
+		}
+	}
+}
+
+func (c *Counters) fields() []*atomic.Uint64 {
+	return []*atomic.Uint64{
+		&c.CmdGet, &c.GetHits, &c.GetMisses, &c.CmdSet, &c.CmdTouch, &c.TouchHits,
+		&c.TouchMisses, &c.DeleteHits, &c.DeleteMisses, &c.IncrHits, &c.IncrMisses,
+		&c.DecrHits, &c.DecrMisses, &c.CasHits, &c.CasMisses, &c.CasBadval, &c.CmdFlush,
+		&c.BackendErrors, &c.TotalItems,
+	}
 }
 
 func (c *Counters) count(r *Request) {
@@ -73,24 +113,12 @@ func (c *Counters) count(r *Request) {
 	}
 }
 
-func hitMiss(r *Request, hit, miss *paddedCounter) {
+func hitMiss(r *Request, hit, miss *atomic.Uint64) {
 	switch r.Outcome {
 	case OutcomeNotFound:
 		miss.Add(1)
 	case OutcomeError:
 	default:
 		hit.Add(1)
-	}
-}
-
-// Reset zeroes every counter ("stats reset").
-func (c *Counters) Reset() {
-	for _, p := range []*paddedCounter{
-		&c.CmdGet, &c.GetHits, &c.GetMisses, &c.CmdSet, &c.CmdTouch, &c.TouchHits,
-		&c.TouchMisses, &c.DeleteHits, &c.DeleteMisses, &c.IncrHits, &c.IncrMisses,
-		&c.DecrHits, &c.DecrMisses, &c.CasHits, &c.CasMisses, &c.CasBadval, &c.CmdFlush,
-		&c.BackendErrors, &c.TotalItems,
-	} {
-		p.Store(0)
 	}
 }

@@ -40,6 +40,7 @@ const maxModifyAttempts = 16
 func (r *Request) submit(cl *ndbclient.Client, st stage, from, to int) {
 	r.stage = st
 	r.batch.Reset()
+	r.batch.Shard = r.Shard
 	for i := from; i < to; i++ {
 		r.batch.Ops = append(r.batch.Ops, &r.ops[i])
 	}
@@ -83,7 +84,7 @@ func (r *Request) finish() {
 			r.invalidateLocal(t)
 		}
 	}
-	r.svc.Counters.count(r)
+	r.svc.shardCounters(r.Shard).count(r)
 	r.Done(r)
 }
 
@@ -99,7 +100,7 @@ func (r *Request) invalidateLocal(t keyTarget) {
 	if err != nil {
 		return
 	}
-	b := ndbclient.Batch{Ops: []*ndbclient.Op{o}}
+	b := ndbclient.Batch{Ops: []*ndbclient.Op{o}, Shard: r.Shard}
 	_ = r.svc.local.Execute(context.Background(), &b)
 }
 

@@ -100,6 +100,9 @@ type Request struct {
 	Route *Route
 	// Done is called exactly once per Do, inline or from another goroutine.
 	Done func(*Request)
+	// Shard is the caller's metrics shard, its event loop (see
+	// internal/shardmetrics); Reset keeps it. Any value is safe.
+	Shard int
 
 	// Outputs.
 	Outcome Outcome

@@ -266,7 +266,7 @@ func TestSemantics(t *testing.T) {
 						assert.Equal(t, fmt.Sprintf("value-%d", i), string(it.Value))
 					}
 				}
-				c := &h.svc.Counters
+				c := h.svc.Counters()
 				assert.Equal(t, uint64(100), c.CmdGet.Load())
 				assert.Equal(t, uint64(66), c.GetHits.Load())
 			})

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -38,7 +39,7 @@ type Service struct {
 	now      func() time.Time
 	casSeq   atomic.Uint64
 	started  time.Time
-	Counters Counters
+	counters []counterShard
 
 	flushMu    sync.Mutex
 	flushTimer *time.Timer
@@ -70,7 +71,7 @@ func New(o Options) (*Service, error) {
 	if o.ItemSizeMax <= 0 {
 		o.ItemSizeMax = 1 << 20
 	}
-	s := &Service{backend: o.Backend, local: o.Local, router: r, itemMax: o.ItemSizeMax, log: o.Logger, now: o.Now, started: o.Now()}
+	s := &Service{backend: o.Backend, local: o.Local, router: r, itemMax: o.ItemSizeMax, log: o.Logger, now: o.Now, started: o.Now(), counters: newCounterShards()}
 	// CAS values must differ across restarts of a gateway sharing a persistent
 	// cluster, so there the sequence starts at the clock in microseconds; it then
 	// grows by one per write, which stays ahead of the clock below a million
@@ -142,7 +143,7 @@ func (s *Service) clientFor(p Policy) *ndbclient.Client {
 // delay seconds, replacing any flush already scheduled, as memcached does. The
 // scan-delete runs off the caller's goroutine so no event loop waits on it.
 func (s *Service) FlushAll(delay int64) {
-	s.Counters.CmdFlush.Add(1)
+	s.shardCounters(shardmetrics.SharedShard()).CmdFlush.Add(1)
 	s.flushMu.Lock()
 	if s.flushTimer != nil {
 		s.flushTimer.Stop()

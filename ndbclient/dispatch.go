@@ -1,6 +1,7 @@
 package ndbclient
 
 import (
+	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -157,19 +158,18 @@ func (c *Client) dispatch(b *Batch, done func(*Batch, error)) {
 	k.c, k.b, k.done, k.err, k.errOnce = c, b, done, nil, sync.Once{}
 	if !c.cfg.Lanes && c.nodes == 1 && int(n) <= c.cfg.RoundSize {
 		// Fast path: the whole batch is one round for the only node.
-		dispatchHinted.Add(float64(n))
-		dispatchRoundTrips.Inc()
-		dispatchRoundOps.Observe(float64(n))
+		dispatchHintOps.Add(b.Shard, hintKey, uint64(n))
+		observeRound(b.Shard, int(n))
 		c.driver.Submit(b, k.onDirect)
 		return
 	}
 	sp, hinted, unhinted := c.split(k, b.Ops)
 	rounds := *sp
 	if hinted > 0 {
-		dispatchHinted.Add(float64(hinted))
+		dispatchHintOps.Add(b.Shard, hintKey, uint64(hinted))
 	}
 	if unhinted > 0 {
-		dispatchUnhinted.Add(float64(unhinted))
+		dispatchHintOps.Add(b.Shard, hintNone, uint64(unhinted))
 	}
 	k.pending.Store(int32(len(rounds)))
 	for _, r := range rounds {
@@ -310,8 +310,7 @@ func runFlights(f *flight) {
 	for f != nil {
 		f.state.Store(flightSubmitting)
 		c := f.c
-		dispatchRoundTrips.Inc()
-		dispatchRoundOps.Observe(float64(len(f.b.Ops)))
+		observeRound(shardmetrics.SharedShard(), len(f.b.Ops)) // lane goroutines have no loop
 		if n := len(f.rounds); n > 1 {
 			dispatchCoalesced.Add(float64(n - 1))
 		}

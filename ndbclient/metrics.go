@@ -1,44 +1,36 @@
 package ndbclient
 
 import (
+	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Metrics of the backend path, declared once.
 var (
-	batchOps = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "ndbgate_backend_batch_ops",
-		Help:    "Operations per batch sent to the backend driver.",
-		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024},
-	})
-	batchesTotal = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "ndbgate_backend_batches_total",
-		Help: "Batches sent to the backend driver.",
-	})
+	// The per-request ones are sharded by the caller's event loop
+	// (Batch.Shard): see internal/shardmetrics.
+	batchOps = shardmetrics.NewHistogramVec("ndbgate_backend_batch_ops",
+		"Operations per batch sent to the backend driver.", opsBuckets, 1, nil, nil, [][]string{nil})
+	batchesTotal = shardmetrics.NewCounterVec("ndbgate_backend_batches_total",
+		"Batches sent to the backend driver.", nil, nil, [][]string{nil})
 )
+
+var opsBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
 
 // Dispatcher metrics.
 var (
-	dispatchRoundTrips = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "ndbgate_backend_round_trips_total",
-		Help: "Driver round trips (rounds sent to the driver, coalesced ones counted once).",
-	})
-	dispatchRoundOps = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "ndbgate_backend_round_ops",
-		Help:    "Operations per driver round trip.",
-		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024},
-	})
+	dispatchRoundTrips = shardmetrics.NewCounterVec("ndbgate_backend_round_trips_total",
+		"Driver round trips (rounds sent to the driver, coalesced ones counted once).", nil, nil, [][]string{nil})
+	dispatchRoundOps = shardmetrics.NewHistogramVec("ndbgate_backend_round_ops",
+		"Operations per driver round trip.", opsBuckets, 1, nil, nil, [][]string{nil})
 	dispatchCoalesced = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "ndbgate_backend_coalesced_requests_total",
 		Help: "Requests that shared a round trip with an earlier queued request.",
 	})
-	dispatchHintOps = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "ndbgate_backend_partition_hint_ops_total",
-		Help: "Transactions routed by a key's partition (hint=key) or without one (hint=none: scans).",
-	}, []string{"hint"})
-	dispatchHinted   = dispatchHintOps.WithLabelValues("key")
-	dispatchUnhinted = dispatchHintOps.WithLabelValues("none")
-	dispatchRetries  = prometheus.NewCounterVec(prometheus.CounterOpts{
+	dispatchHintOps = shardmetrics.NewCounterVec("ndbgate_backend_partition_hint_ops_total",
+		"Transactions routed by a key's partition (hint=key) or without one (hint=none: scans).",
+		[]string{"hint"}, nil, [][]string{{"key"}, {"none"}})
+	dispatchRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ndbgate_backend_retries_total",
 		Help: "Rounds sent again, by reason (temporary, unknown_result for read-only rounds).",
 	}, []string{"reason"})
@@ -62,9 +54,20 @@ func init() {
 	dispatchRetries.WithLabelValues("unknown_result")
 }
 
+// Children of dispatchHintOps.
+const (
+	hintKey = iota
+	hintNone
+)
+
 func observeBatch(b *Batch) {
-	batchesTotal.Inc()
-	batchOps.Observe(float64(len(b.Ops)))
+	batchesTotal.Add(b.Shard, 0, 1)
+	batchOps.Observe(b.Shard, 0, int64(len(b.Ops)))
+}
+
+func observeRound(shard, ops int) {
+	dispatchRoundTrips.Add(shard, 0, 1)
+	dispatchRoundOps.Observe(shard, 0, int64(ops))
 }
 
 // RegisterMetrics registers the backend metrics and the driver's engine gauges.

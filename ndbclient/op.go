@@ -138,7 +138,10 @@ type Batch struct {
 	Ops []*Op
 	// Hint carries no semantics; drivers may use it for metrics.
 	Hint string
+	// Shard is the caller's metrics shard, its event loop (see
+	// internal/shardmetrics); Reset keeps it. Any value is safe.
+	Shard int
 }
 
-// Reset empties the batch, keeping capacity.
+// Reset empties the batch, keeping capacity and Shard.
 func (b *Batch) Reset() { b.Ops = b.Ops[:0]; b.Hint = "" }

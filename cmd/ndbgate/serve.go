@@ -62,6 +62,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler, collectors.MetricsGC)), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gateway.RegisterMetrics(reg)
+	memcache.RegisterMetrics(reg)
 	ndbclient.RegisterMetrics(reg, backendDriver)
 
 	errc := make(chan error, 3)

@@ -3,7 +3,6 @@ package memcache
 import (
 	"hash/maphash"
 	"sync/atomic"
-	"time"
 
 	"github.com/ndbgate/ndbgate/gateway"
 )
@@ -14,6 +13,7 @@ import (
 type connState struct {
 	srv     *Server
 	t       transport
+	shard   int // metrics shard: the event loop's
 	parser  Parser
 	cmd     Command
 	swallow int // bytes of a refused data block still to discard
@@ -74,8 +74,8 @@ type pending struct {
 	noreply bool
 	state   atomic.Uint32
 	fixed   []byte // a reply known at parse time (errors, version, stats)
-	start   time.Time
-	barrier bool // later commands wait for this one (flush_all)
+	start   int64  // monoNanos
+	barrier bool   // later commands wait for this one (flush_all)
 	// keys hashes the keys the command touches and writes says whether it
 	// changes them, so later commands on the same keys wait their turn.
 	keys   []uint64
@@ -100,6 +100,7 @@ func (cs *connState) newPending(kind CommandKind, noreply bool) *pending {
 	} else {
 		p = &pending{cs: cs}
 		p.req = cs.srv.svc.NewRequest()
+		p.req.Shard = cs.shard
 		p.onDone = p.complete
 		p.req.Done = p.onDone
 	}
@@ -107,7 +108,7 @@ func (cs *connState) newPending(kind CommandKind, noreply bool) *pending {
 	p.keys, p.writes = p.keys[:0], false
 	p.bin, p.opcode, p.opaque, p.binKeys = false, 0, 0, p.binKeys[:0]
 	p.meta, p.metaBuf = p.meta[:0], p.metaBuf[:0]
-	p.start = time.Now()
+	p.start = monoNanos()
 	p.req.Reset()
 	p.state.Store(stateSubmitting)
 	cs.queue = append(cs.queue, p)
@@ -562,7 +563,7 @@ func (cs *connState) flush() {
 	cs.queue = cs.queue[:rest]
 	if len(cs.out) > 0 {
 		cs.t.write(cs.out)
-		cs.srv.bytesWritten.Add(uint64(len(cs.out)))
+		cs.srv.m.stats.Add(cs.shard, statBytesWritten, uint64(len(cs.out)))
 		if cap(cs.out) > 1<<20 {
 			cs.out = nil // do not pin a huge buffer to an idle connection
 		} else {

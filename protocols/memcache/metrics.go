@@ -1,6 +1,7 @@
 package memcache
 
 import (
+	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"sync/atomic"
 	"time"
 
@@ -22,19 +23,40 @@ const (
 
 var outcomeLabels = [numOutcomes]string{"ok", "miss", "client_error", "server_error"}
 
-// serverMetrics holds the memcache front end's metric children, resolved once at
-// start-up so the hot path only increments.
+// The front end's per-request families, sharded by event loop
+// (internal/shardmetrics) and declared once. requestCounts' child for kind k
+// and outcome o is k*numOutcomes+o.
+var (
+	requestCounts, requestDurations = gateway.ShardedRequestMetrics("memcache", commandNames[:], outcomeLabels[:])
+	dialectCounts                   = shardmetrics.NewCounterVec("ndbgate_memcache_commands_total",
+		"memcache commands by dialect: text (classic), meta, binary.", []string{"dialect"}, nil,
+		[][]string{{dialectLabels[dialectText]}, {dialectLabels[dialectMeta]}, {dialectLabels[dialectBinary]}})
+)
+
+// RegisterMetrics registers the memcache front end's own metrics; the request
+// families are gateway's (gateway.RegisterMetrics).
+func RegisterMetrics(reg prometheus.Registerer) {
+	reg.MustRegister(dialectCounts)
+}
+
+// serverMetrics holds one server's metric children, resolved once at start-up
+// so the hot path only increments, and its "stats" counts.
 type serverMetrics struct {
-	requests    [NumCommandKinds][numOutcomes]prometheus.Counter
-	latency     [NumCommandKinds]prometheus.Observer
 	conns       prometheus.Gauge
 	parseErrors prometheus.Counter
-	dialect     [numDialects]prometheus.Counter
 	auth        [numAuthOutcomes]prometheus.Counter
-	// The same counts for "stats" (which "stats reset" clears).
-	dialectN [numDialects]atomic.Uint64
-	authN    [numAuthOutcomes]atomic.Uint64
+	// For "stats" (which "stats reset" clears): per shard, the commands by
+	// dialect (statText..statBinary) and the bytes read and written.
+	stats *shardmetrics.Counters
+	authN [numAuthOutcomes]atomic.Uint64
 }
+
+// Indexes into serverMetrics.stats; the first three are the dialects.
+const (
+	statBytesRead = numDialects + iota
+	statBytesWritten
+	numStats
+)
 
 func (m *serverMetrics) countAuth(o int) {
 	m.auth[o].Inc()
@@ -66,22 +88,19 @@ func newServerMetrics() *serverMetrics {
 	m := &serverMetrics{
 		conns:       gateway.ConnectionsCurrent.WithLabelValues("memcache"),
 		parseErrors: gateway.ProtocolErrors.WithLabelValues("memcache"),
-	}
-	for i := range m.dialect {
-		m.dialect[i] = gateway.MemcacheDialect.WithLabelValues(dialectLabels[i])
+		stats:       shardmetrics.NewCounters(numStats),
 	}
 	for i := range m.auth {
 		m.auth[i] = gateway.MemcacheAuth.WithLabelValues(authLabels[i])
 	}
-	for k := 0; k < NumCommandKinds; k++ {
-		name := CommandKind(k).String()
-		for o := 0; o < numOutcomes; o++ {
-			m.requests[k][o] = gateway.Requests.WithLabelValues("memcache", name, outcomeLabels[o])
-		}
-		m.latency[k] = gateway.RequestDuration.WithLabelValues("memcache", name)
-	}
 	return m
 }
+
+// clockBase lets requests be timed with the monotonic clock alone: time.Now
+// reads the wall clock too.
+var clockBase = time.Now()
+
+func monoNanos() int64 { return int64(time.Since(clockBase)) }
 
 func (m *serverMetrics) observe(p *pending) {
 	o := outcomeOK
@@ -98,7 +117,8 @@ func (m *serverMetrics) observe(p *pending) {
 			o = outcomeClientError
 		}
 	}
-	m.requests[p.kind][o].Inc()
+	shard := p.cs.shard
+	requestCounts.Add(shard, int(p.kind)*numOutcomes+o, 1)
 	d, n := dialectText, 1
 	switch {
 	case p.bin:
@@ -106,9 +126,9 @@ func (m *serverMetrics) observe(p *pending) {
 	case p.kind.IsMeta():
 		d, n = dialectMeta, max(1, len(p.meta))
 	}
-	m.dialect[d].Add(float64(n))
-	m.dialectN[d].Add(uint64(n))
-	m.latency[p.kind].Observe(time.Since(p.start).Seconds())
+	dialectCounts.Add(shard, d, uint64(n))
+	m.stats.Add(shard, d, uint64(n))
+	requestDurations.Observe(shard, int(p.kind), monoNanos()-p.start)
 }
 
 func isClientError(err error) bool {

@@ -58,8 +58,11 @@ type Server struct {
 	streams streamSet
 
 	currConns, totalConns, rejectedConns atomic.Int64
-	bytesRead, bytesWritten              atomic.Uint64
 	verbosity                            atomic.Int64
+
+	// loopShards numbers the gnet event loops for metrics shards.
+	loopShardsMu sync.Mutex
+	loopShards   map[gnet.EventLoop]int
 }
 
 // NewServer builds a server; Serve starts it.
@@ -178,8 +181,25 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		return replyTooManyConns, gnet.Close
 	}
 	cs := s.newConnState(gnetTransport{c})
+	cs.shard = s.loopShard(c.EventLoop())
 	c.SetContext(cs)
 	return nil, gnet.None
+}
+
+// loopShard is the metrics shard of an event loop: its own, as long as there
+// are no more loops than shards.
+func (s *Server) loopShard(el gnet.EventLoop) int {
+	s.loopShardsMu.Lock()
+	defer s.loopShardsMu.Unlock()
+	if s.loopShards == nil {
+		s.loopShards = make(map[gnet.EventLoop]int)
+	}
+	n, ok := s.loopShards[el]
+	if !ok {
+		n = len(s.loopShards)
+		s.loopShards[el] = n
+	}
+	return n
 }
 
 func (s *Server) newConnState(t transport) *connState {
@@ -205,7 +225,7 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	used := cs.serve(buf)
 	if used > 0 {
 		_, _ = c.Discard(used)
-		s.bytesRead.Add(uint64(used))
+		s.m.stats.Add(cs.shard, statBytesRead, uint64(used))
 	}
 	cs.flush()
 	if cs.closeAfter && len(cs.queue) == 0 {

@@ -18,14 +18,10 @@ func (s *Server) appendStats(dst []byte, arg []byte) []byte {
 	case "items", "slabs", "sizes", "conns", "extstore":
 		return append(dst, replyEnd...) // no slab allocator to describe
 	case "reset":
-		s.svc.Counters.Reset()
-		s.bytesRead.Store(0)
-		s.bytesWritten.Store(0)
+		s.svc.ResetCounters()
+		s.m.stats.Reset()
 		s.totalConns.Store(0)
 		s.rejectedConns.Store(0)
-		for i := range s.m.dialectN {
-			s.m.dialectN[i].Store(0)
-		}
 		for i := range s.m.authN {
 			s.m.authN[i].Store(0)
 		}
@@ -39,7 +35,7 @@ func (s *Server) appendGeneralStats(dst []byte) []byte {
 	now := time.Now()
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	c := &s.svc.Counters
+	c := s.svc.Counters()
 	ds := s.svc.DriverStats()
 	dst = AppendStat(dst, "pid", uint64(os.Getpid()))
 	dst = AppendStat(dst, "uptime", uint64(now.Sub(s.svc.Started())/time.Second))
@@ -70,8 +66,8 @@ func (s *Server) appendGeneralStats(dst []byte) []byte {
 	dst = AppendStat(dst, "cas_badval", c.CasBadval.Load())
 	dst = AppendStat(dst, "touch_hits", c.TouchHits.Load())
 	dst = AppendStat(dst, "touch_misses", c.TouchMisses.Load())
-	dst = AppendStat(dst, "bytes_read", s.bytesRead.Load())
-	dst = AppendStat(dst, "bytes_written", s.bytesWritten.Load())
+	dst = AppendStat(dst, "bytes_read", s.m.stats.Value(statBytesRead))
+	dst = AppendStat(dst, "bytes_written", s.m.stats.Value(statBytesWritten))
 	dst = AppendStat(dst, "limit_maxbytes", ds.LimitBytes)
 	dst = AppendStat(dst, "threads", uint64(runtime.GOMAXPROCS(0)))
 	dst = AppendStat(dst, "bytes", ds.Bytes)
@@ -79,12 +75,12 @@ func (s *Server) appendGeneralStats(dst []byte) []byte {
 	dst = AppendStat(dst, "total_items", c.TotalItems.Load())
 	dst = AppendStat(dst, "evictions", ds.Evictions)
 	dst = AppendStat(dst, "reclaimed", ds.Expired)
-	dst = AppendStat(dst, "meta_cmds", s.m.dialectN[dialectMeta].Load())
+	dst = AppendStat(dst, "meta_cmds", s.m.stats.Value(dialectMeta))
 	dst = AppendStat(dst, "auth_cmds", s.m.authN[authOK].Load()+s.m.authN[authFailure].Load())
 	dst = AppendStat(dst, "auth_errors", s.m.authN[authFailure].Load())
 	// ndbgate's own counters.
-	dst = AppendStat(dst, "ndbgate_text_cmds", s.m.dialectN[dialectText].Load())
-	dst = AppendStat(dst, "ndbgate_binary_cmds", s.m.dialectN[dialectBinary].Load())
+	dst = AppendStat(dst, "ndbgate_text_cmds", s.m.stats.Value(dialectText))
+	dst = AppendStat(dst, "ndbgate_binary_cmds", s.m.stats.Value(dialectBinary))
 	dst = AppendStat(dst, "ndbgate_auth_refused", s.m.authN[authRefused].Load())
 	dst = AppendStat(dst, "ndbgate_backend_errors", c.BackendErrors.Load())
 	dst = AppendStat(dst, "ndbgate_out_of_memory", ds.OutOfMemory)

@@ -2,6 +2,7 @@ package memcache
 
 import (
 	"errors"
+	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"net"
 	"sync"
 	"time"
@@ -116,6 +117,7 @@ func (s *Server) serveStream(nc net.Conn) {
 	}
 	t := &streamTransport{nc: nc, wakeup: make(chan struct{}, 1)}
 	cs := s.newConnState(t)
+	cs.shard = shardmetrics.SharedShard()
 	defer s.release(cs)
 
 	data := make(chan []byte, 4)
@@ -156,7 +158,7 @@ func (s *Server) serveStream(nc net.Conn) {
 		case <-t.wakeup:
 		}
 		if used := cs.serve(buf); used > 0 {
-			s.bytesRead.Add(uint64(used))
+			s.m.stats.Add(cs.shard, statBytesRead, uint64(used))
 			buf = append(buf[:0], buf[used:]...)
 		}
 		cs.flush()

@@ -1,0 +1,118 @@
+package shardmetrics
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func gather(t *testing.T, reg *prometheus.Registry, name string) []*dto.Metric {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()
+		}
+	}
+	t.Fatalf("no family %s", name)
+	return nil
+}
+
+func labels(m *dto.Metric) map[string]string {
+	l := map[string]string{}
+	for _, p := range m.GetLabel() {
+		l[p.GetName()] = p.GetValue()
+	}
+	return l
+}
+
+func TestCounterVecCollects(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	v := NewCounterVec("x_requests_total", "h", []string{"command"}, prometheus.Labels{"protocol": "mc"},
+		[][]string{{"get"}, {"set"}})
+	reg.MustRegister(v)
+	v.Add(0, 0, 3)
+	v.Add(1, 0, 4)
+	v.Add(Shards+1, 1, 5) // shards wrap
+
+	got := map[string]float64{}
+	for _, m := range gather(t, reg, "x_requests_total") {
+		l := labels(m)
+		got[l["protocol"]+"/"+l["command"]] = m.GetCounter().GetValue()
+	}
+	assert.Equal(t, map[string]float64{"mc/get": 7, "mc/set": 5}, got)
+	assert.Equal(t, uint64(7), v.Value(0))
+}
+
+func TestHistogramBucketsAndSum(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := NewHistogramVec("x_seconds", "h", []float64{1e-6, 1e-3}, 1e9, []string{"command"}, nil,
+		[][]string{{"get"}, {"set"}})
+	reg.MustRegister(h)
+	h.Observe(0, 0, 500)     // 0.5 µs: first bucket
+	h.Observe(1, 0, 1000)    // exactly 1 µs: first bucket (upper bounds are inclusive)
+	h.Observe(2, 0, 2000)    // second bucket
+	h.Observe(0, 0, 5e9)     // +Inf
+	h.Observe(0, 1, 1000000) // set: 1 ms, second bucket
+
+	for _, m := range gather(t, reg, "x_seconds") {
+		hist := m.GetHistogram()
+		switch labels(m)["command"] {
+		case "get":
+			assert.Equal(t, uint64(4), hist.GetSampleCount())
+			assert.InDelta(t, 5.0000035, hist.GetSampleSum(), 1e-9)
+			require.Len(t, hist.GetBucket(), 2)
+			assert.Equal(t, uint64(2), hist.GetBucket()[0].GetCumulativeCount())
+			assert.Equal(t, uint64(3), hist.GetBucket()[1].GetCumulativeCount())
+		case "set":
+			assert.Equal(t, uint64(1), hist.GetSampleCount())
+			assert.Equal(t, uint64(0), hist.GetBucket()[0].GetCumulativeCount())
+			assert.Equal(t, uint64(1), hist.GetBucket()[1].GetCumulativeCount())
+		default:
+			t.Fatalf("unexpected child %v", labels(m))
+		}
+	}
+	assert.Equal(t, uint64(4), h.Count(0))
+}
+
+// Run with -race: every shard written from its own goroutine while a scrape
+// reads, and no count is lost.
+func TestConcurrentShards(t *testing.T) {
+	c := NewCounters(3)
+	v := NewCounterVec("x_total", "h", nil, nil, [][]string{nil})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(v)
+	const per = 10000
+	var wg sync.WaitGroup
+	for s := 0; s < Shards+2; s++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				c.Add(s, i%3, 1)
+				v.Add(s, 0, 1)
+			}
+		}()
+	}
+	_, err := reg.Gather()
+	require.NoError(t, err)
+	wg.Wait()
+	assert.Equal(t, uint64((Shards+2)*per), c.Value(0)+c.Value(1)+c.Value(2))
+	assert.Equal(t, float64((Shards+2)*per), gather(t, reg, "x_total")[0].GetCounter().GetValue())
+	c.Reset()
+	assert.Zero(t, c.Value(0)+c.Value(1)+c.Value(2))
+}
+
+// Shards must not share cache lines: shard s's cells start a whole number of
+// lines after shard 0's.
+func TestShardsOnSeparateLines(t *testing.T) {
+	c := newCells(3)
+	assert.Equal(t, 0, c.stride%(cacheLine/8))
+	assert.GreaterOrEqual(t, c.stride, 3)
+	assert.Equal(t, len(c.v), cacheLine/8+Shards*c.stride)
+}
