@@ -3,6 +3,7 @@ package embedded
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,9 +15,8 @@ import (
 // reachable reports whether (tag, s) is found probing from its home before
 // an empty entry: the invariant backward-shift deletion must keep.
 func (ix *index) reachable(tag uint32, s int32) bool {
-	want := entry(tag, s)
-	for i := tag & ix.mask; ix.e[i] != 0; i = (i + 1) & ix.mask {
-		if ix.e[i] == want {
+	for i := tag & ix.mask; !ix.e[i].empty(); i = (i + 1) & ix.mask {
+		if ix.e[i].is(tag, s) {
 			return true
 		}
 	}
@@ -37,7 +37,7 @@ func TestIndexInsertRemove(t *testing.T) {
 					if tagBits == 32 {
 						tag = rng.Uint32()
 					}
-					ix.insert(tag, next)
+					ix.insert(tag, next, uint32(next), 0)
 					live[next] = tag
 					next++
 				} else {
@@ -54,8 +54,9 @@ func TestIndexInsertRemove(t *testing.T) {
 					}
 					occupied := 0
 					for _, e := range ix.e {
-						if e != 0 {
+						if !e.empty() {
 							occupied++
+							require.Equal(t, e.slot-1, e.page, "an entry's row place moved with it")
 						}
 					}
 					require.Equal(t, len(live), occupied)
@@ -138,4 +139,38 @@ func TestModelRandomOps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Rows that grow or shrink into another size class move in the arena; the
+// index must follow them, since lookups read the row through the index.
+func TestIndexFollowsMovedRows(t *testing.T) {
+	e := newEngine(t, Config{})
+	tbl := mustCreate(t, e, memcacheTable("moves", 200<<10))
+	const keys = 300
+	sizes := []int{1, 40, 200, 3000, 150000, 5} // 150000: a page of its own
+	for round, n := range sizes {
+		for i := range keys {
+			k := fmt.Sprint("key-", i)
+			put(t, e, tbl, k, item{value: fmt.Sprintf("%d-%s", round, strings.Repeat("x", n+i%7))})
+		}
+		for i := range keys {
+			k := fmt.Sprint("key-", i)
+			v, ok := getValue(t, e, tbl, k)
+			require.True(t, ok, "round %d: %s lost", round, k)
+			require.Equal(t, fmt.Sprintf("%d-%s", round, strings.Repeat("x", n+i%7)), v)
+		}
+	}
+	live := 0
+	for _, p := range e.byName[tbl.FullName()].parts {
+		for s := range p.slots {
+			sl := &p.slots[s]
+			if sl.size == 0 {
+				continue
+			}
+			live++
+			x := p.idx.e[p.idx.find(sl.tag, int32(s))]
+			require.Equal(t, [2]uint32{sl.page, sl.off}, [2]uint32{x.page, x.off}, "slot %d", s)
+		}
+	}
+	require.Equal(t, keys, live)
 }

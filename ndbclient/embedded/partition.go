@@ -33,7 +33,7 @@ const (
 
 // rowOverhead is what a row costs besides its arena chunk: its slot and about
 // two index entries (the index runs between 3/8 and 3/4 full).
-const rowOverhead = int64(unsafe.Sizeof(slot{})) + 16
+const rowOverhead = int64(unsafe.Sizeof(slot{})) + 2*int64(unsafe.Sizeof(ixEntry{}))
 
 // partition is one slice of a table with its own lock. Everything below mu is
 // guarded by it, except items, which Stats reads without the lock.
@@ -84,14 +84,12 @@ func (p *partition) row(s int32) []byte {
 func (p *partition) lookup(tag uint32, key []byte) int32 {
 	ix := &p.idx
 	for i := tag & ix.mask; ; i = (i + 1) & ix.mask {
-		e := ix.e[i]
-		if e == 0 {
+		e := &ix.e[i]
+		if e.empty() {
 			return -1
 		}
-		if uint32(e>>32) == tag {
-			if s := entrySlot(e); bytes.Equal(rowKey(p.row(s)), key) {
-				return s
-			}
+		if e.tag == tag && bytes.Equal(rowKey(p.arena.pages[e.page][e.off:]), key) {
+			return int32(e.slot - 1)
 		}
 	}
 }
@@ -140,12 +138,13 @@ func (p *partition) put(s int32, tag uint32, row []byte, now uint32, force bool)
 		sl := &p.slots[s]
 		sl.tag, sl.class = tag, cls
 		sl.page, sl.off = p.arena.alloc(cls, size)
-		p.idx.insert(tag, s)
+		p.idx.insert(tag, s, sl.page, sl.off)
 		p.items.Add(1)
 	} else if sl := &p.slots[s]; sl.class != cls || chunkSize(sl.class, sl.size) != size {
 		page, off := p.arena.alloc(cls, size)
 		p.arena.release(sl.class, sl.page, sl.off)
 		sl.page, sl.off, sl.class = page, off, cls
+		p.idx.move(sl.tag, s, page, off)
 	}
 	sl := &p.slots[s]
 	sl.size = uint32(len(row))
