@@ -260,3 +260,36 @@ func sendGarbage(addr string, b []byte, rst bool) {
 	_ = c.Close()
 	<-drained
 }
+
+// A client that pipelines large gets and reads nothing for a while fills its
+// socket: replies go out in part and the rest waits in the server's outbound
+// queue. Every reply must still arrive whole and in order, and other
+// connections must be served meanwhile.
+func TestSlowReaderGetsEveryReplyInOrder(t *testing.T) {
+	s := startServer(t)
+	c := dialRaw(t, s.memcacheAddr)
+	const keys, size, gets = 4, 512 << 10, 48 // 24 MiB of replies
+	values := make([]string, keys)
+	for k := range values {
+		values[k] = strings.Repeat(fmt.Sprintf("value-%d|", k), size/8)
+		c.roundTrip(fmt.Sprintf("set slow:%d 0 0 %d\r\n%s\r\n", k, len(values[k]), values[k]), "STORED\r\n")
+	}
+	// Several sends, so that later replies are written while earlier ones
+	// still wait in the queue.
+	for i := range gets {
+		c.send(fmt.Sprintf("get slow:%d\r\n", (i*3)%keys))
+		if i%8 == 7 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	time.Sleep(300 * time.Millisecond) // the server's writes hit a full socket
+	other := dialRaw(t, s.memcacheAddr)
+	other.roundTrip("set other 0 0 2\r\nok\r\n", "STORED\r\n")
+	other.roundTrip("get other\r\n", "VALUE other 0 2\r\nok\r\nEND\r\n")
+
+	for i := range gets {
+		k := (i * 3) % keys
+		c.expect(fmt.Sprintf("VALUE slow:%d 0 %d\r\n%s\r\nEND\r\n", k, len(values[k]), values[k]))
+	}
+}
