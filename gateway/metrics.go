@@ -3,8 +3,9 @@ package gateway
 import (
 	"sync"
 
-	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 )
 
 // Request metrics shared by every front end, declared once. Front ends resolve

@@ -3,12 +3,12 @@ package gateway
 import (
 	"context"
 	"errors"
-	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 

@@ -1,13 +1,14 @@
 package ndbclient
 
 import (
-	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 )
 
 // The dispatcher sits between Client.Submit and the driver, like CockroachDB's

@@ -1,8 +1,9 @@
 package ndbclient
 
 import (
-	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 )
 
 // Metrics of the backend path, declared once.

@@ -1,13 +1,13 @@
 package memcache
 
 import (
-	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ndbgate/ndbgate/gateway"
+	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 

@@ -2,10 +2,11 @@ package memcache
 
 import (
 	"errors"
-	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 )
 
 // The TLS listener serves the same protocols with one goroutine per
