@@ -28,7 +28,7 @@ type counterShard struct {
 	Counters
 }
 
-func newCounterShards() []counterShard { return make([]counterShard, shardmetrics.Shards) }
+func newCounterShards() []counterShard { return make([]counterShard, shardmetrics.NumShards()) }
 
 // shardCounters is the Counters a request on shard updates.
 func (s *Service) shardCounters(shard int) *Counters {

@@ -40,14 +40,26 @@ const (
 
 var durationBuckets = []float64{5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.5, 1}
 
-// ShardedRequestMetrics returns Requests and RequestDuration for a front end
-// whose requests run on event loops, sharded by loop (internal/shardmetrics).
-// They export into the same families: RegisterMetrics collects them with the
-// vectors, as a registry takes one collector per family. commands and outcomes
-// fix the children: child c*len(outcomes)+o of the counter, child c of the
-// histogram (which observes nanoseconds). Call it once per front end, at
-// package initialisation.
-func ShardedRequestMetrics(protocol string, commands, outcomes []string) (*shardmetrics.CounterVec, *shardmetrics.HistogramVec) {
+// ShardedRequests are Requests and RequestDuration for a front end whose
+// requests run on event loops, sharded by loop (internal/shardmetrics). They
+// export into the same families; pass them to RegisterMetrics, as a registry
+// takes one collector per family.
+type ShardedRequests struct {
+	// Counts has child c*len(outcomes)+o for command c and outcome o.
+	Counts *shardmetrics.CounterVec
+	// Durations has child c for command c, and observes nanoseconds.
+	Durations *shardmetrics.HistogramVec
+}
+
+var shardedProtocols sync.Map
+
+// ShardedRequestMetrics makes a front end's ShardedRequests; commands and
+// outcomes fix the children. Once per protocol: two sets of one protocol's
+// children would make every scrape fail.
+func ShardedRequestMetrics(protocol string, commands, outcomes []string) ShardedRequests {
+	if _, dup := shardedProtocols.LoadOrStore(protocol, true); dup {
+		panic("gateway: sharded request metrics for " + protocol + " made twice")
+	}
 	var counted, timed [][]string
 	for _, c := range commands {
 		for _, o := range outcomes {
@@ -55,41 +67,32 @@ func ShardedRequestMetrics(protocol string, commands, outcomes []string) (*shard
 		}
 		timed = append(timed, []string{protocol, c})
 	}
-	rc := shardmetrics.NewCounterVec(requestsName, requestsHelp, []string{"protocol", "command", "outcome"}, nil, counted)
-	rd := shardmetrics.NewHistogramVec(durationName, durationHelp, durationBuckets, 1e9, []string{"protocol", "command"}, nil, timed)
-	requestParts.Lock()
-	requestParts.list = append(requestParts.list, rc, rd)
-	requestParts.Unlock()
-	return rc, rd
+	return ShardedRequests{
+		Counts:    shardmetrics.NewCounterVec(requestsName, requestsHelp, []string{"protocol", "command", "outcome"}, nil, counted),
+		Durations: shardmetrics.NewHistogramVec(durationName, durationHelp, durationBuckets, 1e9, []string{"protocol", "command"}, nil, timed),
+	}
 }
 
-// requestParts are the sharded parts of Requests and RequestDuration.
-var requestParts struct {
-	sync.Mutex
-	list []prometheus.Collector
-}
-
-// requestFamilies collects Requests and RequestDuration with their sharded
-// parts, under the vectors' descriptors.
-type requestFamilies struct{}
+// requestFamilies collects Requests and RequestDuration with the sharded parts
+// of the front ends that run, under the vectors' descriptors.
+type requestFamilies struct{ sharded []ShardedRequests }
 
 func (requestFamilies) Describe(ch chan<- *prometheus.Desc) {
 	Requests.Describe(ch)
 	RequestDuration.Describe(ch)
 }
 
-func (requestFamilies) Collect(ch chan<- prometheus.Metric) {
+func (f requestFamilies) Collect(ch chan<- prometheus.Metric) {
 	Requests.Collect(ch)
 	RequestDuration.Collect(ch)
-	requestParts.Lock()
-	parts := requestParts.list
-	requestParts.Unlock()
-	for _, p := range parts {
-		p.Collect(ch)
+	for _, p := range f.sharded {
+		p.Counts.Collect(ch)
+		p.Durations.Collect(ch)
 	}
 }
 
-// RegisterMetrics registers the gateway's metrics.
-func RegisterMetrics(reg prometheus.Registerer) {
-	reg.MustRegister(requestFamilies{}, ConnectionsCurrent, ProtocolErrors, MemcacheAuth)
+// RegisterMetrics registers the gateway's metrics, with the sharded request
+// metrics of the front ends that run.
+func RegisterMetrics(reg prometheus.Registerer, sharded ...ShardedRequests) {
+	reg.MustRegister(requestFamilies{sharded}, ConnectionsCurrent, ProtocolErrors, MemcacheAuth)
 }

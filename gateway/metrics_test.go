@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,8 +13,9 @@ import (
 // family each, through one registry.
 func TestShardedRequestMetricsShareFamilies(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	RegisterMetrics(reg)
-	rc, rd := ShardedRequestMetrics("test_loop", []string{"get", "set"}, []string{"ok", "miss"})
+	sharded := ShardedRequestMetrics("test_loop", []string{"get", "set"}, []string{"ok", "miss"})
+	RegisterMetrics(reg, sharded)
+	rc, rd := sharded.Counts, sharded.Durations
 	Requests.WithLabelValues("test_plain", "get", "ok").Add(2)
 	RequestDuration.WithLabelValues("test_plain", "get").Observe(0.001)
 	rc.Add(0, 1*2+1, 3)     // set, miss
@@ -43,4 +45,15 @@ func TestShardedRequestMetricsShareFamilies(t *testing.T) {
 	assert.Equal(t, uint64(1), durations["test_plain/get"])
 	assert.Equal(t, uint64(1), durations["test_loop/set"])
 	assert.Equal(t, uint64(0), durations["test_loop/get"])
+}
+
+func TestShardedRequestMetricsOncePerProtocol(t *testing.T) {
+	ShardedRequestMetrics("test_once", []string{"get"}, []string{"ok"})
+	assert.Panics(t, func() { ShardedRequestMetrics("test_once", []string{"get"}, []string{"ok"}) })
+}
+
+// fields drives both the sum over shards and "stats reset": a counter missing
+// from it would be neither summed nor reset.
+func TestCountersFieldsListsEveryCounter(t *testing.T) {
+	assert.Equal(t, reflect.TypeOf(Counters{}).NumField(), len((&Counters{}).fields()))
 }

@@ -143,7 +143,7 @@ func (s *Service) clientFor(p Policy) *ndbclient.Client {
 // delay seconds, replacing any flush already scheduled, as memcached does. The
 // scan-delete runs off the caller's goroutine so no event loop waits on it.
 func (s *Service) FlushAll(delay int64) {
-	s.shardCounters(shardmetrics.SharedShard()).CmdFlush.Add(1)
+	s.shardCounters(shardmetrics.SharedShard).CmdFlush.Add(1)
 	s.flushMu.Lock()
 	if s.flushTimer != nil {
 		s.flushTimer.Stop()

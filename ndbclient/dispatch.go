@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 )
 
 // The dispatcher sits between Client.Submit and the driver, like CockroachDB's
@@ -301,6 +299,9 @@ func (c *Client) newFlight(l *lane) *flight {
 }
 
 func (f *flight) add(r *round) {
+	if len(f.rounds) == 0 {
+		f.b.Shard = r.call.b.Shard // the metrics shard of the first caller
+	}
 	f.rounds = append(f.rounds, r)
 	f.b.Ops = append(f.b.Ops, r.ops...)
 }
@@ -311,7 +312,7 @@ func runFlights(f *flight) {
 	for f != nil {
 		f.state.Store(flightSubmitting)
 		c := f.c
-		observeRound(shardmetrics.SharedShard(), len(f.b.Ops)) // lane goroutines have no loop
+		observeRound(f.b.Shard, len(f.b.Ops))
 		if n := len(f.rounds); n > 1 {
 			dispatchCoalesced.Add(float64(n - 1))
 		}

@@ -61,13 +61,17 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler, collectors.MetricsGC)), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	gateway.RegisterMetrics(reg)
-	memcache.RegisterMetrics(reg)
 	ndbclient.RegisterMetrics(reg, backendDriver)
+	memcacheOn := cfg.Listeners.Memcache != "" || cfg.Memcache.Socket != "" || cfg.Memcache.TLS.Listen != ""
+	if memcacheOn {
+		gateway.RegisterMetrics(reg, memcache.RegisterMetrics(reg))
+	} else {
+		gateway.RegisterMetrics(reg)
+	}
 
 	errc := make(chan error, 3)
 	var mc *memcache.Server
-	if cfg.Listeners.Memcache != "" || cfg.Memcache.Socket != "" || cfg.Memcache.TLS.Listen != "" {
+	if memcacheOn {
 		mcfg, err := memcacheSecurity(cfg.Memcache)
 		if err != nil {
 			return err

@@ -12,44 +12,59 @@ import (
 	"math"
 	"runtime"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Shards is the number of shards every family has: one per P, and one more
-// for callers with no event loop (goroutine-per-connection listeners, REST,
-// gRPC). Callers pass any shard number; it is taken modulo Shards.
-var Shards = runtime.GOMAXPROCS(0) + 1
+// shards is the number of shards every family has: shard 0 for callers with
+// no event loop of their own (goroutine-per-connection listeners, REST, gRPC,
+// background work), so that a zero shard number means "shared", and then one
+// per event loop. gnet starts a loop per CPU; Go runs at most GOMAXPROCS of
+// them at once. Callers pass any shard number; it is taken modulo shards.
+var shards = max(runtime.NumCPU(), runtime.GOMAXPROCS(0)) + 1
 
-// SharedShard is the shard for callers with no event loop of their own.
-func SharedShard() int { return Shards - 1 }
+// SharedShard is the shard for callers with no event loop of their own: the
+// zero value of a shard number.
+const SharedShard = 0
+
+// LoopShard is the shard of event loop n (counted from 0).
+func LoopShard(n int) int { return 1 + n%(shards-1) }
+
+// NumShards is the number of shards every family has.
+func NumShards() int { return shards }
 
 // cacheLine separates shards, so that two shards never share a line.
 const cacheLine = 64
 
-// cells is one family's counters for all its shards. Shard i owns
-// v[i*stride : i*stride+width]. The stride is rounded up to whole cache lines
-// and one line is left before the first shard.
+// cells is one family's counters for all its shards. Shard s owns
+// v[base+s*stride:][:width]; the stride is a whole number of cache lines and
+// base puts v[base] at the start of a line, so no two shards share one.
 type cells struct {
 	v      []atomic.Uint64
-	width  int
+	base   int
 	stride int
 }
 
 func newCells(width int) cells {
-	per := cacheLine / 8
+	const per = cacheLine / 8
 	stride := (width + per - 1) / per * per
-	return cells{v: make([]atomic.Uint64, per+Shards*stride), width: width, stride: stride}
+	v := make([]atomic.Uint64, per+shards*stride) // one spare line for alignment
+	base := 0
+	if off := uintptr(unsafe.Pointer(&v[0])) % cacheLine; off != 0 {
+		base = int(cacheLine-off) / 8
+	}
+	return cells{v: v, base: base, stride: stride}
 }
 
 func (c *cells) at(shard, i int) *atomic.Uint64 {
-	return &c.v[cacheLine/8+(shard%Shards)*c.stride+i]
+	return &c.v[c.base+int(uint(shard)%uint(shards))*c.stride+i]
 }
 
 // sum adds cell i over every shard.
 func (c *cells) sum(i int) uint64 {
 	var n uint64
-	for s := 0; s < Shards; s++ {
+	for s := 0; s < shards; s++ {
 		n += c.at(s, i).Load()
 	}
 	return n
@@ -71,7 +86,7 @@ func (c *Counters) Value(i int) uint64 { return c.c.sum(i) }
 // Reset zeroes every counter. Adds racing with it may survive.
 func (c *Counters) Reset() {
 	for i := range c.c.v {
-		c.c.v[i].Store(0)
+		c.c.v[i].Store(0) // the padding too: it is always zero
 	}
 }
 

@@ -3,6 +3,7 @@ package shardmetrics
 import (
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -38,7 +39,8 @@ func TestCounterVecCollects(t *testing.T) {
 	reg.MustRegister(v)
 	v.Add(0, 0, 3)
 	v.Add(1, 0, 4)
-	v.Add(Shards+1, 1, 5) // shards wrap
+	v.Add(shards+1, 1, 5) // shard numbers wrap
+	v.Add(-3, 1, 0)       // and negative ones are safe
 
 	got := map[string]float64{}
 	for _, m := range gather(t, reg, "x_requests_total") {
@@ -89,7 +91,7 @@ func TestConcurrentShards(t *testing.T) {
 	reg.MustRegister(v)
 	const per = 10000
 	var wg sync.WaitGroup
-	for s := 0; s < Shards+2; s++ {
+	for s := 0; s < shards+2; s++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -102,17 +104,25 @@ func TestConcurrentShards(t *testing.T) {
 	_, err := reg.Gather()
 	require.NoError(t, err)
 	wg.Wait()
-	assert.Equal(t, uint64((Shards+2)*per), c.Value(0)+c.Value(1)+c.Value(2))
-	assert.Equal(t, float64((Shards+2)*per), gather(t, reg, "x_total")[0].GetCounter().GetValue())
+	assert.Equal(t, uint64((shards+2)*per), c.Value(0)+c.Value(1)+c.Value(2))
+	assert.Equal(t, float64((shards+2)*per), gather(t, reg, "x_total")[0].GetCounter().GetValue())
 	c.Reset()
 	assert.Zero(t, c.Value(0)+c.Value(1)+c.Value(2))
 }
 
-// Shards must not share cache lines: shard s's cells start a whole number of
-// lines after shard 0's.
+// Shards must not share cache lines: each shard's cells start on a line of
+// their own, and they stay inside the slice.
 func TestShardsOnSeparateLines(t *testing.T) {
-	c := newCells(3)
-	assert.Equal(t, 0, c.stride%(cacheLine/8))
-	assert.GreaterOrEqual(t, c.stride, 3)
-	assert.Equal(t, len(c.v), cacheLine/8+Shards*c.stride)
+	for _, width := range []int{1, 3, 8, 120} {
+		c := newCells(width)
+		assert.Equal(t, 0, c.stride%(cacheLine/8))
+		assert.GreaterOrEqual(t, c.stride, width)
+		for s := 0; s < shards; s++ {
+			assert.Zero(t, uintptr(unsafe.Pointer(c.at(s, 0)))%cacheLine, "width %d shard %d", width, s)
+			_ = c.at(s, width-1) // in range, or this panics
+		}
+	}
+	assert.Equal(t, SharedShard, 0)
+	assert.NotEqual(t, SharedShard, LoopShard(0))
+	assert.Equal(t, LoopShard(0), LoopShard(shards-1), "loops beyond the shards wrap onto the loop shards, never the shared one")
 }

@@ -562,8 +562,12 @@ func (cs *connState) flush() {
 	rest := copy(cs.queue, cs.queue[n:])
 	cs.queue = cs.queue[:rest]
 	if len(cs.out) > 0 {
-		cs.t.write(cs.out)
-		cs.srv.m.stats.Add(cs.shard, statBytesWritten, uint64(len(cs.out)))
+		// A failed write closes the connection mid-callback, and its fd may
+		// be reused by then: later flushes must not write.
+		if !cs.closed.Load() {
+			cs.t.write(cs.out)
+			cs.srv.m.stats.Add(cs.shard, statBytesWritten, uint64(len(cs.out)))
+		}
 		if cap(cs.out) > 1<<20 {
 			cs.out = nil // do not pin a huge buffer to an idle connection
 		} else {

@@ -24,19 +24,20 @@ const (
 var outcomeLabels = [numOutcomes]string{"ok", "miss", "client_error", "server_error"}
 
 // The front end's per-request families, sharded by event loop
-// (internal/shardmetrics) and declared once. requestCounts' child for kind k
-// and outcome o is k*numOutcomes+o.
+// (internal/shardmetrics) and declared once. requestMetrics.Counts' child for
+// kind k and outcome o is k*numOutcomes+o.
 var (
-	requestCounts, requestDurations = gateway.ShardedRequestMetrics("memcache", commandNames[:], outcomeLabels[:])
-	dialectCounts                   = shardmetrics.NewCounterVec("ndbgate_memcache_commands_total",
+	requestMetrics = gateway.ShardedRequestMetrics("memcache", commandNames[:], outcomeLabels[:])
+	dialectCounts  = shardmetrics.NewCounterVec("ndbgate_memcache_commands_total",
 		"memcache commands by dialect: text (classic), meta, binary.", []string{"dialect"}, nil,
 		[][]string{{dialectLabels[dialectText]}, {dialectLabels[dialectMeta]}, {dialectLabels[dialectBinary]}})
 )
 
-// RegisterMetrics registers the memcache front end's own metrics; the request
-// families are gateway's (gateway.RegisterMetrics).
-func RegisterMetrics(reg prometheus.Registerer) {
+// RegisterMetrics registers the memcache front end's own metrics, and returns
+// its request metrics for gateway.RegisterMetrics.
+func RegisterMetrics(reg prometheus.Registerer) gateway.ShardedRequests {
 	reg.MustRegister(dialectCounts)
+	return requestMetrics
 }
 
 // serverMetrics holds one server's metric children, resolved once at start-up
@@ -118,7 +119,7 @@ func (m *serverMetrics) observe(p *pending) {
 		}
 	}
 	shard := p.cs.shard
-	requestCounts.Add(shard, int(p.kind)*numOutcomes+o, 1)
+	requestMetrics.Counts.Add(shard, int(p.kind)*numOutcomes+o, 1)
 	d, n := dialectText, 1
 	switch {
 	case p.bin:
@@ -128,7 +129,7 @@ func (m *serverMetrics) observe(p *pending) {
 	}
 	dialectCounts.Add(shard, d, uint64(n))
 	m.stats.Add(shard, d, uint64(n))
-	requestDurations.Observe(shard, int(p.kind), monoNanos()-p.start)
+	requestMetrics.Durations.Observe(shard, int(p.kind), monoNanos()-p.start)
 }
 
 func isClientError(err error) bool {

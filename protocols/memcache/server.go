@@ -17,6 +17,7 @@ import (
 	"github.com/panjf2000/gnet/v2/pkg/logging"
 
 	"github.com/ndbgate/ndbgate/gateway"
+	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 )
 
 // Config configures the memcache listener.
@@ -186,8 +187,7 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	return nil, gnet.None
 }
 
-// loopShard is the metrics shard of an event loop: its own, as long as there
-// are no more loops than shards.
+// loopShard is the metrics shard of an event loop (see internal/shardmetrics).
 func (s *Server) loopShard(el gnet.EventLoop) int {
 	s.loopShardsMu.Lock()
 	defer s.loopShardsMu.Unlock()
@@ -196,7 +196,7 @@ func (s *Server) loopShard(el gnet.EventLoop) int {
 	}
 	n, ok := s.loopShards[el]
 	if !ok {
-		n = len(s.loopShards)
+		n = shardmetrics.LoopShard(len(s.loopShards))
 		s.loopShards[el] = n
 	}
 	return n

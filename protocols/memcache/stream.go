@@ -118,7 +118,7 @@ func (s *Server) serveStream(nc net.Conn) {
 	}
 	t := &streamTransport{nc: nc, wakeup: make(chan struct{}, 1)}
 	cs := s.newConnState(t)
-	cs.shard = shardmetrics.SharedShard()
+	cs.shard = shardmetrics.SharedShard
 	defer s.release(cs)
 
 	data := make(chan []byte, 4)

@@ -20,13 +20,17 @@ type transport interface {
 
 type gnetTransport struct{ c gnet.Conn }
 
+// rawWriteMax bounds the replies written raw: a raw syscall keeps the P for
+// the whole copy, which would hold up a GC stop-the-world behind megabytes.
+const rawWriteMax = 64 << 10
+
 // write sends b with a raw write(2) when nothing is queued ahead of it. The
 // socket is non-blocking, so the runtime's bookkeeping for a syscall that
 // might block (gnet's unix.Write) buys nothing on this per-reply path. What
 // is not sent, and any error, goes through gnet, which queues the rest or
 // closes the connection.
 func (g gnetTransport) write(b []byte) {
-	if len(b) > 0 && g.c.OutboundBuffered() == 0 {
+	if len(b) > 0 && len(b) <= rawWriteMax && g.c.OutboundBuffered() == 0 {
 		n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(g.c.Fd()), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 		if errno == 0 {
 			if b = b[n:]; len(b) == 0 {

@@ -268,7 +268,9 @@ func sendGarbage(addr string, b []byte, rst bool) {
 func TestSlowReaderGetsEveryReplyInOrder(t *testing.T) {
 	s := startServer(t)
 	c := dialRaw(t, s.memcacheAddr)
-	const keys, size, gets = 4, 512 << 10, 48 // 24 MiB of replies
+	// Values under the raw-write bound (64 KiB), so that replies take both
+	// paths: raw while the queue is empty, gnet's once it is not.
+	const keys, size, gets = 4, 56 << 10, 440 // 24 MiB of replies
 	values := make([]string, keys)
 	for k := range values {
 		values[k] = strings.Repeat(fmt.Sprintf("value-%d|", k), size/8)
@@ -278,8 +280,8 @@ func TestSlowReaderGetsEveryReplyInOrder(t *testing.T) {
 	// still wait in the queue.
 	for i := range gets {
 		c.send(fmt.Sprintf("get slow:%d\r\n", (i*3)%keys))
-		if i%8 == 7 {
-			time.Sleep(50 * time.Millisecond)
+		if i%40 == 39 {
+			time.Sleep(30 * time.Millisecond)
 		}
 	}
 
