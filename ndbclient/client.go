@@ -16,6 +16,7 @@ type Client struct {
 	cfg      DispatchConfig
 	nodes    int
 	lanes    []*lane
+	inline   bool // the driver completes every Submit inline (InlineDriver)
 	inFlight atomic.Int64
 	scratch  sync.Pool // *[]*round
 }
@@ -27,6 +28,9 @@ func NewClient(d Driver) *Client { return NewClientWith(d, DispatchConfig{}) }
 func NewClientWith(d Driver, cfg DispatchConfig) *Client {
 	cfg.defaults()
 	c := &Client{driver: d, cfg: cfg, nodes: max(1, d.Stats().Nodes)}
+	if in, ok := d.(InlineDriver); ok {
+		c.inline = in.CompletesInline()
+	}
 	c.scratch.New = func() any { s := make([]*round, 0, 8); return &s }
 	liveClients.add(c)
 	if cfg.Lanes {

@@ -81,6 +81,8 @@ type call struct {
 	pending atomic.Int32 // rounds outstanding
 	errOnce sync.Once
 	err     error // the first batch-level error
+	// admitted: the ops count against the client's in-flight bound.
+	admitted bool
 	// onDirect is the completion of the fast path: a batch that is one round
 	// for one node, sent without lanes, as it is.
 	onDirect func(*Batch, error)
@@ -144,7 +146,8 @@ func init() {
 // dispatch runs b through the dispatcher.
 func (c *Client) dispatch(b *Batch, done func(*Batch, error)) {
 	n := int64(len(b.Ops))
-	if c.inFlight.Add(n) > int64(c.cfg.MaxInFlight) {
+	admitted := !c.inline
+	if admitted && c.inFlight.Add(n) > int64(c.cfg.MaxInFlight) {
 		c.inFlight.Add(-n)
 		dispatchOverloaded.Inc()
 		for _, op := range b.Ops {
@@ -154,7 +157,7 @@ func (c *Client) dispatch(b *Batch, done func(*Batch, error)) {
 		return
 	}
 	k := callPool.Get().(*call)
-	k.c, k.b, k.done, k.err, k.errOnce = c, b, done, nil, sync.Once{}
+	k.c, k.b, k.done, k.err, k.errOnce, k.admitted = c, b, done, nil, sync.Once{}, admitted
 	if !c.cfg.Lanes && c.nodes == 1 && int(n) <= c.cfg.RoundSize {
 		// Fast path: the whole batch is one round for the only node.
 		dispatchHintOps.Add(b.Shard, hintKey, uint64(n))
@@ -476,8 +479,9 @@ func (r *round) hasApplied() bool {
 
 func (k *call) complete() {
 	c, b, done, err := k.c, k.b, k.done, k.err
-	n := int64(len(b.Ops))
-	c.inFlight.Add(-n)
+	if k.admitted {
+		c.inFlight.Add(-int64(len(b.Ops)))
+	}
 	k.c, k.b, k.done, k.err = nil, nil, nil, nil
 	callPool.Put(k)
 	done(b, err)

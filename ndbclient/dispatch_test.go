@@ -430,3 +430,33 @@ func TestDispatchConcurrentMixed(t *testing.T) {
 		assert.LessOrEqual(t, r, 16, "no round above RoundSize")
 	}
 }
+
+// A driver that completes inline holds nothing between calls, so the
+// in-flight bound does not apply to it; the same engine with a simulated round
+// trip (which completes later) is bounded as usual.
+func TestInlineDriverSkipsAdmission(t *testing.T) {
+	e, tbl := newEngine(t, 1, 10)
+	require.True(t, e.CompletesInline())
+	c := ndbclient.NewClientWith(e, ndbclient.DispatchConfig{MaxInFlight: 2})
+	b := ndbclient.Batch{}
+	for i := 0; i < 3; i++ {
+		b.Ops = append(b.Ops, readOp(tbl, fmt.Sprintf("k%d", i)))
+	}
+	require.NoError(t, c.Execute(context.Background(), &b))
+	for i, op := range b.Ops {
+		require.NoError(t, op.Err)
+		assert.Equal(t, fmt.Sprintf("v%d", i), op.Row[0].Str())
+	}
+
+	slow := embedded.New(embedded.Config{RoundTripDelay: time.Millisecond, ReapInterval: -1})
+	t.Cleanup(func() { _ = slow.Close() })
+	require.False(t, slow.CompletesInline())
+	stbl, err := slow.CreateTable(kvTable())
+	require.NoError(t, err)
+	sc := ndbclient.NewClientWith(slow, ndbclient.DispatchConfig{MaxInFlight: 2})
+	over := ndbclient.Batch{}
+	for i := 0; i < 3; i++ {
+		over.Ops = append(over.Ops, readOp(stbl, fmt.Sprintf("k%d", i)))
+	}
+	assert.ErrorIs(t, sc.Execute(context.Background(), &over), ndbclient.ErrOverloaded)
+}

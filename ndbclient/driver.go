@@ -31,6 +31,15 @@ type Driver interface {
 	Close() error
 }
 
+// InlineDriver is implemented by drivers whose Submit may report that it
+// always calls done before returning (the embedded engine with no simulated
+// round trip). Nothing can pile up in such a driver, so the dispatcher skips
+// its in-flight admission: two atomic adds on a counter every event loop
+// shares.
+type InlineDriver interface {
+	CompletesInline() bool
+}
+
 // DriverStats is a snapshot of engine figures.
 type DriverStats struct {
 	Items       uint64 // live rows

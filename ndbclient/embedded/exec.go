@@ -38,6 +38,10 @@ func (e *Engine) Execute(ctx context.Context, b *ndbclient.Batch) error {
 	return nil
 }
 
+// CompletesInline reports that Submit calls done before it returns, unless a
+// simulated round trip is configured (ndbclient.InlineDriver).
+func (e *Engine) CompletesInline() bool { return e.cfg.RoundTripDelay <= 0 }
+
 // Submit runs the batch inline and calls done on the caller's goroutine; with
 // a simulated round-trip delay, it completes that much later elsewhere.
 func (e *Engine) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
