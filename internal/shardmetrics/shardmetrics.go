@@ -110,9 +110,6 @@ func NewCounterVec(name, help string, variableLabels []string, constLabels prome
 // Add adds n to child on shard.
 func (v *CounterVec) Add(shard, child int, n uint64) { v.c.at(shard, child).Add(n) }
 
-// Value is child's total over all shards.
-func (v *CounterVec) Value(child int) uint64 { return v.c.sum(child) }
-
 // Describe implements prometheus.Collector.
 func (v *CounterVec) Describe(ch chan<- *prometheus.Desc) { ch <- v.desc }
 
@@ -164,15 +161,6 @@ func (h *HistogramVec) Observe(shard, child int, d int64) {
 	base := child * (h.buckets + 1)
 	h.c.at(shard, base+b).Add(1)
 	h.c.at(shard, base+h.buckets).Add(uint64(max(d, 0)))
-}
-
-// Count is child's number of observations over all shards.
-func (h *HistogramVec) Count(child int) uint64 {
-	var n uint64
-	for b := 0; b < h.buckets; b++ {
-		n += h.c.sum(child*(h.buckets+1) + b)
-	}
-	return n
 }
 
 // Describe implements prometheus.Collector.

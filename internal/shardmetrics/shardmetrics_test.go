@@ -48,7 +48,6 @@ func TestCounterVecCollects(t *testing.T) {
 		got[l["protocol"]+"/"+l["command"]] = m.GetCounter().GetValue()
 	}
 	assert.Equal(t, map[string]float64{"mc/get": 7, "mc/set": 5}, got)
-	assert.Equal(t, uint64(7), v.Value(0))
 }
 
 func TestHistogramBucketsAndSum(t *testing.T) {
@@ -79,7 +78,6 @@ func TestHistogramBucketsAndSum(t *testing.T) {
 			t.Fatalf("unexpected child %v", labels(m))
 		}
 	}
-	assert.Equal(t, uint64(4), h.Count(0))
 }
 
 // Run with -race: every shard written from its own goroutine while a scrape
