@@ -1,71 +1,57 @@
 package gateway
 
 import (
-	"sync/atomic"
-
 	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
-// Counters are memcached's item counters ("stats"), kept by the gateway so every
-// front end reports the same figures. The Service keeps one Counters per
-// metrics shard (event loop), so loops on different cores do not fight over
-// cache lines; Service.Counters adds them up.
-type Counters struct {
-	CmdGet, GetHits, GetMisses         atomic.Uint64
-	CmdSet, CmdTouch, TouchHits        atomic.Uint64
-	TouchMisses, DeleteHits            atomic.Uint64
-	DeleteMisses, IncrHits, IncrMisses atomic.Uint64
-	DecrHits, DecrMisses, CasHits      atomic.Uint64
-	CasMisses, CasBadval, CmdFlush     atomic.Uint64
-	BackendErrors, TotalItems          atomic.Uint64
+// Stat names one of memcached's item counters ("stats"), kept by the gateway so
+// every front end reports the same figures. The Service keeps them sharded by
+// event loop (internal/shardmetrics), so loops on different cores do not fight
+// over cache lines.
+type Stat int
+
+// The counters, as memcached names them (cmd_get, get_hits, ...).
+const (
+	StatCmdGet Stat = iota
+	StatGetHits
+	StatGetMisses
+	StatCmdSet
+	StatCmdTouch
+	StatTouchHits
+	StatTouchMisses
+	StatDeleteHits
+	StatDeleteMisses
+	StatIncrHits
+	StatIncrMisses
+	StatDecrHits
+	StatDecrMisses
+	StatCasHits
+	StatCasMisses
+	StatCasBadval
+	StatCmdFlush
+	StatBackendErrors
+	StatTotalItems
+	numStats
+)
+
+// Stat is counter c's total over every shard.
+func (s *Service) Stat(c Stat) uint64 { return s.stats.Value(int(c)) }
+
+// ResetStats zeroes every counter ("stats reset").
+func (s *Service) ResetStats() { s.stats.Reset() }
+
+// statShard adds to the counters of one shard.
+type statShard struct {
+	stats *shardmetrics.Counters
+	shard int
 }
 
-// counterShard is one shard's Counters, padded so that neighbours never share
-// a cache line.
-type counterShard struct {
-	_ [64]byte
-	Counters
-}
+func (a statShard) add(c Stat, n uint64) { a.stats.Add(a.shard, int(c), n) }
 
-func newCounterShards() []counterShard { return make([]counterShard, shardmetrics.NumShards()) }
-
-// shardCounters is the Counters a request on shard updates.
-func (s *Service) shardCounters(shard int) *Counters {
-	return &s.counters[uint(shard)%uint(len(s.counters))].Counters
-}
-
-// Counters adds up every shard's counters.
-func (s *Service) Counters() *Counters {
-	total := &Counters{}
-	sum := total.fields()
-	for i := range s.counters {
-		for j, f := range s.counters[i].fields() {
-			sum[j].Add(f.Load())
-		}
-	}
-	return total
-}
-
-// ResetCounters zeroes every counter ("stats reset").
-func (s *Service) ResetCounters() {
-	for i := range s.counters {
-		for _, f := range s.counters[i].fields() {
-			f.Store(0)
-		}
-	}
-}
-
-func (c *Counters) fields() []*atomic.Uint64 {
-	return []*atomic.Uint64{
-		&c.CmdGet, &c.GetHits, &c.GetMisses, &c.CmdSet, &c.CmdTouch, &c.TouchHits,
-		&c.TouchMisses, &c.DeleteHits, &c.DeleteMisses, &c.IncrHits, &c.IncrMisses,
-		&c.DecrHits, &c.DecrMisses, &c.CasHits, &c.CasMisses, &c.CasBadval, &c.CmdFlush,
-		&c.BackendErrors, &c.TotalItems,
-	}
-}
-
-func (c *Counters) count(r *Request) {
+// count updates the counters for a finished request, on its shard.
+func (s *Service) count(r *Request) {
+	add := statShard{s.stats, r.Shard}.add
 	switch r.Verb {
 	case VerbGet, VerbGat:
 		var hits uint64
@@ -74,51 +60,54 @@ func (c *Counters) count(r *Request) {
 				hits++
 			}
 		}
-		c.CmdGet.Add(uint64(len(r.Items)))
-		c.GetHits.Add(hits)
-		c.GetMisses.Add(uint64(len(r.Items)) - hits)
+		add(StatCmdGet, uint64(len(r.Items)))
+		add(StatGetHits, hits)
+		add(StatGetMisses, uint64(len(r.Items))-hits)
 		if r.Verb == VerbGat {
-			c.CmdTouch.Add(uint64(len(r.Items)))
-			c.TouchHits.Add(hits)
-			c.TouchMisses.Add(uint64(len(r.Items)) - hits)
+			add(StatCmdTouch, uint64(len(r.Items)))
+			add(StatTouchHits, hits)
+			add(StatTouchMisses, uint64(len(r.Items))-hits)
 		}
 	case VerbSet, VerbAdd, VerbReplace, VerbAppend, VerbPrepend:
-		c.CmdSet.Add(1)
+		add(StatCmdSet, 1)
 		if r.Outcome == OutcomeStored {
-			c.TotalItems.Add(1)
+			add(StatTotalItems, 1)
 		}
 	case VerbCas:
-		c.CmdSet.Add(1)
+		add(StatCmdSet, 1)
 		switch r.Outcome {
 		case OutcomeStored:
-			c.CasHits.Add(1)
-			c.TotalItems.Add(1)
+			add(StatCasHits, 1)
+			add(StatTotalItems, 1)
 		case OutcomeExists:
-			c.CasBadval.Add(1)
+			add(StatCasBadval, 1)
 		case OutcomeNotFound:
-			c.CasMisses.Add(1)
+			add(StatCasMisses, 1)
 		}
 	case VerbTouch:
-		c.CmdTouch.Add(1)
-		hitMiss(r, &c.TouchHits, &c.TouchMisses)
+		add(StatCmdTouch, 1)
+		add(hitMiss(r, StatTouchHits, StatTouchMisses))
 	case VerbDelete:
-		hitMiss(r, &c.DeleteHits, &c.DeleteMisses)
+		add(hitMiss(r, StatDeleteHits, StatDeleteMisses))
 	case VerbIncr:
-		hitMiss(r, &c.IncrHits, &c.IncrMisses)
+		add(hitMiss(r, StatIncrHits, StatIncrMisses))
 	case VerbDecr:
-		hitMiss(r, &c.DecrHits, &c.DecrMisses)
+		add(hitMiss(r, StatDecrHits, StatDecrMisses))
 	}
 	if r.Outcome == OutcomeError && ndbclient.CodeOf(r.Err) != ndbclient.CodeInvalidArgument {
-		c.BackendErrors.Add(1)
+		add(StatBackendErrors, 1)
 	}
 }
 
-func hitMiss(r *Request, hit, miss *atomic.Uint64) {
+// hitMiss picks the counter a keyed command's outcome adds to: none (n = 0)
+// for a backend error.
+func hitMiss(r *Request, hit, miss Stat) (Stat, uint64) {
 	switch r.Outcome {
 	case OutcomeNotFound:
-		miss.Add(1)
+		return miss, 1
 	case OutcomeError:
+		return hit, 0
 	default:
-		hit.Add(1)
+		return hit, 1
 	}
 }

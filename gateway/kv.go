@@ -84,7 +84,7 @@ func (r *Request) finish() {
 			r.invalidateLocal(t)
 		}
 	}
-	r.svc.shardCounters(r.Shard).count(r)
+	r.svc.count(r)
 	r.Done(r)
 }
 

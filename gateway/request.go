@@ -100,8 +100,8 @@ type Request struct {
 	Route *Route
 	// Done is called exactly once per Do, inline or from another goroutine.
 	Done func(*Request)
-	// Shard is the caller's metrics shard, its event loop (see
-	// internal/shardmetrics); Reset keeps it. Any value is safe.
+	// Shard is the caller's metrics shard: its event loop's, or 0 (shared)
+	// for callers with none (internal/shardmetrics). Reset keeps it.
 	Shard int
 
 	// Outputs.

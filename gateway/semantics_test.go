@@ -266,9 +266,8 @@ func TestSemantics(t *testing.T) {
 						assert.Equal(t, fmt.Sprintf("value-%d", i), string(it.Value))
 					}
 				}
-				c := h.svc.Counters()
-				assert.Equal(t, uint64(100), c.CmdGet.Load())
-				assert.Equal(t, uint64(66), c.GetHits.Load())
+				assert.Equal(t, uint64(100), h.svc.Stat(gateway.StatCmdGet))
+				assert.Equal(t, uint64(66), h.svc.Stat(gateway.StatGetHits))
 			})
 			t.Run("flush_all", func(t *testing.T) {
 				h := newHarness(t, d.wrap)

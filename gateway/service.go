@@ -31,15 +31,15 @@ type Options struct {
 // Service applies memcached semantics to ndbclient operations. It is safe for
 // concurrent use; each Request is used by one caller at a time.
 type Service struct {
-	backend  *ndbclient.Client
-	local    *ndbclient.Client
-	router   *router
-	itemMax  int
-	log      *slog.Logger
-	now      func() time.Time
-	casSeq   atomic.Uint64
-	started  time.Time
-	counters []counterShard
+	backend *ndbclient.Client
+	local   *ndbclient.Client
+	router  *router
+	itemMax int
+	log     *slog.Logger
+	now     func() time.Time
+	casSeq  atomic.Uint64
+	started time.Time
+	stats   *shardmetrics.Counters // by Stat
 
 	flushMu    sync.Mutex
 	flushTimer *time.Timer
@@ -71,7 +71,7 @@ func New(o Options) (*Service, error) {
 	if o.ItemSizeMax <= 0 {
 		o.ItemSizeMax = 1 << 20
 	}
-	s := &Service{backend: o.Backend, local: o.Local, router: r, itemMax: o.ItemSizeMax, log: o.Logger, now: o.Now, started: o.Now(), counters: newCounterShards()}
+	s := &Service{backend: o.Backend, local: o.Local, router: r, itemMax: o.ItemSizeMax, log: o.Logger, now: o.Now, started: o.Now(), stats: shardmetrics.NewCounters(int(numStats))}
 	// CAS values must differ across restarts of a gateway sharing a persistent
 	// cluster, so there the sequence starts at the clock in microseconds; it then
 	// grows by one per write, which stays ahead of the clock below a million
@@ -143,7 +143,7 @@ func (s *Service) clientFor(p Policy) *ndbclient.Client {
 // delay seconds, replacing any flush already scheduled, as memcached does. The
 // scan-delete runs off the caller's goroutine so no event loop waits on it.
 func (s *Service) FlushAll(delay int64) {
-	s.shardCounters(shardmetrics.SharedShard).CmdFlush.Add(1)
+	s.stats.Add(shardmetrics.SharedShard, int(StatCmdFlush), 1)
 	s.flushMu.Lock()
 	if s.flushTimer != nil {
 		s.flushTimer.Stop()

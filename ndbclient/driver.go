@@ -31,11 +31,11 @@ type Driver interface {
 	Close() error
 }
 
-// InlineDriver is implemented by drivers whose Submit may report that it
-// always calls done before returning (the embedded engine with no simulated
-// round trip). Nothing can pile up in such a driver, so the dispatcher skips
-// its in-flight admission: two atomic adds on a counter every event loop
-// shares.
+// InlineDriver is an optional Driver method: CompletesInline reports whether
+// Submit always calls done before it returns (the embedded engine with no
+// simulated round trip). Nothing can pile up in such a driver, so the
+// dispatcher skips its in-flight admission: two atomic adds on a counter every
+// event loop shares.
 type InlineDriver interface {
 	CompletesInline() bool
 }

@@ -138,8 +138,8 @@ type Batch struct {
 	Ops []*Op
 	// Hint carries no semantics; drivers may use it for metrics.
 	Hint string
-	// Shard is the caller's metrics shard, its event loop (see
-	// internal/shardmetrics); Reset keeps it. Any value is safe.
+	// Shard is the caller's metrics shard: its event loop's, or 0 (shared)
+	// for callers with none (internal/shardmetrics). Reset keeps it.
 	Shard int
 }
 

@@ -63,11 +63,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler, collectors.MetricsGC)), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	ndbclient.RegisterMetrics(reg, backendDriver)
 	memcacheOn := cfg.Listeners.Memcache != "" || cfg.Memcache.Socket != "" || cfg.Memcache.TLS.Listen != ""
+	var sharded []gateway.ShardedRequests // front ends on event loops
 	if memcacheOn {
-		gateway.RegisterMetrics(reg, memcache.RegisterMetrics(reg))
-	} else {
-		gateway.RegisterMetrics(reg)
+		sharded = append(sharded, memcache.RegisterMetrics(reg))
 	}
+	gateway.RegisterMetrics(reg, sharded...)
 
 	errc := make(chan error, 3)
 	var mc *memcache.Server
