@@ -48,12 +48,7 @@ unit:
 
 # A short run of every fuzz target; `make fuzz-long FUZZTIME=10m` for a real hunt.
 fuzz:
-	@for pkg in $$($(GO) list ./... | grep -v /tests/); do \
-	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-	    echo "fuzz $$pkg $$t ($(FUZZTIME))"; \
-	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
-	  done; \
-	done
+	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 fuzz-long:
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
