@@ -15,9 +15,10 @@ trap 'rm -f "$log"' EXIT
 
 flakes=0
 for pkg in $($GO list ./... | grep -v /tests/); do
+	pkgdir=$($GO list -f '{{.Dir}}' "$pkg")
 	for target in $($GO test -list '^Fuzz' "$pkg" | grep '^Fuzz'); do
 		echo "fuzz $pkg $target ($FUZZTIME)"
-		dir=$($GO list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$target
+		dir=$pkgdir/testdata/fuzz/$target
 		before=$(ls "$dir" 2>/dev/null | wc -l)
 		if $GO test -run '^$' -fuzz "^$target\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1 | tee "$log"; [ "${PIPESTATUS[0]}" -eq 0 ]; then
 			continue

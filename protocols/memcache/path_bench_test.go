@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"github.com/ndbgate/ndbgate/ndbclient/embedded"
 )
 
@@ -21,7 +22,7 @@ func benchConn(b *testing.B, keys int) (*connState, *discardTransport) {
 	b.Cleanup(func() { _ = e.Close() })
 	srv := NewServer(Config{Version: "bench"}, newDemoService(b, e), discardLog)
 	tr := &discardTransport{}
-	cs := srv.newConnState(tr)
+	cs := srv.newConnState(tr, shardmetrics.SharedShard)
 	val := make([]byte, 32)
 	for i := 0; i < keys; i++ {
 		cmd := fmt.Appendf(nil, "set memtier-%d 0 0 32 noreply\r\n%s\r\n", i, val)
@@ -103,7 +104,7 @@ func BenchmarkTextGetHitParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		cs := srv.newConnState(&discardTransport{})
+		cs := srv.newConnState(&discardTransport{}, shardmetrics.SharedShard)
 		for i := 0; pb.Next(); i++ {
 			cmd := cmds[i&4095]
 			if n := cs.serve(cmd); n != len(cmd) {

@@ -181,8 +181,7 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	if !s.admit() {
 		return replyTooManyConns, gnet.Close
 	}
-	cs := s.newConnState(gnetTransport{c})
-	cs.shard = s.loopShard(c.EventLoop())
+	cs := s.newConnState(gnetTransport{c}, s.loopShard(c.EventLoop()))
 	c.SetContext(cs)
 	return nil, gnet.None
 }
@@ -202,8 +201,9 @@ func (s *Server) loopShard(el gnet.EventLoop) int {
 	return n
 }
 
-func (s *Server) newConnState(t transport) *connState {
-	cs := &connState{srv: s, t: t}
+// newConnState makes a connection's state; shard is its metrics shard.
+func (s *Server) newConnState(t transport, shard int) *connState {
+	cs := &connState{srv: s, t: t, shard: shard}
 	cs.parser.MaxItemSize = s.cfg.ItemSizeMax
 	return cs
 }

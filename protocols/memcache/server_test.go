@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ndbgate/ndbgate/gateway"
+	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"github.com/ndbgate/ndbgate/ndbclient"
 	"github.com/ndbgate/ndbgate/ndbclient/embedded"
 	"github.com/ndbgate/ndbgate/ndbclient/ndbclienttest"
@@ -176,7 +177,7 @@ func (r *recordingTransport) wake()          { r.wakes++ }
 func TestDeepPipelineYields(t *testing.T) {
 	srv := NewServer(Config{MaxPending: 1024, Version: "test"}, newDemoService(t, newEngine(t)), discardLog)
 	rt := &recordingTransport{}
-	cs := srv.newConnState(rt)
+	cs := srv.newConnState(rt, shardmetrics.SharedShard)
 
 	const n = 1000
 	var in strings.Builder
