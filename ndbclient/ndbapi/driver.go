@@ -120,8 +120,7 @@ func (d *Driver) Table(database, name string) (*ndbclient.Table, error) {
 	if err != nil {
 		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "%v", err)
 	}
-	lanes := d.primaryLanes(ti.id, ti.schema.Partitions)
-	ti.lanes.Store(&lanes)
+	d.storeLanes(ti, ti.schema.Partitions)
 	d.mu.Lock()
 	d.byName[key] = ti
 	d.bySch[ti.schema] = ti
@@ -225,8 +224,7 @@ func (d *Driver) refresh(ti *tableInfo) {
 	} else {
 		// A reorganisation (ALTER TABLE ... REORGANIZE PARTITION) changes the
 		// partition count and where the primaries are.
-		lanes := d.primaryLanes(ti.id, cur.schema.Partitions)
-		ti.lanes.Store(&lanes)
+		d.storeLanes(ti, cur.schema.Partitions)
 	}
 	d.mu.Lock()
 	ti.gone, ti.goneAt = gone, time.Now()
@@ -347,6 +345,12 @@ func (d *Driver) NodeOf(t *ndbclient.Table, partition int) int {
 		return 0
 	}
 	return (*lanes)[partition]
+}
+
+// storeLanes makes ti's lane map for n partitions and publishes it.
+func (d *Driver) storeLanes(ti *tableInfo, n int) {
+	lanes := d.primaryLanes(ti.id, n)
+	ti.lanes.Store(&lanes)
 }
 
 // primaryLanes maps each partition to a dispatcher lane: the data nodes that

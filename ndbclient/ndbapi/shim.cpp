@@ -358,9 +358,9 @@ bool inRecord(const Layout &l, uint16_t col) { return col < l.size.size() && l.s
 
 // badValue says why a non-NULL value in native format does not fit its
 // column's row slot, or returns null. NDB reads a value's length from its
-// prefix, so the prefix must match the bytes that came.
+// prefix, so the prefix must match the bytes that came. Callers have checked
+// inRecord(l, v.col).
 const char *badValue(const Layout &l, const Value &v) {
-  if (!inRecord(l, v.col)) return "column not in the table's row record";
   const uint8_t pre = l.prefix[v.col];
   if (!v.data || v.len > l.size[v.col]) return "value longer than its column";
   if (pre == 0 && v.len != l.size[v.col]) return "value of the wrong size for its column";
@@ -438,9 +438,9 @@ NdbError notSent(const NdbError &in) {
 // startTx starts a transaction on the node holding the key's primary
 // replica: the key record and row are the TC hint (the API hashes the
 // distribution-key columns; a null xfrmbuf lets it allocate one when a
-// character column needs it).
+// character column needs it). fillRow has put every primary-key column in
+// op.in (NDB tables always have a primary key, a hidden one if need be).
 NdbTransaction *startTx(Ndb *ndb, const Op &op) {
-  if (op.key.empty()) return ndb->startTransaction();
   return ndb->startTransaction(op.recs->key, op.in, nullptr, 0);
 }
 
@@ -608,9 +608,8 @@ bool runAppend(Ndb *ndb, Op &op, NdbError &err) {
   const TableRecs &r = *op.recs;
   const Layout &l = r.layout;
   const uint16_t ac = op.appendCol;
-  const NdbDictionary::Column *c = inRecord(l, ac) ? r.t->getColumn(ac) : nullptr;
   const bool hasCond = (op.flags & fHasCond) != 0;
-  if (!c || l.isKey[ac] || l.prefix[ac] == 0) {
+  if (!inRecord(l, ac) || l.isKey[ac] || l.prefix[ac] == 0) {
     shimError(err, kErrBadValue, NdbError::ApplicationError, "append needs a VARCHAR or VARBINARY column outside the key");
     return false;
   }
@@ -635,7 +634,9 @@ bool runAppend(Ndb *ndb, Op &op, NdbError &err) {
   const uint32_t addLen = op.data && op.dataLen >= pre ? op.dataLen - pre : 0;
   const unsigned char *add = addLen > 0 ? op.data + pre : nullptr;
   const size_t total = static_cast<size_t>(oldLen) + addLen;
-  if (total > static_cast<size_t>(c->getLength()) || pre + total > l.size[ac]) {
+  // The slot holds the column's longest value with its prefix
+  // (getSizeInBytesForRecord), so it alone bounds the joined value.
+  if (pre + total > l.size[ac]) {
     // too large: wire.go maps classification ApplicationError + code 1 to TooLarge
     shimError(err, 1, NdbError::ApplicationError, "appended value longer than the column");
     ndb->closeTransaction(tx);
@@ -723,13 +724,6 @@ void onTxnDone(int result, NdbTransaction *, void *arg) {
   t->done = true;
 }
 
-void writeValue(Writer &w, bool null, const void *b, uint32_t n) {
-  if (null) { w.u8(1); w.u32(0); return; }
-  w.u8(0);
-  w.u32(n);
-  w.put(b, n);
-}
-
 void writeResult(Writer &w, Op &op, uint64_t affected) {
   w.i32(op.failed ? op.err.code : 0);
   w.u8(op.failed ? static_cast<uint8_t>(op.err.status) : 0);
@@ -746,8 +740,11 @@ void writeResult(Writer &w, Op &op, uint64_t affected) {
     const Layout &l = op.recs->layout;
     w.u16(static_cast<uint16_t>(op.read.size()));
     for (uint16_t c : op.read) {
-      bool null = isNullIn(l, op.out, c);
-      writeValue(w, null, op.out + l.offset[c], null ? 0 : valueLen(l, op.out, c));
+      if (isNullIn(l, op.out, c)) { w.u8(1); w.u32(0); continue; }
+      const uint32_t n = valueLen(l, op.out, c);
+      w.u8(0);
+      w.u32(n);
+      w.put(op.out + l.offset[c], n);
     }
   } else {  // append and delete_all return no row (append: the value written, below)
     w.u16(0);
