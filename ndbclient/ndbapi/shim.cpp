@@ -191,12 +191,19 @@ bool parseOp(Reader &r, Op &op) {
 // executor, dict by describes (under ndbgate_pool::dictMu). arena holds the
 // executor's rows for a round. A round that leaves a transaction NDB never
 // answered moves its arena to abandoned: NDB may still write a late result
-// into it (through the table's records, which are then not released
-// either), so both live until the Ndb object is gone. An abandoned
+// into it, so it lives until the Ndb object is gone. An abandoned
 // transaction also keeps one of the Ndb object's 1024 transaction slots, so
 // after kMaxAbandoned of them the executor replaces its Ndb object.
 // abandonedTxns is written by the executor under roundMu shared and read by
 // refreshes under roundMu exclusive.
+//
+// A late answer is unpacked through the table's records, so records a
+// refresh lets go of while abandonedTxns > 0 go to retired (under roundMu
+// exclusive) instead of being released. They are released through dict, the
+// dictionary that made them (releaseRecord drops the global table reference
+// createRecord took), once no abandoned transaction is left: after the
+// executor replaced ndb (under dictMu), or in ndbgate_close after ndb is
+// deleted and before dict is.
 struct Conn {
   Ndb_cluster_connection *cluster = nullptr;
   Ndb *ndb = nullptr;
@@ -204,6 +211,7 @@ struct Conn {
   std::vector<char> arena;
   std::vector<std::vector<char>> abandoned;
   int abandonedTxns = 0;
+  std::vector<NdbRecord *> retired;
 };
 
 }  // namespace
@@ -317,15 +325,36 @@ NdbRecord *makeRecord(NdbDictionary::Dictionary *dict, const NdbDictionary::Tabl
   return dict->createRecord(t, spec.data(), static_cast<Uint32>(spec.size()), sizeof(spec[0]));
 }
 
-void releaseRecs(Conn &c, TableRecs &r) {
+// freeRecs releases r's records through c.dict, whose dictionary made them.
+// For records no transaction of c.ndb can still unpack through: never used
+// by a round, or no abandoned transaction left. Callers hold dictMu, or are
+// ndbgate_close.
+void freeRecs(Conn &c, TableRecs &r) {
   NdbDictionary::Dictionary *dict = c.dict->getDictionary();
-  // A late answer to an abandoned transaction is unpacked through the
-  // records: on such a connection they are kept (a small leak, rare).
-  if (c.abandonedTxns == 0) {
-    if (r.key) dict->releaseRecord(r.key);
-    if (r.row) dict->releaseRecord(r.row);
-  }
+  if (r.key) dict->releaseRecord(r.key);
+  if (r.row) dict->releaseRecord(r.row);
   r = TableRecs();
+}
+
+// releaseRecs lets go of records rounds may have used: released at once, or
+// retired while abandoned transactions may still unpack through them (see
+// Conn). Callers hold roundMu exclusively and dictMu.
+void releaseRecs(Conn &c, TableRecs &r) {
+  if (c.abandonedTxns == 0) {
+    freeRecs(c, r);
+    return;
+  }
+  if (r.key) c.retired.push_back(r.key);
+  if (r.row) c.retired.push_back(r.row);
+  r = TableRecs();
+}
+
+// releaseRetired releases c's retired records. Only once c.abandonedTxns is 0;
+// callers hold dictMu, or are ndbgate_close.
+void releaseRetired(Conn &c) {
+  NdbDictionary::Dictionary *dict = c.dict->getDictionary();
+  for (NdbRecord *rec : c.retired) dict->releaseRecord(rec);
+  c.retired.clear();
 }
 
 void setBit(unsigned char *mask, uint16_t col) { mask[col >> 3] |= static_cast<unsigned char>(1u << (col & 7)); }
@@ -892,12 +921,22 @@ ndbgate_pool *ndbgate_open(const char *connectstring, int connections, int timeo
 
 void ndbgate_close(ndbgate_pool *pool) {
   if (!pool) return;
-  for (std::vector<TableRecs> &byConn : pool->tables) {
-    for (size_t i = 0; i < byConn.size() && i < pool->conns.size(); i++) releaseRecs(pool->conns[i], byConn[i]);
-  }
-  for (Conn &c : pool->conns) {
-    delete c.dict;  // releases the table objects
-    delete c.ndb;   // no transaction of it can write into c.abandoned after this
+  for (size_t i = 0; i < pool->conns.size(); i++) {
+    Conn &c = pool->conns[i];
+    // First the executor's Ndb: deleting it releases the transactions it
+    // still has (abandoned ones too), so nothing can unpack through the
+    // records or write into c.abandoned after this.
+    delete c.ndb;
+    c.ndb = nullptr;
+    c.abandonedTxns = 0;
+    // Then every record, through the dictionary of the still-alive dict
+    // that made them, and only then dict itself (which drops the table
+    // objects).
+    for (std::vector<TableRecs> &byConn : pool->tables) {
+      if (i < byConn.size()) freeRecs(c, byConn[i]);
+    }
+    releaseRetired(c);
+    delete c.dict;
     delete c.cluster;
   }
   delete pool;
@@ -943,7 +982,8 @@ std::vector<TableRecs> describeInto(ndbgate_pool *pool, const char *db, const ch
   std::vector<TableRecs> byConn;
   auto fail = [&](const std::string &msg) {
     setErr(err, errlen, msg);
-    for (size_t i = 0; i < byConn.size(); i++) releaseRecs(pool->conns[i], byConn[i]);
+    // No round has seen these records, so no abandoned transaction uses them.
+    for (size_t i = 0; i < byConn.size(); i++) freeRecs(pool->conns[i], byConn[i]);
     return std::vector<TableRecs>();
   };
   for (Conn &c : pool->conns) {
@@ -1079,6 +1119,12 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
     } else {
       delete fresh;
     }
+  }
+  if (cn.abandonedTxns == 0 && !cn.retired.empty()) {
+    // No transaction that could unpack through them is left. dict belongs
+    // to describes: if one holds dictMu, try again next round.
+    std::unique_lock<std::mutex> dg(pool->dictMu, std::try_to_lock);
+    if (dg.owns_lock()) releaseRetired(cn);
   }
   Ndb *ndb = cn.ndb;
   Reader r{req, req + reqlen};
