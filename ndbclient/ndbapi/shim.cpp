@@ -187,15 +187,26 @@ bool parseOp(Reader &r, Op &op) {
   return r.ok;
 }
 
+struct Txn;
+
+// Parked: the arena of a round that left transactions NDB had not answered,
+// and those transactions (still open).
+struct Parked {
+  std::vector<char> arena;
+  std::vector<Txn *> txns;
+};
+
 // An Ndb object is used by one thread at a time: ndb by the connection's
 // executor, dict by describes (under ndbgate_pool::dictMu). arena holds the
 // executor's rows for a round. A round that leaves a transaction NDB never
 // answered moves its arena to abandoned: NDB may still write a late result
-// into it, so it lives until the Ndb object is gone. An abandoned
-// transaction also keeps one of the Ndb object's 1024 transaction slots, so
-// after kMaxAbandoned of them the executor replaces its Ndb object.
-// abandonedTxns is written by the executor under roundMu shared and read by
-// refreshes under roundMu exclusive.
+// into it. When the answer comes (its callback runs in a later round's
+// poll), the next round closes the transaction, and frees the arena once
+// none of its transactions is open; otherwise both live until the Ndb object
+// is gone. An abandoned transaction keeps one of the Ndb object's 1024
+// transaction slots, so after kMaxAbandoned open ones the executor replaces
+// its Ndb object. abandonedTxns (the open ones) is written by the executor
+// under roundMu shared and read by refreshes under roundMu exclusive.
 //
 // A late answer is unpacked through the table's records, so records a
 // refresh lets go of while abandonedTxns > 0 go to retired (under roundMu
@@ -209,7 +220,7 @@ struct Conn {
   Ndb *ndb = nullptr;
   Ndb *dict = nullptr;
   std::vector<char> arena;
-  std::vector<std::vector<char>> abandoned;
+  std::vector<Parked> abandoned;
   int abandonedTxns = 0;
   std::vector<NdbRecord *> retired;
 };
@@ -753,6 +764,44 @@ void onTxnDone(int result, NdbTransaction *, void *arg) {
   t->done = true;
 }
 
+// reapAbandoned closes the abandoned transactions NDB has answered since they
+// were left: their callback ran in a later poll of the same Ndb object, and a
+// completed transaction may be closed (as every answered one is); NDB writes
+// nothing more into its rows after that. An arena goes once none of its
+// transactions is open.
+void reapAbandoned(Conn &c) {
+  for (size_t i = 0; i < c.abandoned.size();) {
+    std::vector<Txn *> &txns = c.abandoned[i].txns;
+    size_t open = 0;
+    for (Txn *t : txns) {
+      if (t->done) {
+        c.ndb->closeTransaction(t->tx);
+        delete t;
+        c.abandonedTxns--;
+      } else {
+        txns[open++] = t;
+      }
+    }
+    txns.resize(open);
+    if (open > 0) {
+      i++;
+    } else {
+      c.abandoned[i] = std::move(c.abandoned.back());
+      c.abandoned.pop_back();
+    }
+  }
+}
+
+// dropAbandoned forgets the abandoned transactions once their Ndb object has
+// been deleted (which released them; no callback can run after that).
+void dropAbandoned(Conn &c) {
+  for (Parked &p : c.abandoned) {
+    for (Txn *t : p.txns) delete t;
+  }
+  c.abandoned.clear();
+  c.abandonedTxns = 0;
+}
+
 void writeResult(Writer &w, Op &op, uint64_t affected) {
   w.i32(op.failed ? op.err.code : 0);
   w.u8(op.failed ? static_cast<uint8_t>(op.err.status) : 0);
@@ -928,7 +977,7 @@ void ndbgate_close(ndbgate_pool *pool) {
     // records or write into c.abandoned after this.
     delete c.ndb;
     c.ndb = nullptr;
-    c.abandonedTxns = 0;
+    dropAbandoned(c);
     // Then every record, through the dictionary of the still-alive dict
     // that made them, and only then dict itself (which drops the table
     // objects).
@@ -1105,6 +1154,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
   const size_t ci = static_cast<size_t>(conn);
   std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // records stay alive for the round
   Conn &cn = pool->conns[ci];
+  reapAbandoned(cn);
   if (cn.abandonedTxns >= kMaxAbandoned) {
     // Too many slots held by transactions NDB never answered: start over
     // with a new Ndb object. Deleting the old one releases the transactions
@@ -1114,8 +1164,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
     if (fresh && fresh->init(kNdbTransactions) == 0) {
       delete cn.ndb;
       cn.ndb = fresh;
-      cn.abandoned.clear();
-      cn.abandonedTxns = 0;
+      dropAbandoned(cn);
     } else {
       delete fresh;
     }
@@ -1156,7 +1205,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
   // Results go out in op order, a batch of transactions at a time, before
   // the batch's transactions close (read-back values live until then).
   Writer w{resp, resp + resplen};
-  bool leftOpen = false;
+  std::vector<Txn *> leftOpen;
   size_t i = 0;
   while (i < txns.size()) {
     if (txns[i]->sync) {
@@ -1205,10 +1254,10 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
     for (size_t k = i; k < end; k++) {
       Txn *t = txns[k];
       if (t->tx && !t->done) {
-        // Still outstanding: closing it is not allowed; leak it and its Txn,
-        // and keep its rows where no later round reuses them.
-        leftOpen = true;
-        pool->conns[ci].abandonedTxns++;
+        // Still outstanding: closing it is not allowed yet. Keep it, its
+        // Txn (the callback's argument) and its rows, where no later round
+        // reuses them, until NDB answers (reapAbandoned).
+        leftOpen.push_back(t);
         continue;
       }
       if (t->tx) ndb->closeTransaction(t->tx);
@@ -1217,10 +1266,10 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
     }
     i = end;
   }
-  if (leftOpen) {
-    Conn &c = pool->conns[ci];
-    c.abandoned.push_back(std::move(c.arena));
-    c.arena = std::vector<char>();
+  if (!leftOpen.empty()) {
+    cn.abandonedTxns += static_cast<int>(leftOpen.size());
+    cn.abandoned.push_back(Parked{std::move(cn.arena), std::move(leftOpen)});
+    cn.arena = std::vector<char>();
   }
   if (!w.p) {  // cannot happen within the caller's bound; never ask to run again
     setErr(err, errlen, "response larger than its bound");
