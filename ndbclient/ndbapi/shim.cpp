@@ -713,7 +713,9 @@ bool runAppend(Ndb *ndb, Op &op, NdbError &err) {
 // runDeleteAll: an exclusive scan whose rows are deleted a batch at a time,
 // each batch in a transaction of its own that takes the scan's locks over
 // and commits (as ndbmemcache's flush does): one transaction for the whole
-// table would hold an operation record and a lock per row.
+// table would hold an operation record and a lock per row. deleted counts
+// the rows of committed batches, also when a later batch fails (the caller
+// reports it with the error).
 bool runDeleteAll(Ndb *ndb, const TableRecs &r, NdbError &err, uint64_t &deleted) {
   NdbTransaction *tx = ndb->startTransaction();
   if (!tx) { err = notSent(ndb->getNdbError()); return false; }
@@ -812,6 +814,9 @@ void writeResult(Writer &w, Op &op, uint64_t affected) {
     w.u16(0);
     w.u32(static_cast<uint32_t>(msg.size()));
     w.put(msg.data(), msg.size());
+    // A failed delete_all has still removed the rows of the batches it
+    // committed; every other failed op changed nothing (0).
+    w.u32(static_cast<uint32_t>(affected));
     return;
   }
   if (readsRow(op)) {

@@ -9,8 +9,9 @@
 // len, bytes], [add: u16 col, u64 delta, u64 initial], [append: u16 col, u32
 // len, bytes]; then u32 response bound.
 // Response per op: i32 ndb code, u8 status, u8 classification; on error u16 0,
-// u32 len, message; else u16 nvalues {u8 null, u32 len, bytes}, u32 affected,
-// [append: u32 len, the value written].
+// u32 len, message, u32 affected (delete_all: rows of the batches committed
+// before the error; else 0); else u16 nvalues {u8 null, u32 len, bytes}, u32
+// affected, [append: u32 len, the value written].
 // Describe: u32 partitions, u16 ncols {u16 len, name, u8 type, u32 length, u8
 // nullable, u8 key flags (1 primary key, 2 distribution key), u8 array type,
 // u16 precision, u16 scale, u32 max bytes}.
@@ -506,7 +507,7 @@ func encodeRound(dst []byte, ops []*ndbclient.Op, tables func(*ndbclient.Table) 
 			binary.LittleEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
 			bound += 4 + c.maxBytes
 		}
-		bound += 8 + 2 + 4 + 4 + maxMessage + 16
+		bound += 8 + 2 + 4 + 4 + maxMessage + 16 // also covers an error: 6 + 2 + 4 + message + 4
 	}
 	return binary.LittleEndian.AppendUint32(dst, uint32(bound)), nil
 }
@@ -547,6 +548,10 @@ func decodeResults(b []byte, ops []*ndbclient.Op, tables func(*ndbclient.Table) 
 		if code != 0 || status != 0 {
 			msg := string(r.bytes(int(r.u32())))
 			op.Err = mapError(int(code), status, class, msg)
+			// A delete_all that failed part way has removed some rows.
+			if affected := r.u32(); op.Kind != ndbclient.OpRead {
+				op.Affected = uint64(affected)
+			}
 			continue
 		}
 		op.Err = nil

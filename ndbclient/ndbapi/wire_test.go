@@ -137,10 +137,11 @@ func TestEncodeRoundAndDecodeResults(t *testing.T) {
 	read := &ndbclient.Op{Kind: ndbclient.OpRead, Table: ti.schema, Key: []ndbclient.Value{ndbclient.String("k")}, Read: []int{1, 2}, Affected: 42}
 	cas := &ndbclient.Op{Kind: ndbclient.OpCondUpdate, Table: ti.schema, Key: []ndbclient.Value{ndbclient.String("k")},
 		Set: []ndbclient.ColumnValue{{Column: 3, Value: ndbclient.Uint(9)}}, CondColumn: 3, CondValue: ndbclient.Uint(8)}
-	miss := &ndbclient.Op{Kind: ndbclient.OpRead, Table: ti.schema, Key: []ndbclient.Value{ndbclient.String("x")}, Read: []int{1}}
-	req, err := encodeRound(nil, []*ndbclient.Op{read, cas, miss}, tables)
+	miss := &ndbclient.Op{Kind: ndbclient.OpRead, Table: ti.schema, Key: []ndbclient.Value{ndbclient.String("x")}, Read: []int{1}, Affected: 43}
+	flush := &ndbclient.Op{Kind: ndbclient.OpDeleteAll, Table: ti.schema}
+	req, err := encodeRound(nil, []*ndbclient.Op{read, cas, miss, flush}, tables)
 	require.NoError(t, err)
-	assert.Equal(t, uint32(3), binary.LittleEndian.Uint32(req))
+	assert.Equal(t, uint32(4), binary.LittleEndian.Uint32(req))
 	assert.Equal(t, byte(kindRead), req[4])
 	assert.Equal(t, uint32(7), binary.LittleEndian.Uint32(req[8:]), "table id")
 
@@ -162,26 +163,34 @@ func TestEncodeRoundAndDecodeResults(t *testing.T) {
 		}
 		resp = binary.LittleEndian.AppendUint32(resp, 1)
 	}
-	fail := func(code int32, status, class uint8, msg string) {
+	fail := func(code int32, status, class uint8, msg string, affected uint32) {
 		resp = binary.LittleEndian.AppendUint32(resp, uint32(code))
 		resp = append(resp, status, class)
 		resp = binary.LittleEndian.AppendUint16(resp, 0)
 		resp = binary.LittleEndian.AppendUint32(resp, uint32(len(msg)))
 		resp = append(resp, msg...)
+		resp = binary.LittleEndian.AppendUint32(resp, affected)
 	}
 	ok([]byte{5, 0, 'h', 'e', 'l', 'l', 'o'}, nil)
-	fail(exitCondFailed, 2, 5, "interpreted program exit")
-	fail(626, 2, classNoDataFound, "Tuple did not exist")
-	require.NoError(t, decodeResults(resp, []*ndbclient.Op{read, cas, miss}, tables))
+	fail(exitCondFailed, 2, 5, "interpreted program exit", 0)
+	fail(626, 2, classNoDataFound, "Tuple did not exist", 0)
+	fail(266, statusTemporary, classTimeout, "Time-out in NDB", 1000) // a later batch of the flush failed
+	cas.Affected = 9
+	require.NoError(t, decodeResults(resp, []*ndbclient.Op{read, cas, miss, flush}, tables))
 	require.NoError(t, read.Err)
 	require.Len(t, read.Row, 2)
 	assert.Equal(t, "hello", string(read.Row[0].B))
 	assert.True(t, read.Row[1].IsNull())
 	assert.Equal(t, uint64(42), read.Affected, "reads keep the caller's tag in Affected")
 	assert.ErrorIs(t, cas.Err, ndbclient.ErrConditionFailed)
+	assert.Zero(t, cas.Affected, "a failed write changed nothing")
 	assert.ErrorIs(t, miss.Err, ndbclient.ErrNotFound)
+	assert.Equal(t, uint64(43), miss.Affected, "a failed read keeps the caller's tag too")
+	assert.Equal(t, ndbclient.CodeTemporary, ndbclient.CodeOf(flush.Err))
+	assert.Equal(t, uint64(1000), flush.Affected, "rows of the batches committed before the failure")
 
-	assert.Error(t, decodeResults(resp[:10], []*ndbclient.Op{read, cas, miss}, tables), "truncated response")
+	assert.Error(t, decodeResults(resp[:10], []*ndbclient.Op{read, cas, miss, flush}, tables), "truncated response")
+	assert.Error(t, decodeResults(resp[:len(resp)-2], []*ndbclient.Op{read, cas, miss, flush}, tables), "error without its count")
 }
 
 func TestMapError(t *testing.T) {
