@@ -1072,7 +1072,9 @@ std::vector<TableRecs> describeInto(ndbgate_pool *pool, const char *db, const ch
     w.u8(static_cast<uint8_t>(c->getArrayType()));
     w.u16(static_cast<uint16_t>(c->getPrecision()));
     w.u16(static_cast<uint16_t>(c->getScale()));
-    w.u32(static_cast<uint32_t>(c->getSize() * c->getLength()));
+    // The row slot the shim checks values against, so the Go side sizes
+    // values (BIT's 4 or 8 bytes) and result bounds from the same number.
+    w.u32(byConn[0].layout.size[static_cast<size_t>(i)]);
   }
   if (!w.p) return fail("describe buffer too small");
   return byConn;

@@ -14,7 +14,9 @@
 // affected, [append: u32 len, the value written].
 // Describe: u32 partitions, u16 ncols {u16 len, name, u8 type, u32 length, u8
 // nullable, u8 key flags (1 primary key, 2 distribution key), u8 array type,
-// u16 precision, u16 scale, u32 max bytes}.
+// u16 precision, u16 scale, u32 slot bytes (the column's NdbRecord row slot,
+// getSizeInBytesForRecord: the native size, a length prefix included; 0 for
+// BLOB/TEXT)}.
 package ndbapi
 
 import (
@@ -99,7 +101,7 @@ type column struct {
 	ndbType   uint8
 	arrayType uint8 // 0 fixed, 1 short var (1-byte length), 2 medium var (2 bytes)
 	length    int   // chars/bytes for strings, bits for BIT
-	maxBytes  int   // native size including a length prefix
+	maxBytes  int   // the shim's row slot: native size, a length prefix included
 	precision int   // DECIMAL digits
 	scale     int   // DECIMAL decimals
 	fsp       int   // TIME2, DATETIME2, TIMESTAMP2: fractional-second digits
@@ -140,7 +142,11 @@ func decodeDescribe(db, name string, id int, b []byte) (*tableInfo, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s.%s column %s: %w", db, name, cname, err)
 		}
-		col := column{ndbType: nt, arrayType: at, length: length, maxBytes: maxBytes + 2}
+		col := column{ndbType: nt, arrayType: at, length: length, maxBytes: maxBytes}
+		if nt == ndbBit && maxBytes != 4 && maxBytes != 8 {
+			// NDB keeps BIT(n) in 32-bit words; the shim's slot says how many.
+			return nil, fmt.Errorf("%s.%s column %s: BIT(%d) in a %d-byte slot (4 or 8 expected)", db, name, cname, length, maxBytes)
+		}
 		sc := ndbclient.Column{Name: cname, Type: ct, Length: length, Nullable: nullable}
 		switch nt {
 		case ndbDecimal, ndbDecimalunsigned:
@@ -259,7 +265,7 @@ func appendNative(dst []byte, c *column, v ndbclient.Value) ([]byte, error) {
 		return binary.LittleEndian.AppendUint64(dst, v.Uint()), nil
 	case ndbBit:
 		// 32-bit words, low word first: BIT(1..32) is 4 bytes, BIT(33..64) 8.
-		if nativeSize(c) == 4 {
+		if c.maxBytes == 4 {
 			return binary.LittleEndian.AppendUint32(dst, uint32(v.Uint())), nil
 		}
 		return binary.LittleEndian.AppendUint64(dst, v.Uint()), nil
@@ -318,7 +324,8 @@ func nativeSize(c *column) int {
 	case ndbBigint, ndbBigunsigned, ndbDouble:
 		return 8
 	case ndbBit:
-		if c.length <= 32 {
+		// The shim's slot: 4 or 8 (decodeDescribe refuses others).
+		if c.maxBytes == 4 {
 			return 4
 		}
 		return 8
@@ -357,7 +364,7 @@ func decodeNative(c *column, b []byte) ndbclient.Value {
 	case ndbBigunsigned:
 		return ndbclient.Uint(binary.LittleEndian.Uint64(b))
 	case ndbBit:
-		if nativeSize(c) == 4 {
+		if c.maxBytes == 4 {
 			return ndbclient.Uint(uint64(binary.LittleEndian.Uint32(b)))
 		}
 		return ndbclient.Uint(binary.LittleEndian.Uint64(b))

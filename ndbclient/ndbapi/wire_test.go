@@ -15,7 +15,7 @@ func demoDescribe() []byte {
 	var b []byte
 	b = binary.LittleEndian.AppendUint32(b, 8)
 	b = binary.LittleEndian.AppendUint16(b, 6)
-	col := func(name string, typ uint8, length uint32, null, pk bool, array uint8, maxBytes uint32) {
+	col := func(name string, typ uint8, length uint32, null, pk bool, array uint8, slot uint32) {
 		b = binary.LittleEndian.AppendUint16(b, uint16(len(name)))
 		b = append(b, name...)
 		b = append(b, typ)
@@ -23,10 +23,10 @@ func demoDescribe() []byte {
 		b = append(b, boolByte(null), boolByte(pk), array)
 		b = binary.LittleEndian.AppendUint16(b, 0)
 		b = binary.LittleEndian.AppendUint16(b, 0)
-		b = binary.LittleEndian.AppendUint32(b, maxBytes)
+		b = binary.LittleEndian.AppendUint32(b, slot)
 	}
-	col("mkey", ndbVarchar, 250, false, true, 1, 250)
-	col("string_value", ndbVarbinary, 13000, true, false, 2, 13000)
+	col("mkey", ndbVarchar, 250, false, true, 1, 251)
+	col("string_value", ndbVarbinary, 13000, true, false, 2, 13002)
 	col("flags", ndbUnsigned, 1, true, false, 0, 4)
 	col("cas_value", ndbBigunsigned, 1, true, false, 0, 8)
 	col("expire_time", ndbUnsigned, 1, true, false, 0, 4)
@@ -92,6 +92,30 @@ func TestDecodeDescribeDistributionKey(t *testing.T) {
 	assert.Empty(t, ti.schema.DistributionKey, "distribution key == primary key stays implicit")
 }
 
+func TestDecodeDescribeBitSlot(t *testing.T) {
+	describe := func(bits, slot uint32) []byte {
+		var b []byte
+		b = binary.LittleEndian.AppendUint32(b, 1)
+		b = binary.LittleEndian.AppendUint16(b, 1)
+		b = binary.LittleEndian.AppendUint16(b, 1)
+		b = append(b, 'b', ndbBit)
+		b = binary.LittleEndian.AppendUint32(b, bits)
+		b = append(b, 0, 1, 0)
+		b = binary.LittleEndian.AppendUint16(b, 0)
+		b = binary.LittleEndian.AppendUint16(b, 0)
+		return binary.LittleEndian.AppendUint32(b, slot)
+	}
+	ti, err := decodeDescribe("d", "t", 0, describe(40, 8))
+	require.NoError(t, err)
+	assert.Equal(t, 8, nativeSize(&ti.cols[0]), "BIT's size is the shim's slot")
+	got, err := appendNative(nil, &ti.cols[0], ndbclient.Uint(1<<33))
+	require.NoError(t, err)
+	assert.Equal(t, []byte{0, 0, 0, 0, 2, 0, 0, 0}, got)
+
+	_, err = decodeDescribe("d", "t", 0, describe(40, 5))
+	assert.Error(t, err, "a BIT slot that is not whole 32-bit words (one or two) is refused")
+}
+
 func TestNativeValues(t *testing.T) {
 	cases := []struct {
 		col  column
@@ -108,10 +132,11 @@ func TestNativeValues(t *testing.T) {
 		{column{ndbType: ndbMediumint}, ndbclient.Int(-1), []byte{0xff, 0xff, 0xff}},
 		{column{ndbType: ndbTinyint}, ndbclient.Int(-128), []byte{0x80}},
 		{column{ndbType: ndbYear}, ndbclient.Uint(2026), []byte{126}},
-		// BIT is 32-bit words in NDB (getSizeInBytesForRecord), low word first.
-		{column{ndbType: ndbBit, length: 1}, ndbclient.Uint(1), []byte{1, 0, 0, 0}},
-		{column{ndbType: ndbBit, length: 32}, ndbclient.Uint(0x80000001), []byte{1, 0, 0, 0x80}},
-		{column{ndbType: ndbBit, length: 33}, ndbclient.Uint(1 << 32), []byte{0, 0, 0, 0, 1, 0, 0, 0}},
+		// BIT is 32-bit words in NDB (getSizeInBytesForRecord, the slot the
+		// shim describes), low word first.
+		{column{ndbType: ndbBit, length: 1, maxBytes: 4}, ndbclient.Uint(1), []byte{1, 0, 0, 0}},
+		{column{ndbType: ndbBit, length: 32, maxBytes: 4}, ndbclient.Uint(0x80000001), []byte{1, 0, 0, 0x80}},
+		{column{ndbType: ndbBit, length: 33, maxBytes: 8}, ndbclient.Uint(1 << 32), []byte{0, 0, 0, 0, 1, 0, 0, 0}},
 	}
 	for _, tc := range cases {
 		got, err := appendNative(nil, &tc.col, tc.in)
