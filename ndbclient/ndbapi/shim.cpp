@@ -1118,32 +1118,29 @@ int ndbgate_refresh(ndbgate_pool *pool, int table_id, const char *db, const char
 }
 
 int ndbgate_partition(ndbgate_pool *pool, int table_id, const unsigned char *key, const int *key_lens, int nparts) {
-  std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // no refresh frees t meanwhile
+  std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // no refresh frees the records meanwhile
   const TableRecs *r = tableOf(pool, static_cast<uint32_t>(table_id), 0);
-  if (!r || nparts <= 0 || nparts > NDB_MAX_NO_OF_ATTRIBUTES_IN_KEY) return -1;
-  const NdbDictionary::Table *t = r->t;
-  // key holds the primary-key values in column order; hash only those of
-  // distribution-key columns (Ndb::computeHash wants exactly those).
-  Ndb::Key_part_ptr parts[NDB_MAX_NO_OF_ATTRIBUTES_IN_KEY + 1];
+  if (!r || nparts <= 0 || static_cast<size_t>(nparts) != r->layout.keyCols.size()) return -1;
+  // key holds the primary-key values in column order. They go into a key
+  // row that NDB hashes through the key record, as startTransaction(keyRecord,
+  // keyRow) does for a transaction's hint (computeHash, then getPartitionId):
+  // the partition the Go side batches by is the one the hint picks.
+  const Layout &l = r->layout;
+  thread_local std::vector<char> row;
+  row.assign(l.keyLen, 0);
   const unsigned char *p = key;
-  int j = 0, n = 0;
-  for (int i = 0; i < t->getNoOfColumns() && j < nparts; i++) {
-    const NdbDictionary::Column *c = t->getColumn(i);
-    if (!c->getPrimaryKey()) continue;
-    if (c->getPartitionKey()) {
-      parts[n].ptr = p;
-      parts[n].len = static_cast<unsigned>(key_lens[j]);
-      n++;
-    }
+  for (size_t j = 0; j < l.keyCols.size(); j++) {
+    if (key_lens[j] < 0) return -1;
+    Value v;
+    v.col = l.keyCols[j];
+    v.data = p;
+    v.len = static_cast<uint32_t>(key_lens[j]);
+    if (putValue(l, row.data(), v, nullptr) != nullptr) return -1;
     p += key_lens[j];
-    j++;
   }
-  if (n == 0) return -1;
-  parts[n].ptr = nullptr;
-  parts[n].len = 0;
   Uint32 hash = 0;
-  if (Ndb::computeHash(&hash, t, parts, nullptr, 0) != 0) return -1;
-  return static_cast<int>(t->getPartitionId(hash));
+  if (Ndb::computeHash(&hash, r->key, row.data(), nullptr, 0) != 0) return -1;
+  return static_cast<int>(r->t->getPartitionId(hash));
 }
 
 int ndbgate_primary_node(ndbgate_pool *pool, int table_id, int partition) {

@@ -37,8 +37,9 @@ int ndbgate_refresh(ndbgate_pool *pool, int table_id, const char *db,
                     const char *table, unsigned char *out, int outlen,
                     char *err, int errlen);
 
-// ndbgate_partition: the partition of a key (the primary-key columns in
-// native format, concatenated as key_parts of key_lens), or -1.
+// ndbgate_partition: the partition of a key (every primary-key column in
+// native format, in column order, concatenated as nparts of key_lens), as
+// the TC hint of a transaction on that key computes it; or -1.
 int ndbgate_partition(ndbgate_pool *pool, int table_id,
                       const unsigned char *key, const int *key_lens,
                       int nparts);
