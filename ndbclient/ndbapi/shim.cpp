@@ -911,8 +911,18 @@ void unknownResult(std::vector<Op> &ops, const Txn &t) {
 // ops that return values and for appends. Ops of unknown tables keep recs null.
 void stageRows(ndbgate_pool *pool, size_t conn, std::vector<Op> &ops) {
   size_t total = 0;
+  // A round's ops mostly share a table: look it up (under mu) only when the
+  // table id changes. The records stay put while the caller holds roundMu.
+  const TableRecs *recs = nullptr;
+  uint32_t recsId = 0;
+  bool looked = false;
   for (Op &op : ops) {
-    op.recs = tableOf(pool, op.table, conn);
+    if (!looked || op.table != recsId) {
+      recs = tableOf(pool, op.table, conn);
+      recsId = op.table;
+      looked = true;
+    }
+    op.recs = recs;
     if (!op.recs || op.kind == kDeleteAll) continue;
     const Layout &l = op.recs->layout;
     total += op.kind == kRead ? l.keyLen : l.rowLen;
