@@ -63,9 +63,6 @@ const int kMaxAbandoned = 256;
 // kMaxMessage bounds an error message in a response (wire.go counts on it).
 const size_t kMaxMessage = 200;
 
-// NdbRecord column masks: one bit per attribute id.
-const size_t kMaskBytes = (NDB_MAX_ATTRIBUTES_IN_TABLE + 7) / 8;
-
 struct Reader {
   const unsigned char *p, *end;
   bool ok = true;
@@ -114,6 +111,7 @@ struct Layout {
   std::vector<bool> isKey;
   std::vector<uint16_t> keyCols;  // primary-key columns in column order
   uint32_t nullBytes = 0, keyLen = 0, rowLen = 0;
+  uint32_t maskBytes = 0;  // a column mask: one bit per column
 };
 
 // TableRecs is one connection's dictionary objects for a table.
@@ -140,8 +138,11 @@ struct Op {
   const TableRecs *recs = nullptr;
   char *in = nullptr;   // key and the values to write
   char *out = nullptr;  // a read's result row
-  unsigned char setMask[kMaskBytes] = {};
-  unsigned char readMask[kMaskBytes] = {};
+  // NdbRecord column masks, one bit per attribute id, zeroed: NDB reads only
+  // the bits of its record's columns (NdbRecord::copyMask), so they take
+  // Layout::maskBytes, not NDB_MAX_ATTRIBUTES_IN_TABLE bits.
+  unsigned char *setMask = nullptr;
+  unsigned char *readMask = nullptr;
   std::unique_ptr<NdbInterpretedCode> code;
   // valid until the transaction closes: the op, and the read after a write
   // that returns values
@@ -312,6 +313,7 @@ bool buildLayout(const NdbDictionary::Table *t, Layout &l) {
     if (pass == 0) l.keyLen = align8(off);
   }
   l.rowLen = align8(off);
+  l.maskBytes = static_cast<uint32_t>((cols + 7) / 8);
   return true;
 }
 
@@ -453,7 +455,8 @@ bool fillRow(Op &op, NdbError &err) {
     if (k.null || k.col != l.keyCols[i]) bad = "key values out of primary-key order";
     else bad = putValue(l, op.in, k, mask);
   }
-  if (!bad && op.kind == kRead && !op.set.empty()) bad = "a read sets no values";  // op.in holds only the key
+  // A read's or delete's op.in holds only the key.
+  if (!bad && (op.kind == kRead || op.kind == kDelete) && !op.set.empty()) bad = "reads and deletes set no values";
   for (const Value &v : op.set) {
     if (bad) break;
     if (v.col < l.isKey.size() && l.isKey[v.col]) bad = "a primary-key column cannot be set";
@@ -906,9 +909,25 @@ void unknownResult(std::vector<Op> &ops, const Txn &t) {
   failOps(ops, t, e);
 }
 
+// Staging: an op's share of the arena. Every size is a multiple of 8.
+struct Staged {
+  uint32_t in = 0, out = 0, masks = 0;
+};
+
+Staged stagedSizes(const Op &op) {
+  const Layout &l = op.recs->layout;
+  Staged z;
+  // Reads and deletes name only the key; the rest write values.
+  z.in = op.kind == kRead || op.kind == kDelete ? l.keyLen : l.rowLen;
+  z.out = readsRow(op) || op.kind == kAppend ? l.rowLen : 0;
+  z.masks = align8(2 * l.maskBytes);
+  return z;
+}
+
 // stageRows finds each op's records and gives it rows in the connection's
-// arena: a key row (a read needs only the key columns) and a result row for
-// ops that return values and for appends. Ops of unknown tables keep recs null.
+// arena: a key row (reads and deletes need only the key columns), a result
+// row for ops that return values and for appends, and its two column masks.
+// Ops of unknown tables keep recs null.
 void stageRows(ndbgate_pool *pool, size_t conn, std::vector<Op> &ops) {
   size_t total = 0;
   // A round's ops mostly share a table: look it up (under mu) only when the
@@ -924,22 +943,26 @@ void stageRows(ndbgate_pool *pool, size_t conn, std::vector<Op> &ops) {
     }
     op.recs = recs;
     if (!op.recs || op.kind == kDeleteAll) continue;
-    const Layout &l = op.recs->layout;
-    total += op.kind == kRead ? l.keyLen : l.rowLen;
-    if (readsRow(op) || op.kind == kAppend) total += l.rowLen;
+    const Staged z = stagedSizes(op);
+    total += size_t{z.in} + z.out + z.masks;
   }
   std::vector<char> &arena = pool->conns[conn].arena;
   if (arena.size() < total) arena.resize(total);
   char *p = arena.data();
   for (Op &op : ops) {
     if (!op.recs || op.kind == kDeleteAll) continue;
-    const Layout &l = op.recs->layout;
+    const Staged z = stagedSizes(op);
     op.in = p;
-    p += op.kind == kRead ? l.keyLen : l.rowLen;
-    if (readsRow(op) || op.kind == kAppend) {
+    p += z.in;
+    if (z.out > 0) {
       op.out = p;
-      p += l.rowLen;
+      p += z.out;
     }
+    const uint32_t mb = op.recs->layout.maskBytes;
+    op.setMask = reinterpret_cast<unsigned char *>(p);
+    op.readMask = op.setMask + mb;
+    memset(op.setMask, 0, 2 * size_t{mb});
+    p += z.masks;
   }
 }
 
