@@ -26,7 +26,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <mutex>
 #include <new>
 #include <shared_mutex>
@@ -143,7 +142,12 @@ struct Op {
   // Layout::maskBytes, not NDB_MAX_ATTRIBUTES_IN_TABLE bits.
   unsigned char *setMask = nullptr;
   unsigned char *readMask = nullptr;
-  std::unique_ptr<NdbInterpretedCode> code;
+  // An op with a program (hasProgram) gets room in the arena for the
+  // NdbInterpretedCode and codeWords words of program after it, so neither
+  // is a heap allocation; attachProgram constructs code there.
+  char *codeMem = nullptr;
+  uint32_t codeWords = 0;
+  NdbInterpretedCode *code = nullptr;
   // valid until the transaction closes: the op, and the read after a write
   // that returns values
   const NdbOperation *nop = nullptr, *readBack = nullptr;
@@ -151,6 +155,13 @@ struct Op {
   NdbError err;
   bool failed = false;
   std::vector<unsigned char> appended;  // append: the value written
+
+  Op() = default;
+  Op(const Op &) = delete;
+  Op &operator=(const Op &) = delete;
+  ~Op() {
+    if (code) code->~NdbInterpretedCode();  // its words are the arena's: nothing is freed
+  }
 };
 
 Value readValue(Reader &r, bool withNull) {
@@ -521,16 +532,39 @@ bool addable(const NdbDictionary::Column *c) {
   }
 }
 
+// hasProgram: the op runs an interpreted program (attachProgram): a CAS
+// update, an atomic add, or a delete or append with a condition.
+bool hasProgram(const Op &op) {
+  return op.kind == kCondUpdate || op.kind == kAdd ||
+         ((op.kind == kDelete || op.kind == kAppend) && (op.flags & fHasCond));
+}
+
+// The arena room of a program: the NdbInterpretedCode object, then its words.
+// Without the condition's value, attachProgram's longest program (a
+// condition, then a decrement) takes about 32 words with its label
+// records; kProgramWords leaves room to spare.
+static_assert(alignof(NdbInterpretedCode) <= 8, "the arena aligns to 8 bytes");
+const uint32_t kCodeObjBytes = (sizeof(NdbInterpretedCode) + 7) & ~size_t{7};
+const uint32_t kProgramWords = 64;
+
+uint32_t programWords(const Op &op) {
+  const bool hasCond = (op.flags & fHasCond) || op.kind == kCondUpdate;
+  return kProgramWords + (hasCond ? (op.cond.len + 3) / 4 : 0);  // branch_col_eq copies the value
+}
+
 // attachProgram makes the interpreted program of a conditional delete, a CAS
 // update, an atomic add or a conditional append, and puts it in opts; on
 // failure err says why. Labels are numbered in order from 0, as
-// NdbInterpretedCode::finalise expects.
+// NdbInterpretedCode::finalise expects. The program goes in the room
+// stageRows gave the op; a buffer given to NdbInterpretedCode cannot grow,
+// so a program longer than programWords would fail with 4518.
 bool attachProgram(Op &op, NdbOperation::OperationOptions &opts, NdbError &err) {
-  op.code.reset(new (std::nothrow) NdbInterpretedCode(op.recs->t));
-  if (!op.code) {
-    shimError(err, 4000, NdbError::InternalError, "out of memory");
+  if (!op.codeMem || op.code) {
+    shimError(err, 4000, NdbError::InternalError, "no room staged for the interpreted program");
     return false;
   }
+  op.code = new (op.codeMem)
+      NdbInterpretedCode(op.recs->t, reinterpret_cast<Uint32 *>(op.codeMem + kCodeObjBytes), op.codeWords);
   NdbInterpretedCode &c = *op.code;
   Uint32 label = 0;
   bool ok = true;
@@ -594,10 +628,7 @@ bool defineOp(NdbTransaction *tx, Op &op, NdbOperation::AbortOption ao, NdbError
     shimError(err, kErrBadValue, NdbError::ApplicationError, "atomic add needs an INT or BIGINT column (signed or unsigned)");
     return false;
   }
-  if ((op.kind == kCondUpdate || op.kind == kAdd || (op.kind == kDelete && (op.flags & fHasCond))) &&
-      !attachProgram(op, opts, err)) {
-    return false;
-  }
+  if (hasProgram(op) && !attachProgram(op, opts, err)) return false;
   const bool rows = readsRow(op);
   if (rows) {
     for (uint16_t c : op.read) {
@@ -911,7 +942,7 @@ void unknownResult(std::vector<Op> &ops, const Txn &t) {
 
 // Staging: an op's share of the arena. Every size is a multiple of 8.
 struct Staged {
-  uint32_t in = 0, out = 0, masks = 0;
+  uint32_t in = 0, out = 0, masks = 0, code = 0;
 };
 
 Staged stagedSizes(const Op &op) {
@@ -921,12 +952,14 @@ Staged stagedSizes(const Op &op) {
   z.in = op.kind == kRead || op.kind == kDelete ? l.keyLen : l.rowLen;
   z.out = readsRow(op) || op.kind == kAppend ? l.rowLen : 0;
   z.masks = align8(2 * l.maskBytes);
+  if (hasProgram(op)) z.code = kCodeObjBytes + align8(programWords(op) * 4);
   return z;
 }
 
 // stageRows finds each op's records and gives it rows in the connection's
 // arena: a key row (reads and deletes need only the key columns), a result
-// row for ops that return values and for appends, and its two column masks.
+// row for ops that return values and for appends, its two column masks, and
+// room for its interpreted program if it has one.
 // Ops of unknown tables keep recs null.
 void stageRows(ndbgate_pool *pool, size_t conn, std::vector<Op> &ops) {
   size_t total = 0;
@@ -944,7 +977,7 @@ void stageRows(ndbgate_pool *pool, size_t conn, std::vector<Op> &ops) {
     op.recs = recs;
     if (!op.recs || op.kind == kDeleteAll) continue;
     const Staged z = stagedSizes(op);
-    total += size_t{z.in} + z.out + z.masks;
+    total += size_t{z.in} + z.out + z.masks + z.code;
   }
   std::vector<char> &arena = pool->conns[conn].arena;
   if (arena.size() < total) arena.resize(total);
@@ -963,6 +996,11 @@ void stageRows(ndbgate_pool *pool, size_t conn, std::vector<Op> &ops) {
     op.readMask = op.setMask + mb;
     memset(op.setMask, 0, 2 * size_t{mb});
     p += z.masks;
+    if (z.code > 0) {
+      op.codeMem = p;
+      op.codeWords = programWords(op);
+      p += z.code;
+    }
   }
 }
 
