@@ -822,7 +822,7 @@ void reapAbandoned(Conn &c) {
     if (open > 0) {
       i++;
     } else {
-      c.abandoned[i] = std::move(c.abandoned.back());
+      if (i + 1 < c.abandoned.size()) c.abandoned[i] = std::move(c.abandoned.back());
       c.abandoned.pop_back();
     }
   }
