@@ -224,9 +224,9 @@ struct Parked {
 // refresh lets go of while abandonedTxns > 0 go to retired (under roundMu
 // exclusive) instead of being released. They are released through dict, the
 // dictionary that made them (releaseRecord drops the global table reference
-// createRecord took), once no abandoned transaction is left: after the
-// executor replaced ndb (under dictMu), or in ndbgate_close after ndb is
-// deleted and before dict is.
+// createRecord took), once no abandoned transaction is left (all answered
+// and closed, or ndb replaced): at the start of a round, under dictMu, or in
+// ndbgate_close after ndb is deleted and before dict is.
 struct Conn {
   Ndb_cluster_connection *cluster = nullptr;
   Ndb *ndb = nullptr;
