@@ -115,7 +115,9 @@ type Op struct {
 	// RowBuf (or into the caller's own buffers); valid until the op is reused.
 	Row    []Value
 	RowBuf []byte
-	// Affected counts rows changed (OpDeleteAll: rows removed).
+	// Affected counts rows changed (OpDeleteAll: rows removed). A failed op
+	// changed none, except an OpDeleteAll that failed part way: it counts the
+	// rows it removed before the failure.
 	Affected uint64
 }
 
