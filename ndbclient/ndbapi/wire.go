@@ -265,7 +265,7 @@ func appendNative(dst []byte, c *column, v ndbclient.Value) ([]byte, error) {
 		return binary.LittleEndian.AppendUint64(dst, v.Uint()), nil
 	case ndbBit:
 		// 32-bit words, low word first: BIT(1..32) is 4 bytes, BIT(33..64) 8.
-		if c.maxBytes == 4 {
+		if nativeSize(c) == 4 {
 			return binary.LittleEndian.AppendUint32(dst, uint32(v.Uint())), nil
 		}
 		return binary.LittleEndian.AppendUint64(dst, v.Uint()), nil
@@ -364,7 +364,7 @@ func decodeNative(c *column, b []byte) ndbclient.Value {
 	case ndbBigunsigned:
 		return ndbclient.Uint(binary.LittleEndian.Uint64(b))
 	case ndbBit:
-		if c.maxBytes == 4 {
+		if nativeSize(c) == 4 {
 			return ndbclient.Uint(uint64(binary.LittleEndian.Uint32(b)))
 		}
 		return ndbclient.Uint(binary.LittleEndian.Uint64(b))
