@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -51,6 +52,9 @@ type Memcache struct {
 	// file ("user:password" lines). As under memcached -S, only the binary
 	// protocol is then served.
 	SASLCredentialsFile string `yaml:"sasl_credentials_file"`
+	// EventLoop serves the TCP and unix-socket listeners: "epoll" (Linux's
+	// default: ndbgate's own loops) or "gnet". Empty picks the platform's.
+	EventLoop string `yaml:"event_loop"`
 }
 
 // TLS is the memcache TLS listener. ClientCAFile turns on mutual TLS: clients
@@ -224,6 +228,7 @@ var envVars = []struct {
 	{"NDBGATE_GRPC", func(c *Config, v string) error { c.Listeners.GRPC = v; return nil }},
 	{"NDBGATE_MEMCACHE_SOCKET", func(c *Config, v string) error { c.Memcache.Socket = v; return nil }},
 	{"NDBGATE_MEMCACHE_TLS", func(c *Config, v string) error { c.Memcache.TLS.Listen = v; return nil }},
+	{"NDBGATE_MEMCACHE_EVENT_LOOP", func(c *Config, v string) error { c.Memcache.EventLoop = v; return nil }},
 	{"NDBGATE_MEMCACHE_SASL_CREDENTIALS", func(c *Config, v string) error { c.Memcache.SASLCredentialsFile = v; return nil }},
 	{"NDBGATE_API_KEYS", func(c *Config, v string) error { c.API.KeysFile = v; return nil }},
 	{"NDBGATE_NDB_CONNECTSTRING", func(c *Config, v string) error { c.NDB.Connectstring = v; return nil }},
@@ -299,6 +304,15 @@ func (c *Config) Validate() error {
 	}
 	if _, err := c.Memcache.SocketFileMode(); err != nil {
 		errs = append(errs, fmt.Errorf("memcache.socket_mode (--memcache-socket-mode) = %q: %v", c.Memcache.SocketMode, err))
+	}
+	switch c.Memcache.EventLoop {
+	case "", "gnet":
+	case "epoll":
+		if runtime.GOOS != "linux" {
+			errs = append(errs, fmt.Errorf("memcache.event_loop (--memcache-event-loop) = \"epoll\" is Linux only; use \"gnet\" or leave it empty"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("memcache.event_loop (--memcache-event-loop) = %q: must be \"epoll\" (Linux), \"gnet\", or empty for the platform's default", c.Memcache.EventLoop))
 	}
 	if t := c.Memcache.TLS; t.Listen != "" && (t.CertFile == "" || t.KeyFile == "") {
 		errs = append(errs, fmt.Errorf("memcache.tls.listen (--memcache-tls) = %q needs memcache.tls.cert_file and key_file (--tls-cert, --tls-key)", t.Listen))

@@ -44,10 +44,11 @@ key_prefixes:
 	require.NotNil(t, c.Containers[0].Eviction)
 	assert.False(t, *c.Containers[0].Eviction)
 
-	env := map[string]string{"NDBGATE_MEMCACHE": "127.0.0.1:2", "NDBGATE_ITEM_SIZE_MAX": "4k"}
+	env := map[string]string{"NDBGATE_MEMCACHE": "127.0.0.1:2", "NDBGATE_ITEM_SIZE_MAX": "4k", "NDBGATE_MEMCACHE_EVENT_LOOP": "gnet"}
 	require.NoError(t, c.ApplyEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }))
 	assert.Equal(t, "127.0.0.1:2", c.Listeners.Memcache, "env overrides the file")
 	assert.Equal(t, ByteSize(4096), c.Limits.ItemSizeMax)
+	assert.Equal(t, "gnet", c.Memcache.EventLoop)
 	assert.Equal(t, 8, c.Embedded.Partitions, "the file's value survives where env is silent")
 	require.NoError(t, c.Validate())
 }
@@ -82,6 +83,7 @@ func TestValidationNamesTheSetting(t *testing.T) {
 		{"partitions", func(c *Config) { c.Embedded.Partitions = 0 }, "embedded.partitions"},
 		{"nodes", func(c *Config) { c.Embedded.Nodes = 100 }, "embedded.nodes"},
 		{"log level", func(c *Config) { c.Log.Level = "loud" }, "log.level"},
+		{"event loop", func(c *Config) { c.Memcache.EventLoop = "libuv" }, `memcache.event_loop (--memcache-event-loop) = "libuv"`},
 		{"policy", func(c *Config) { c.KeyPrefixes = []KeyPrefix{{Prefix: "a", Container: "default", Policy: "fast"}} }, `policy "fast"`},
 		{"unknown container", func(c *Config) { c.KeyPrefixes = []KeyPrefix{{Prefix: "a", Container: "nope"}} }, `container "nope" is not declared`},
 		{"duplicate prefix", func(c *Config) {

@@ -87,6 +87,7 @@ func loadConfig(args []string, lookup func(string) (string, bool), stderr io.Wri
 		maxConns          = fs.Int("max-connections", cfg.Limits.MaxConnections, "memcache: most open connections (memcached -c)")
 		logLevel          = fs.String("log-level", cfg.Log.Level, "debug, info, warn or error")
 		mcSocket          = fs.String("memcache-socket", "", "memcache: also serve this unix-socket path (memcached -s)")
+		mcEventLoop       = fs.String("memcache-event-loop", cfg.Memcache.EventLoop, "memcache: event loop for TCP and unix sockets, epoll (Linux default) or gnet")
 		mcSocketMode      = fs.String("memcache-socket-mode", cfg.Memcache.SocketMode, "memcache: unix-socket permissions, octal (memcached -a)")
 		mcTLS             = fs.String("memcache-tls", "", "memcache: also serve TLS on host:port (needs --tls-cert and --tls-key)")
 		tlsCert           = fs.String("tls-cert", "", "TLS certificate file (PEM)")
@@ -144,6 +145,8 @@ func loadConfig(args []string, lookup func(string) (string, bool), stderr io.Wri
 			cfg.Log.Level = *logLevel
 		case "memcache-socket":
 			cfg.Memcache.Socket = *mcSocket
+		case "memcache-event-loop":
+			cfg.Memcache.EventLoop = *mcEventLoop
 		case "memcache-socket-mode":
 			cfg.Memcache.SocketMode = *mcSocketMode
 		case "memcache-tls":

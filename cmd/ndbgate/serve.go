@@ -89,6 +89,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			Credentials: mcfg.Credentials,
 			Socket:      mcfg.Socket,
 			SocketMode:  mcfg.SocketMode,
+			EventLoop:   cfg.Memcache.EventLoop,
 			TLSAddr:     mcfg.TLSAddr,
 			TLS:         mcfg.TLS,
 		}, svc, log)

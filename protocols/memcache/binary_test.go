@@ -280,7 +280,7 @@ func (d *countingDriver) take() []int {
 
 func TestBinaryQuietGetRunIsOneBatch(t *testing.T) {
 	drv := &countingDriver{Driver: newEngine(t)}
-	addr := startServer(t, drv, 64)
+	addr := startServer(t, "", drv, 64)
 	conn, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer conn.Close()
@@ -375,7 +375,7 @@ func readFull(c net.Conn, b []byte) (int, error) {
 // TestBinaryCasOnIncrAndAppend: a non-zero cas on INCR/DECR and APPEND/PREPEND
 // is compared, as memcached does (EXISTS on a mismatch).
 func TestBinaryCasOnIncrAndAppend(t *testing.T) {
-	addr := startServer(t, newEngine(t), 64)
+	addr := startServer(t, "", newEngine(t), 64)
 	conn, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer conn.Close()

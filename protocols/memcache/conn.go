@@ -80,7 +80,10 @@ type pending struct {
 	// changes them, so later commands on the same keys wait their turn.
 	keys   []uint64
 	writes bool
-	onDone func(*gateway.Request)
+	// elsewhere: completing on another goroutine, counted in Server.unsent
+	// until flushed.
+	elsewhere bool
+	onDone    func(*gateway.Request)
 	// Binary protocol: the request's opcode and opaque, and per key of a get
 	// run its own.
 	bin     bool
@@ -131,6 +134,8 @@ func (p *pending) complete(*gateway.Request) {
 func (cs *connState) waiting(p *pending) {
 	if p.state.CompareAndSwap(stateSubmitting, stateWaiting) {
 		cs.undone.Add(1)
+		p.elsewhere = true
+		cs.srv.unsent.Add(1)
 	}
 }
 
@@ -548,6 +553,10 @@ func (cs *connState) flush() {
 		}
 		if !p.noreply {
 			cs.out = cs.encode(cs.out, p)
+		}
+		if p.elsewhere {
+			p.elsewhere = false
+			cs.srv.unsent.Add(-1)
 		}
 		cs.srv.m.observe(p)
 		n++

@@ -210,7 +210,7 @@ func TestMetaTokenHelpers(t *testing.T) {
 // backend as one batch, and the replies keep their order and opaques.
 func TestMetaQuietGetRunIsOneBatch(t *testing.T) {
 	drv := &countingDriver{Driver: newEngine(t)}
-	addr := startServer(t, drv, 64)
+	addr := startServer(t, "", drv, 64)
 	conn, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer conn.Close()

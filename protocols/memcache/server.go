@@ -40,9 +40,22 @@ type Config struct {
 	// TLSAddr serves the same protocols over TLS with TLS (crypto/tls).
 	TLSAddr string
 	TLS     *tls.Config
+	// EventLoop picks what serves Addr and Socket: "epoll" (Linux only, the
+	// default there) or "gnet".
+	EventLoop string
+	// Loops is the number of epoll loops; 0 means one per processor the
+	// runtime started with (GOMAXPROCS). gnet runs one per CPU.
+	Loops int
 }
 
-// Server serves memcached's text protocol on gnet: one event loop per core, no
+// Event loop names (Config.EventLoop).
+const (
+	EventLoopEpoll = "epoll"
+	EventLoopGnet  = "gnet"
+)
+
+// Server serves memcached's protocols on one event loop per core (ndbgate's
+// epoll loops on Linux, epoll_linux.go; gnet elsewhere or when configured), no
 // goroutine per request, and no event loop ever waits on the backend: requests
 // complete through gateway callbacks into a per-connection ordered reply queue.
 type Server struct {
@@ -57,6 +70,13 @@ type Server struct {
 
 	tlsLn   net.Listener
 	streams streamSet
+	epoll   atomic.Pointer[epollServer]
+
+	// unsent counts replies of requests completing on other goroutines that
+	// have not been flushed; gnet's Shutdown waits for it to reach zero.
+	unsent atomic.Int64
+	// draining: Shutdown has begun on gnet; connections take no new commands.
+	draining atomic.Bool
 
 	currConns, totalConns, rejectedConns atomic.Int64
 	verbosity                            atomic.Int64
@@ -77,6 +97,12 @@ func NewServer(cfg Config, svc *gateway.Service, log *slog.Logger) *Server {
 	if cfg.ItemSizeMax <= 0 {
 		cfg.ItemSizeMax = svc.ItemSizeMax()
 	}
+	if cfg.EventLoop == "" {
+		cfg.EventLoop = EventLoopGnet
+		if epollAvailable {
+			cfg.EventLoop = EventLoopEpoll
+		}
+	}
 	return &Server{cfg: cfg, svc: svc, log: log, started: make(chan struct{}), m: newServerMetrics()}
 }
 
@@ -95,22 +121,30 @@ func (s *Server) Serve() error {
 		running++
 		go func() { errc <- s.serveStreams(ln) }()
 	}
-	var addrs []string
+	var addrs [][2]string // network, address
 	if s.cfg.Addr != "" {
-		addrs = append(addrs, "tcp://"+s.cfg.Addr)
+		addrs = append(addrs, [2]string{"tcp", s.cfg.Addr})
 	}
 	if s.cfg.Socket != "" {
 		if fi, err := os.Lstat(s.cfg.Socket); err == nil && fi.Mode()&os.ModeSocket != 0 {
 			_ = os.Remove(s.cfg.Socket) // a stale socket of an earlier run, as memcached -s
 		}
-		addrs = append(addrs, "unix://"+s.cfg.Socket)
+		addrs = append(addrs, [2]string{"unix", s.cfg.Socket})
 	}
-	if len(addrs) == 0 {
+	switch {
+	case len(addrs) == 0:
 		s.once.Do(func() { close(s.started) })
-	} else {
+	case s.cfg.EventLoop == EventLoopEpoll:
+		running++
+		go func() { errc <- s.serveEpoll(addrs) }()
+	default:
+		var urls []string
+		for _, a := range addrs {
+			urls = append(urls, a[0]+"://"+a[1])
+		}
 		running++
 		go func() {
-			errc <- gnet.Rotate(s, addrs,
+			errc <- gnet.Rotate(s, urls,
 				gnet.WithMulticore(true),
 				gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 				gnet.WithReuseAddr(true),
@@ -137,12 +171,32 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopStreams()
 	select {
 	case <-s.started:
+		if es := s.epoll.Load(); es != nil {
+			return es.shutdown(ctx)
+		}
 		if s.eng.Validate() != nil {
 			return nil // no gnet listener
 		}
+		s.drainGnet(ctx)
 		return s.eng.Stop(ctx)
 	default:
 		return nil
+	}
+}
+
+// drainGnet lets the replies of requests still in flight go out before gnet
+// closes every connection: connections take no new commands, and those with
+// nothing in flight close. It returns when no reply is unsent or ctx ends.
+func (s *Server) drainGnet(ctx context.Context) {
+	s.draining.Store(true)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for s.unsent.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 	}
 }
 
@@ -172,12 +226,21 @@ func (s *Server) admit() bool {
 
 func (s *Server) release(cs *connState) {
 	cs.closed.Store(true)
+	for _, p := range cs.queue {
+		if p.elsewhere { // its reply will never be flushed
+			p.elsewhere = false
+			s.unsent.Add(-1)
+		}
+	}
 	s.currConns.Add(-1)
 	s.m.conns.Dec()
 }
 
 // OnOpen admits a connection or refuses it as memcached does when full.
 func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	if s.draining.Load() {
+		return nil, gnet.Close
+	}
 	if !s.admit() {
 		return replyTooManyConns, gnet.Close
 	}
@@ -221,6 +284,9 @@ func (s *Server) OnClose(c gnet.Conn, _ error) gnet.Action {
 // the replies whose turn has come.
 func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	cs := c.Context().(*connState)
+	if s.draining.Load() {
+		cs.closeAfter = true // no new commands; close once the queue is out
+	}
 	buf, _ := c.Peek(-1)
 	used := cs.serve(buf)
 	if used > 0 {

@@ -21,14 +21,38 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient/ndbclienttest"
 )
 
-func startServer(t *testing.T, drv ndbclient.Driver, maxPending int) string {
+// eventLoops are the loops this platform can serve with, its default first.
+func eventLoops() []string {
+	if epollAvailable {
+		return []string{EventLoopEpoll, EventLoopGnet}
+	}
+	return []string{EventLoopGnet}
+}
+
+// forEachLoop runs fn once per event loop.
+func forEachLoop(t *testing.T, fn func(t *testing.T, loop string)) {
+	for _, loop := range eventLoops() {
+		t.Run(loop, func(t *testing.T) { fn(t, loop) })
+	}
+}
+
+func startServer(t *testing.T, loop string, drv ndbclient.Driver, maxPending int) string {
+	t.Helper()
+	addr, _ := startServerConfig(t, Config{EventLoop: loop, MaxPending: maxPending}, drv)
+	return addr
+}
+
+// startServerConfig serves cfg (Addr: a free port) on drv and shuts the
+// server down when t ends.
+func startServerConfig(t *testing.T, cfg Config, drv ndbclient.Driver) (string, *Server) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 
-	srv := NewServer(Config{Addr: addr, MaxPending: maxPending, Version: "test"}, newDemoService(t, drv), discardLog)
+	cfg.Addr, cfg.Version = addr, "test"
+	srv := NewServer(cfg, newDemoService(t, drv), discardLog)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve() }()
 	select {
@@ -43,7 +67,7 @@ func startServer(t *testing.T, drv ndbclient.Driver, maxPending int) string {
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	})
-	return addr
+	return addr, srv
 }
 
 // newDemoService serves the default container on drv.
@@ -79,87 +103,93 @@ func readLines(t *testing.T, r *bufio.Reader, n int) []string {
 }
 
 func TestPipelinedRepliesStayInOrderWhenBackendCompletesOutOfOrder(t *testing.T) {
-	addr := startServer(t, ndbclienttest.Later(newEngine(t), 3*time.Millisecond), 8)
-	conn, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer conn.Close()
-	require.NoError(t, conn.SetDeadline(time.Now().Add(20*time.Second)))
+	forEachLoop(t, func(t *testing.T, loop string) {
+		addr := startServer(t, loop, ndbclienttest.Later(newEngine(t), 3*time.Millisecond), 8)
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer conn.Close()
+		require.NoError(t, conn.SetDeadline(time.Now().Add(20*time.Second)))
 
-	// 200 commands in one write; MaxPending 8 also exercises backpressure.
-	var req strings.Builder
-	var want []string
-	for i := 0; i < 50; i++ {
-		fmt.Fprintf(&req, "set k%d 7 0 %d\r\nv%d\r\n", i, len(fmt.Sprint(i))+1, i)
-		want = append(want, "STORED\r\n")
-		fmt.Fprintf(&req, "get k%d nokey\r\n", i)
-		want = append(want, fmt.Sprintf("VALUE k%d 7 %d\r\n", i, len(fmt.Sprint(i))+1), fmt.Sprintf("v%d\r\n", i), "END\r\n")
-		fmt.Fprintf(&req, "incr n 1\r\n")
-		if i == 0 {
-			want = append(want, "NOT_FOUND\r\n")
-		} else {
-			want = append(want, fmt.Sprintf("%d\r\n", i))
-		}
-		if i == 0 {
-			req.WriteString("set n 0 0 1\r\n0\r\n")
+		// 200 commands in one write; MaxPending 8 also exercises backpressure.
+		var req strings.Builder
+		var want []string
+		for i := 0; i < 50; i++ {
+			fmt.Fprintf(&req, "set k%d 7 0 %d\r\nv%d\r\n", i, len(fmt.Sprint(i))+1, i)
 			want = append(want, "STORED\r\n")
+			fmt.Fprintf(&req, "get k%d nokey\r\n", i)
+			want = append(want, fmt.Sprintf("VALUE k%d 7 %d\r\n", i, len(fmt.Sprint(i))+1), fmt.Sprintf("v%d\r\n", i), "END\r\n")
+			fmt.Fprintf(&req, "incr n 1\r\n")
+			if i == 0 {
+				want = append(want, "NOT_FOUND\r\n")
+			} else {
+				want = append(want, fmt.Sprintf("%d\r\n", i))
+			}
+			if i == 0 {
+				req.WriteString("set n 0 0 1\r\n0\r\n")
+				want = append(want, "STORED\r\n")
+			}
+			fmt.Fprintf(&req, "bogus\r\n")
+			want = append(want, "ERROR\r\n")
 		}
-		fmt.Fprintf(&req, "bogus\r\n")
-		want = append(want, "ERROR\r\n")
-	}
-	_, err = conn.Write([]byte(req.String()))
-	require.NoError(t, err)
-	got := readLines(t, bufio.NewReader(conn), len(want))
-	require.Equal(t, want, got)
+		_, err = conn.Write([]byte(req.String()))
+		require.NoError(t, err)
+		got := readLines(t, bufio.NewReader(conn), len(want))
+		require.Equal(t, want, got)
+	})
 }
 
 func TestManyConnectionsWithSlowBackend(t *testing.T) {
-	addr := startServer(t, ndbclienttest.Later(newEngine(t), time.Millisecond), 64)
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for c := 0; c < 16; c++ {
-		wg.Add(1)
-		go func(c int) {
-			defer wg.Done()
-			conn, err := net.Dial("tcp", addr)
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer conn.Close()
-			_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
-			r := bufio.NewReader(conn)
-			for i := 0; i < 100; i++ {
-				key := fmt.Sprintf("c%d-%d", c, i)
-				fmt.Fprintf(conn, "set %s 0 0 %d\r\n%s\r\nget %s\r\n", key, len(key), key, key)
-				want := []string{"STORED\r\n", fmt.Sprintf("VALUE %s 0 %d\r\n", key, len(key)), key + "\r\n", "END\r\n"}
-				for _, w := range want {
-					line, err := r.ReadString('\n')
-					if err != nil || line != w {
-						errs <- fmt.Errorf("conn %d: want %q, got %q (%v)", c, w, line, err)
-						return
+	forEachLoop(t, func(t *testing.T, loop string) {
+		addr := startServer(t, loop, ndbclienttest.Later(newEngine(t), time.Millisecond), 64)
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for c := 0; c < 16; c++ {
+			wg.Add(1)
+			go func(c int) {
+				defer wg.Done()
+				conn, err := net.Dial("tcp", addr)
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer conn.Close()
+				_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+				r := bufio.NewReader(conn)
+				for i := 0; i < 100; i++ {
+					key := fmt.Sprintf("c%d-%d", c, i)
+					fmt.Fprintf(conn, "set %s 0 0 %d\r\n%s\r\nget %s\r\n", key, len(key), key, key)
+					want := []string{"STORED\r\n", fmt.Sprintf("VALUE %s 0 %d\r\n", key, len(key)), key + "\r\n", "END\r\n"}
+					for _, w := range want {
+						line, err := r.ReadString('\n')
+						if err != nil || line != w {
+							errs <- fmt.Errorf("conn %d: want %q, got %q (%v)", c, w, line, err)
+							return
+						}
 					}
 				}
-			}
-		}(c)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+			}(c)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+	})
 }
 
 func TestQuitClosesAfterQueuedReplies(t *testing.T) {
-	addr := startServer(t, ndbclienttest.Later(newEngine(t), 2*time.Millisecond), 16)
-	conn, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer conn.Close()
-	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
-	_, err = conn.Write([]byte("set a 0 0 1\r\nx\r\nget a\r\nquit\r\nget a\r\n"))
-	require.NoError(t, err)
-	all, err := io.ReadAll(conn)
-	require.NoError(t, err)
-	require.Equal(t, "STORED\r\nVALUE a 0 1\r\nx\r\nEND\r\n", string(all))
+	forEachLoop(t, func(t *testing.T, loop string) {
+		addr := startServer(t, loop, ndbclienttest.Later(newEngine(t), 2*time.Millisecond), 16)
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer conn.Close()
+		require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+		_, err = conn.Write([]byte("set a 0 0 1\r\nx\r\nget a\r\nquit\r\nget a\r\n"))
+		require.NoError(t, err)
+		all, err := io.ReadAll(conn)
+		require.NoError(t, err)
+		require.Equal(t, "STORED\r\nVALUE a 0 1\r\nx\r\nEND\r\n", string(all))
+	})
 }
 
 // recordingTransport collects replies and counts wakes.
@@ -197,4 +227,75 @@ func TestDeepPipelineYields(t *testing.T) {
 	require.Equal(t, calls-1, rt.wakes, "a wake for every call that stopped with input left")
 	require.Equal(t, strings.Repeat("STORED\r\n", n), string(rt.out))
 	require.Zero(t, cs.undone.Load())
+}
+
+// Shutdown stops accepting, sends the replies of requests still with the
+// backend, then closes their connections. (Commands read but not yet started,
+// such as a get waiting behind a set of its key, are dropped, as memcached
+// drops everything on SIGTERM.)
+func TestShutdownSendsQueuedReplies(t *testing.T) {
+	forEachLoop(t, func(t *testing.T, loop string) {
+		addr, srv := startServerConfig(t, Config{EventLoop: loop, MaxPending: 16}, ndbclienttest.Later(newEngine(t), 200*time.Millisecond))
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer conn.Close()
+		require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+		r := bufio.NewReader(conn)
+		_, err = conn.Write([]byte("set b 0 0 1\r\ny\r\n"))
+		require.NoError(t, err)
+		require.Equal(t, []string{"STORED\r\n"}, readLines(t, r, 1))
+		_, err = conn.Write([]byte("set a 0 0 1\r\nx\r\nget b\r\n"))
+		require.NoError(t, err)
+		time.Sleep(50 * time.Millisecond) // both are with the backend now
+
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, srv.Shutdown(ctx))
+		all, err := io.ReadAll(r)
+		require.NoError(t, err)
+		require.Equal(t, "STORED\r\nVALUE b 0 1\r\ny\r\nEND\r\n", string(all))
+		_, err = net.DialTimeout("tcp", addr, time.Second)
+		require.Error(t, err, "still accepting after Shutdown")
+	})
+}
+
+// Replies far larger than the socket's buffer, to a client that does not read
+// for a while, leave in pieces (partial writes, then the rest as the socket
+// drains) and arrive whole and in order.
+func TestLargeRepliesToASlowReader(t *testing.T) {
+	forEachLoop(t, func(t *testing.T, loop string) {
+		addr := startServer(t, loop, newEngine(t), 64)
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer conn.Close()
+		require.NoError(t, conn.SetDeadline(time.Now().Add(20*time.Second)))
+		r := bufio.NewReaderSize(conn, 1<<20)
+
+		value := make([]byte, 512<<10)
+		for i := range value {
+			value[i] = byte('a' + i%26)
+		}
+		_, err = fmt.Fprintf(conn, "set big 5 0 %d\r\n%s\r\n", len(value), value)
+		require.NoError(t, err)
+		line, err := r.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, "STORED\r\n", line)
+
+		const gets = 24 // 12 MiB of replies
+		_, err = conn.Write([]byte(strings.Repeat("get big\r\n", gets) + "version\r\n"))
+		require.NoError(t, err)
+		time.Sleep(200 * time.Millisecond) // the server's writes fill the socket meanwhile
+		header := fmt.Sprintf("VALUE big 5 %d\r\n", len(value))
+		got := make([]byte, len(header)+len(value)+len("\r\nEND\r\n"))
+		for i := range gets {
+			_, err := io.ReadFull(r, got)
+			require.NoError(t, err, "reply %d", i)
+			require.Equal(t, header, string(got[:len(header)]), "reply %d", i)
+			require.True(t, string(got[len(header):len(header)+len(value)]) == string(value), "reply %d: value differs", i)
+			require.Equal(t, "\r\nEND\r\n", string(got[len(header)+len(value):]), "reply %d", i)
+		}
+		line, err = r.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, "VERSION test\r\n", line)
+	})
 }

@@ -1,0 +1,644 @@
+//go:build linux
+
+package memcache
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/ndbgate/ndbgate/internal/shardmetrics"
+)
+
+// The epoll event loops serve the plain TCP and unix-socket listeners on
+// Linux: one loop per processor, each a goroutine calling epoll, read and
+// write directly. gnet (server.go), the portable fallback,
+// yields the processor (runtime.Gosched) every time a poll finds nothing;
+// that hands its loop between OS threads and wakes spinning ones for every
+// few requests (bench/RESULTS.md, sixth and seventh passes), and gnet has no
+// option to avoid it.
+//
+// A loop waits in epoll_wait as a raw syscall: it keeps its processor (P)
+// while it sleeps, as a C event loop keeps its thread, so the runtime's
+// monitor never takes the P away and hands it between threads on every wait.
+// Only after rawWaitMillis with nothing to do does it wait as an ordinary
+// syscall. Two consequences are handled here:
+//   - other goroutines (accepts, timers, the REST and gRPC servers) need a
+//     processor of their own, so serving raises GOMAXPROCS to one more than
+//     the loops of every running server (reserveProcs);
+//   - a stop-the-world or a preemption interrupts the wait with a signal, and
+//     the loop then yields (runtime.Gosched) so the runtime gets its P.
+
+// epollAvailable: Linux serves with the epoll loops by default.
+const epollAvailable = true
+
+const (
+	loopReadBuf = 64 << 10 // one per loop: input is copied out only when a command is incomplete
+	loopEvents  = 128
+)
+
+type epollServer struct {
+	srv   *Server
+	loops []*epollLoop
+	lns   []net.Listener
+	next  atomic.Uint32
+	loopW sync.WaitGroup
+	accW  sync.WaitGroup
+	// stopping asks loops to close each connection once its replies are out;
+	// force closes them at once.
+	stopping, force atomic.Bool
+}
+
+// epollLoop owns its connections: everything but mu's fields is touched only
+// on the loop's goroutine.
+type epollLoop struct {
+	es    *epollServer
+	epfd  int
+	efd   int // eventfd: completions, yields and new connections wake the loop
+	shard int
+	conns []*epollConn // by fd
+
+	mu       sync.Mutex
+	woken    []*epollConn // connections to serve again
+	adopt    []int        // accepted sockets to take on
+	signaled bool         // efd has been written and not yet read
+	closed   bool         // efd is closed: no more signals
+
+	spare  []*epollConn
+	events []syscall.EpollEvent
+	buf    []byte
+}
+
+type epollConn struct {
+	loop   *epollLoop
+	fd     int
+	cs     *connState
+	in     []byte // input not yet parsed
+	out    []byte // output the socket did not take
+	events uint32 // registered with epoll
+	queued atomic.Bool
+	failed bool // a write failed: close at the next chance
+	gone   bool
+}
+
+// serveEpoll listens on addrs ("tcp" or "unix" network, address) and runs
+// the loops until Shutdown.
+func (s *Server) serveEpoll(addrs [][2]string) error {
+	es := &epollServer{srv: s}
+	for _, a := range addrs {
+		ln, err := net.Listen(a[0], a[1])
+		if err != nil {
+			es.closeListeners()
+			return err
+		}
+		es.lns = append(es.lns, ln)
+	}
+	if s.cfg.Socket != "" && s.cfg.SocketMode != 0 {
+		if err := os.Chmod(s.cfg.Socket, s.cfg.SocketMode); err != nil {
+			s.log.Error("memcache socket mode", slog.String("path", s.cfg.Socket), slog.Any("error", err))
+		}
+	}
+	loops := s.cfg.Loops
+	if loops <= 0 {
+		loops = defaultLoops
+	}
+	defer reserveProcs(loops)()
+	for i := range loops {
+		l, err := newEpollLoop(es, shardmetrics.LoopShard(i))
+		if err != nil {
+			es.closeListeners()
+			for _, l := range es.loops {
+				l.closeFds()
+			}
+			return err
+		}
+		es.loops = append(es.loops, l)
+	}
+	for _, l := range es.loops {
+		es.loopW.Add(1)
+		go l.run()
+	}
+	errc := make(chan error, len(es.lns))
+	for _, ln := range es.lns {
+		es.accW.Add(1)
+		go func() {
+			defer es.accW.Done()
+			if err := es.accept(ln); err != nil {
+				errc <- err
+				go func() { _ = es.shutdown(context.Background()) }() // Serve returns err once drained
+			}
+		}()
+	}
+	s.epoll.Store(es)
+	s.once.Do(func() { close(s.started) })
+	es.accW.Wait()
+	es.loopW.Wait()
+	close(errc)
+	for err := range errc {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newEpollLoop(es *epollServer, shard int) (*epollLoop, error) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	efd, _, errno := syscall.Syscall(syscall.SYS_EVENTFD2, 0, syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
+	if errno != 0 {
+		_ = syscall.Close(epfd)
+		return nil, errno
+	}
+	l := &epollLoop{es: es, epfd: epfd, efd: int(efd), shard: shard,
+		events: make([]syscall.EpollEvent, loopEvents), buf: make([]byte, loopReadBuf)}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(efd)}
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, int(efd), &ev); err != nil {
+		l.closeFds()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *epollLoop) closeFds() {
+	l.mu.Lock()
+	l.closed = true
+	_ = syscall.Close(l.efd)
+	l.mu.Unlock()
+	_ = syscall.Close(l.epfd)
+}
+
+func (es *epollServer) closeListeners() {
+	for _, ln := range es.lns {
+		_ = ln.Close()
+	}
+}
+
+// accept takes connections until its listener closes and deals them to the
+// loops in turn.
+func (es *epollServer) accept(ln net.Listener) error {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				time.Sleep(10 * time.Millisecond) // out of descriptors: memcached backs off too
+				continue
+			}
+			return err
+		}
+		fd, err := detach(nc)
+		if err != nil {
+			es.srv.log.Warn("memcache accept", slog.Any("error", err))
+			continue
+		}
+		if !es.srv.admit() {
+			_, _ = syscall.Write(fd, replyTooManyConns)
+			_ = syscall.Close(fd)
+			continue
+		}
+		l := es.loops[int(es.next.Add(1))%len(es.loops)]
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			_ = syscall.Close(fd)
+			continue
+		}
+		l.adopt = append(l.adopt, fd)
+		l.signalLocked()
+		l.mu.Unlock()
+	}
+}
+
+// detach takes the socket away from Go's poller: a duplicate descriptor in
+// non-blocking mode, the original closed.
+func detach(nc net.Conn) (int, error) {
+	defer nc.Close()
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return -1, errors.New("connection has no descriptor")
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	var derr error
+	if err := rc.Control(func(s uintptr) {
+		r, _, errno := syscall.Syscall(syscall.SYS_FCNTL, s, syscall.F_DUPFD_CLOEXEC, 0)
+		if errno != 0 {
+			derr = errno
+			return
+		}
+		fd = int(r)
+	}); err != nil {
+		return -1, err
+	}
+	if derr != nil {
+		return -1, derr
+	}
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		_ = syscall.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// signalLocked wakes the loop; l.mu is held.
+func (l *epollLoop) signalLocked() {
+	if l.signaled || l.closed {
+		return
+	}
+	l.signaled = true
+	one := uint64(1)
+	_, _ = syscall.Write(l.efd, (*[8]byte)(unsafe.Pointer(&one))[:])
+}
+
+func (l *epollLoop) run() {
+	// Not locked to its thread: a locked goroutine that is preempted (the
+	// runtime does so every 10 ms to a loop that never blocks in the
+	// scheduler) hands its P to another thread and back, two wake-ups that
+	// wait for a CPU under load. Unlocked, it simply resumes.
+	defer l.es.loopW.Done()
+	defer l.closeFds()
+	for {
+		n, errno := epollWait(l.epfd, l.events, 0, true)
+		if errno == 0 && n == 0 {
+			if l.finished() {
+				return
+			}
+			n, errno = epollWait(l.epfd, l.events, rawWaitMillis, true)
+			if errno == 0 && n == 0 {
+				n, errno = epollWait(l.epfd, l.events, -1, false)
+			}
+		}
+		if errno != 0 {
+			if errno == syscall.EINTR {
+				// A signal: most likely the runtime asking for this P (a
+				// stop-the-world or a preemption), which a raw wait cannot
+				// honour. Give the P up here.
+				runtime.Gosched()
+				continue
+			}
+			l.es.srv.log.Error("memcache epoll_wait", slog.Any("error", errno))
+			l.closeAll()
+			return
+		}
+		for i := range n {
+			ev := &l.events[i]
+			fd := int(ev.Fd)
+			if fd == l.efd {
+				l.chores()
+				continue
+			}
+			if fd < len(l.conns) {
+				if c := l.conns[fd]; c != nil {
+					l.handle(c, ev.Events)
+				}
+			}
+		}
+	}
+}
+
+// rawWaitMillis bounds a raw wait. A loop that finds nothing for this long
+// is idle and waits on as an ordinary syscall, which lets the runtime take
+// its P back, so an idle server costs no wake-ups and leaves every P to the
+// rest of the program.
+const rawWaitMillis = 10
+
+// epollWait waits up to msec milliseconds (-1: no limit) for events. raw
+// keeps the P meanwhile (see the file comment); otherwise the runtime may
+// lend it out.
+func epollWait(epfd int, events []syscall.EpollEvent, msec int, raw bool) (int, syscall.Errno) {
+	p := uintptr(unsafe.Pointer(&events[0]))
+	var r uintptr
+	var errno syscall.Errno
+	if raw {
+		r, _, errno = syscall.RawSyscall6(syscall.SYS_EPOLL_WAIT, uintptr(epfd), p, uintptr(len(events)), uintptr(msec), 0, 0)
+	} else {
+		r, _, errno = syscall.Syscall6(syscall.SYS_EPOLL_WAIT, uintptr(epfd), p, uintptr(len(events)), uintptr(msec), 0, 0)
+	}
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(r), 0
+}
+
+// defaultLoops is the processors the runtime had before any server raised
+// GOMAXPROCS: GOMAXPROCS from the environment, else the CPUs this process may
+// use (cgroup limits included).
+var defaultLoops = max(1, runtime.GOMAXPROCS(0))
+
+var procs struct {
+	sync.Mutex
+	loops int // loops of every running epoll server
+}
+
+// reserveProcs counts loops more loops as running and raises GOMAXPROCS, if
+// need be, to one more than all running loops, so that each loop can hold
+// its P while it waits and one P is left for everything else. It returns the
+// release. GOMAXPROCS is never lowered: another part of the program may have
+// raised it too.
+func reserveProcs(loops int) (release func()) {
+	procs.Lock()
+	defer procs.Unlock()
+	procs.loops += loops
+	if need := procs.loops + 1; runtime.GOMAXPROCS(0) < need {
+		runtime.GOMAXPROCS(need)
+	}
+	return func() {
+		procs.Lock()
+		procs.loops -= loops
+		procs.Unlock()
+	}
+}
+
+// finished reports, once shutdown has begun, whether the loop has no
+// connections left, closing those it may.
+func (l *epollLoop) finished() bool {
+	if !l.es.stopping.Load() {
+		return false
+	}
+	left := 0
+	for _, c := range l.conns {
+		if c == nil {
+			continue
+		}
+		if l.es.force.Load() || len(c.cs.queue) == 0 && len(c.out) == 0 {
+			l.close(c)
+			continue
+		}
+		c.cs.closeAfter = true // reads no more; closes after its replies
+		left++
+	}
+	if left > 0 {
+		return false
+	}
+	l.mu.Lock()
+	adopt := l.adopt
+	l.adopt = nil
+	l.closed = true // later accepts and wakes find the loop gone
+	l.mu.Unlock()
+	for _, fd := range adopt {
+		l.es.srv.currConns.Add(-1)
+		l.es.srv.m.conns.Dec()
+		_ = syscall.Close(fd)
+	}
+	return true
+}
+
+// chores takes on new connections and serves those woken from elsewhere.
+func (l *epollLoop) chores() {
+	var b [8]byte
+	_, _ = syscall.Read(l.efd, b[:])
+	l.mu.Lock()
+	l.signaled = false
+	woken := l.woken
+	l.woken = l.spare[:0]
+	adopt := l.adopt
+	l.adopt = nil
+	l.mu.Unlock()
+	for _, fd := range adopt {
+		l.take(fd)
+	}
+	for i, c := range woken {
+		woken[i] = nil
+		c.queued.Store(false) // before serving: a yield queues it again
+		if !c.gone {
+			l.serve(c, nil)
+		}
+	}
+	l.spare = woken[:0]
+}
+
+func (l *epollLoop) take(fd int) {
+	c := &epollConn{loop: l, fd: fd, events: syscall.EPOLLIN}
+	c.cs = l.es.srv.newConnState(c, l.shard)
+	ev := syscall.EpollEvent{Events: c.events, Fd: int32(fd)}
+	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		l.es.srv.log.Warn("memcache epoll_ctl", slog.Any("error", err))
+		_ = syscall.Close(fd)
+		l.es.srv.release(c.cs)
+		return
+	}
+	for fd >= len(l.conns) {
+		l.conns = append(l.conns, nil)
+	}
+	l.conns[fd] = c
+}
+
+// handle serves one readiness event of c.
+func (l *epollLoop) handle(c *epollConn, events uint32) {
+	if events&syscall.EPOLLOUT != 0 && len(c.out) > 0 {
+		c.drain()
+		if c.failed {
+			l.close(c)
+			return
+		}
+	}
+	if events&(syscall.EPOLLHUP|syscall.EPOLLERR) != 0 && c.events&syscall.EPOLLIN == 0 {
+		l.close(c) // hung up while not being read: nothing can reach it now
+		return
+	}
+	var data []byte
+	if events&(syscall.EPOLLIN|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 && c.events&syscall.EPOLLIN != 0 {
+		n, _, errno := syscall.RawSyscall(syscall.SYS_READ, uintptr(c.fd), uintptr(unsafe.Pointer(&l.buf[0])), uintptr(len(l.buf)))
+		switch {
+		case errno == syscall.EAGAIN || errno == syscall.EINTR:
+		case errno != 0 || n == 0: // error or end of input: memcached closes too
+			l.close(c)
+			return
+		default:
+			data = l.buf[:n]
+		}
+	}
+	l.serve(c, data)
+}
+
+// serve parses and starts what c's input holds, with data just read, flushes
+// the replies whose turn has come and sets which events c waits for.
+func (l *epollLoop) serve(c *epollConn, data []byte) {
+	buf := data
+	if len(c.in) > 0 {
+		c.in = append(c.in, data...)
+		buf = c.in
+	}
+	if len(buf) > 0 || len(c.cs.queue) > 0 {
+		used := c.cs.serve(buf)
+		if used > 0 {
+			l.es.srv.m.stats.Add(c.shard(), statBytesRead, uint64(used))
+		}
+		rest := buf[used:]
+		switch {
+		case len(c.in) > 0:
+			c.in = c.in[:copy(c.in, rest)]
+		case len(rest) > 0:
+			c.in = append(c.in[:0], rest...)
+		}
+		if len(c.in) == 0 && cap(c.in) > 1<<20 {
+			c.in = nil // do not pin a huge value's buffer to an idle connection
+		}
+		c.cs.flush()
+	}
+	if c.failed || c.cs.closeAfter && len(c.cs.queue) == 0 && len(c.out) == 0 {
+		l.close(c)
+		return
+	}
+	want := uint32(0)
+	if !c.cs.closeAfter && len(c.in) <= maxStreamBuffer && len(c.out) <= maxStreamBuffer {
+		want |= syscall.EPOLLIN // else its replies are not keeping up: stop reading
+	}
+	if len(c.out) > 0 {
+		want |= syscall.EPOLLOUT
+	}
+	if want != c.events {
+		c.events = want
+		ev := syscall.EpollEvent{Events: want, Fd: int32(c.fd)}
+		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
+			l.close(c)
+		}
+	}
+}
+
+func (c *epollConn) shard() int { return c.loop.shard }
+
+// close ends c after a last try to send what it has queued.
+func (l *epollLoop) close(c *epollConn) {
+	if c.gone {
+		return
+	}
+	if len(c.out) > 0 && !c.failed {
+		c.drain()
+	}
+	c.gone = true
+	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, c.fd, nil)
+	_ = syscall.Close(c.fd)
+	l.conns[c.fd] = nil
+	c.in, c.out = nil, nil
+	l.es.srv.release(c.cs)
+}
+
+func (l *epollLoop) closeAll() {
+	for _, c := range l.conns {
+		if c != nil {
+			l.close(c)
+		}
+	}
+}
+
+func writeFd(fd int, b []byte) (int, syscall.Errno) {
+	var n uintptr
+	var errno syscall.Errno
+	if len(b) <= rawWriteMax {
+		n, _, errno = syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	} else {
+		n, _, errno = syscall.Syscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	}
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), 0
+}
+
+// write sends b now if nothing is queued ahead of it, and queues the rest
+// for the socket's next EPOLLOUT. Called only on the loop.
+func (c *epollConn) write(b []byte) {
+	if c.failed || c.gone || len(b) == 0 {
+		return
+	}
+	if len(c.out) == 0 {
+		for len(b) > 0 {
+			n, errno := writeFd(c.fd, b)
+			if errno == syscall.EINTR {
+				continue
+			}
+			if errno == syscall.EAGAIN {
+				break
+			}
+			if errno != 0 {
+				c.failed = true
+				return
+			}
+			b = b[n:]
+		}
+	}
+	c.out = append(c.out, b...)
+}
+
+// drain sends queued output until the socket is full.
+func (c *epollConn) drain() {
+	sent := 0
+	for sent < len(c.out) {
+		n, errno := writeFd(c.fd, c.out[sent:])
+		if errno == syscall.EINTR {
+			continue
+		}
+		if errno == syscall.EAGAIN {
+			break
+		}
+		if errno != 0 {
+			c.failed = true
+			return
+		}
+		sent += n
+	}
+	c.out = c.out[:copy(c.out, c.out[sent:])]
+	if len(c.out) == 0 && cap(c.out) > 1<<20 {
+		c.out = nil
+	}
+}
+
+// wake asks the loop to serve c again; safe from any goroutine.
+func (c *epollConn) wake() {
+	if c.queued.Swap(true) {
+		return
+	}
+	l := c.loop
+	l.mu.Lock()
+	if !l.closed {
+		l.woken = append(l.woken, c)
+		l.signalLocked()
+	}
+	l.mu.Unlock()
+}
+
+// shutdownEpoll stops accepting and lets every connection finish its queued
+// replies, closing what is left when ctx ends.
+func (es *epollServer) shutdown(ctx context.Context) error {
+	es.closeListeners()
+	es.accW.Wait()
+	es.stopping.Store(true)
+	es.signalAll()
+	done := make(chan struct{})
+	go func() { es.loopW.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		es.force.Store(true)
+		es.signalAll()
+		<-done
+		return ctx.Err()
+	}
+}
+
+func (es *epollServer) signalAll() {
+	for _, l := range es.loops {
+		l.mu.Lock()
+		l.signalLocked()
+		l.mu.Unlock()
+	}
+}
