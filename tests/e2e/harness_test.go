@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -414,6 +415,12 @@ func forEachTarget(t *testing.T, fn func(t *testing.T, tg *target), ndbgateArgs 
 		s := startServer(t, ndbgateArgs...)
 		fn(t, &target{name: "ndbgate", addr: s.memcacheAddr, pid: s.pid(), srv: s})
 	})
+	if runtime.GOOS == "linux" { // the default there is ndbgate's epoll loop; check the other too
+		t.Run("ndbgate-gnet", func(t *testing.T) {
+			s := startServer(t, append([]string{"--memcache-event-loop", "gnet"}, ndbgateArgs...)...)
+			fn(t, &target{name: "ndbgate-gnet", addr: s.memcacheAddr, pid: s.pid(), srv: s})
+		})
+	}
 }
 
 // ---------------------------------------------------------------------------
