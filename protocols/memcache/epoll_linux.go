@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"github.com/ndbgate/ndbgate/internal/shardmetrics"
@@ -187,40 +186,29 @@ func (es *epollServer) closeListeners() {
 // accept takes connections until its listener closes and deals them to the
 // loops in turn.
 func (es *epollServer) accept(ln net.Listener) error {
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
-				time.Sleep(10 * time.Millisecond) // out of descriptors: memcached backs off too
-				continue
-			}
-			return err
-		}
+	return acceptEach(ln, func(nc net.Conn) bool {
 		fd, err := detach(nc)
 		if err != nil {
 			es.srv.log.Warn("memcache accept", slog.Any("error", err))
-			continue
+			return true
 		}
 		if !es.srv.admit() {
 			_, _ = syscall.Write(fd, replyTooManyConns)
 			_ = syscall.Close(fd)
-			continue
+			return true
 		}
 		l := es.loops[int(es.next.Add(1))%len(es.loops)]
 		l.mu.Lock()
-		if l.closed {
-			l.mu.Unlock()
+		defer l.mu.Unlock()
+		if l.closed { // shutting down
+			es.srv.unadmit()
 			_ = syscall.Close(fd)
-			continue
+			return true
 		}
 		l.adopt = append(l.adopt, fd)
 		l.signalLocked()
-		l.mu.Unlock()
-	}
+		return true
+	})
 }
 
 // detach takes the socket away from Go's poller: a duplicate descriptor in
@@ -393,8 +381,7 @@ func (l *epollLoop) finished() bool {
 	l.closed = true // later accepts and wakes find the loop gone
 	l.mu.Unlock()
 	for _, fd := range adopt {
-		l.es.srv.currConns.Add(-1)
-		l.es.srv.m.conns.Dec()
+		l.es.srv.unadmit()
 		_ = syscall.Close(fd)
 	}
 	return true
@@ -560,45 +547,45 @@ func (c *epollConn) write(b []byte) {
 		return
 	}
 	if len(c.out) == 0 {
-		for len(b) > 0 {
-			n, errno := writeFd(c.fd, b)
-			if errno == syscall.EINTR {
-				continue
-			}
-			if errno == syscall.EAGAIN {
-				break
-			}
-			if errno != 0 {
-				c.failed = true
-				return
-			}
-			b = b[n:]
+		n, ok := sendSome(c.fd, b)
+		if !ok {
+			c.failed = true
+			return
 		}
+		b = b[n:]
 	}
 	c.out = append(c.out, b...)
 }
 
 // drain sends queued output until the socket is full.
 func (c *epollConn) drain() {
-	sent := 0
-	for sent < len(c.out) {
-		n, errno := writeFd(c.fd, c.out[sent:])
-		if errno == syscall.EINTR {
-			continue
-		}
-		if errno == syscall.EAGAIN {
-			break
-		}
-		if errno != 0 {
-			c.failed = true
-			return
-		}
-		sent += n
+	sent, ok := sendSome(c.fd, c.out)
+	if !ok {
+		c.failed = true
+		return
 	}
 	c.out = c.out[:copy(c.out, c.out[sent:])]
 	if len(c.out) == 0 && cap(c.out) > 1<<20 {
 		c.out = nil
 	}
+}
+
+// sendSome writes b until it is all sent or the socket is full, and returns
+// the bytes sent; ok is false if the socket failed.
+func sendSome(fd int, b []byte) (sent int, ok bool) {
+	for sent < len(b) {
+		n, errno := writeFd(fd, b[sent:])
+		switch errno {
+		case 0:
+			sent += n
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return sent, true
+		default:
+			return sent, false
+		}
+	}
+	return sent, true
 }
 
 // wake asks the loop to serve c again; safe from any goroutine.

@@ -224,6 +224,12 @@ func (s *Server) admit() bool {
 	return true
 }
 
+// unadmit undoes admit for a connection closed before it was served.
+func (s *Server) unadmit() {
+	s.currConns.Add(-1)
+	s.m.conns.Dec()
+}
+
 func (s *Server) release(cs *connState) {
 	cs.closed.Store(true)
 	for _, p := range cs.queue {
@@ -232,8 +238,7 @@ func (s *Server) release(cs *connState) {
 			s.unsent.Add(-1)
 		}
 	}
-	s.currConns.Add(-1)
-	s.m.conns.Dec()
+	s.unadmit()
 }
 
 // OnOpen admits a connection or refuses it as memcached does when full.

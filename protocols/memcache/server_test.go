@@ -299,3 +299,48 @@ func TestLargeRepliesToASlowReader(t *testing.T) {
 		require.Equal(t, "VERSION test\r\n", line)
 	})
 }
+
+// Past MaxConnections a new connection gets memcached's refusal and is
+// closed; once one closes, a new one is served again.
+func TestConnectionLimit(t *testing.T) {
+	forEachLoop(t, func(t *testing.T, loop string) {
+		addr, _ := startServerConfig(t, Config{EventLoop: loop, MaxConnections: 2, MaxPending: 16}, newEngine(t))
+		dial := func() (net.Conn, *bufio.Reader) {
+			c, err := net.Dial("tcp", addr)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+			return c, bufio.NewReader(c)
+		}
+		served := func(c net.Conn, r *bufio.Reader) {
+			_, err := c.Write([]byte("version\r\n"))
+			require.NoError(t, err)
+			require.Equal(t, []string{"VERSION test\r\n"}, readLines(t, r, 1))
+		}
+		c1, r1 := dial()
+		served(c1, r1)
+		c2, r2 := dial()
+		served(c2, r2)
+
+		_, r3 := dial()
+		all, err := io.ReadAll(r3)
+		require.NoError(t, err)
+		require.Equal(t, "ERROR Too many open connections\r\n", string(all))
+
+		require.NoError(t, c1.Close())
+		require.Eventually(t, func() bool {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				return false
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+			if _, err := c.Write([]byte("version\r\n")); err != nil {
+				return false
+			}
+			line, err := bufio.NewReader(c).ReadString('\n')
+			return err == nil && line == "VERSION test\r\n"
+		}, 5*time.Second, 20*time.Millisecond, "a closed connection's place is never freed")
+		served(c2, r2)
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ndbgate/ndbgate/internal/shardmetrics"
@@ -66,24 +67,37 @@ func (ss *streamSet) remove(nc net.Conn) {
 
 // serveStreams accepts until the listener closes.
 func (s *Server) serveStreams(ln net.Listener) error {
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			return err
-		}
+	return acceptEach(ln, func(nc net.Conn) bool {
 		if !s.streams.add(nc) {
 			_ = nc.Close()
-			return nil
+			return false
 		}
 		go s.serveStream(nc)
+		return true
+	})
+}
+
+// acceptEach hands each connection ln accepts to take until take returns
+// false or ln closes (nil) or fails (its error). It pauses and goes on after
+// a timeout or when out of descriptors, as memcached backs off.
+func acceptEach(ln net.Listener, take func(net.Conn) bool) error {
+	for {
+		nc, err := ln.Accept()
+		if err == nil {
+			if !take(nc) {
+				return nil
+			}
+			continue
+		}
+		if errors.Is(err, net.ErrClosed) {
+			return nil
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		return err
 	}
 }
 
