@@ -19,17 +19,18 @@ import (
 
 // The epoll event loops serve the plain TCP and unix-socket listeners on
 // Linux: one loop per processor, each a goroutine calling epoll, read and
-// write directly. gnet (server.go), the portable fallback,
-// yields the processor (runtime.Gosched) every time a poll finds nothing;
-// that hands its loop between OS threads and wakes spinning ones for every
-// few requests (bench/RESULTS.md, sixth and seventh passes), and gnet has no
-// option to avoid it.
+// write directly. gnet (server.go), the portable fallback, yields the
+// processor (runtime.Gosched) every time a poll finds nothing; that hands its
+// loop between OS threads and wakes spinning ones for every few requests
+// (bench/RESULTS.md, sixth and seventh passes), and gnet has no option to
+// avoid it.
 //
 // A loop waits in epoll_wait as a raw syscall: it keeps its processor (P)
 // while it sleeps, as a C event loop keeps its thread, so the runtime's
 // monitor never takes the P away and hands it between threads on every wait.
 // Only after rawWaitMillis with nothing to do does it wait as an ordinary
-// syscall. Two consequences are handled here:
+// syscall. Loops are not locked to their threads (see run). Two consequences
+// are handled here:
 //   - other goroutines (accepts, timers, the REST and gRPC servers) need a
 //     processor of their own, so serving raises GOMAXPROCS to one more than
 //     the loops of every running server (reserveProcs);
