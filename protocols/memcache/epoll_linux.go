@@ -340,7 +340,9 @@ var procs struct {
 // need be, to one more than all running loops, so that each loop can hold
 // its P while it waits and one P is left for everything else. It returns the
 // release. GOMAXPROCS is never lowered: another part of the program may have
-// raised it too.
+// raised it too. Raising it stops the runtime from following later changes
+// of the cgroup CPU limit (Go 1.25+); the loop count was fixed at start-up
+// anyway.
 func reserveProcs(loops int) (release func()) {
 	procs.Lock()
 	defer procs.Unlock()
