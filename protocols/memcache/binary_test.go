@@ -281,17 +281,14 @@ func (d *countingDriver) take() []int {
 func TestBinaryQuietGetRunIsOneBatch(t *testing.T) {
 	drv := &countingDriver{Driver: newEngine(t)}
 	addr := startServer(t, "", drv, 64)
-	conn, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer conn.Close()
-	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+	conn := dialServer(t, addr, 10*time.Second)
 
 	var req []byte
 	for i, k := range []string{"a", "b", "c"} {
 		req = append(req, binReq(opSetQ, []byte(k), setExtras(uint32(i), 0), []byte("v"+k), 0, 0)...)
 	}
 	req = append(req, binReq(opNoop, nil, nil, nil, 99, 0)...)
-	_, err = conn.Write(req)
+	_, err := conn.Write(req)
 	require.NoError(t, err)
 	r := readResp(t, conn)
 	require.Equal(t, uint8(opNoop), r.op) // quiet sets said nothing
@@ -376,10 +373,7 @@ func readFull(c net.Conn, b []byte) (int, error) {
 // is compared, as memcached does (EXISTS on a mismatch).
 func TestBinaryCasOnIncrAndAppend(t *testing.T) {
 	addr := startServer(t, "", newEngine(t), 64)
-	conn, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer conn.Close()
-	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+	conn := dialServer(t, addr, 10*time.Second)
 	do := func(req []byte) binResp {
 		_, err := conn.Write(req)
 		require.NoError(t, err)

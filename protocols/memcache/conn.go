@@ -80,7 +80,7 @@ type pending struct {
 	// changes them, so later commands on the same keys wait their turn.
 	keys   []uint64
 	writes bool
-	// elsewhere: completing on another goroutine, counted in Server.unsent
+	// elsewhere: completing on another goroutine, counted in Server.handoffs
 	// until flushed.
 	elsewhere bool
 	onDone    func(*gateway.Request)
@@ -135,7 +135,7 @@ func (cs *connState) waiting(p *pending) {
 	if p.state.CompareAndSwap(stateSubmitting, stateWaiting) {
 		cs.undone.Add(1)
 		p.elsewhere = true
-		cs.srv.unsent.Add(1)
+		cs.srv.handoffs.Add(cs.shard, handoffsStarted, 1)
 	}
 }
 
@@ -556,7 +556,7 @@ func (cs *connState) flush() {
 		}
 		if p.elsewhere {
 			p.elsewhere = false
-			cs.srv.unsent.Add(-1)
+			cs.srv.handoffs.Add(cs.shard, handoffsSettled, 1)
 		}
 		cs.srv.m.observe(p)
 		n++

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -52,9 +51,9 @@ type epollServer struct {
 	next  atomic.Uint32
 	loopW sync.WaitGroup
 	accW  sync.WaitGroup
-	// stopping asks loops to close each connection once its replies are out;
-	// force closes them at once.
-	stopping, force atomic.Bool
+	// force closes the connections at once; Server.draining alone lets each
+	// send its replies first.
+	force atomic.Bool
 }
 
 // epollLoop owns its connections: everything but mu's fields is touched only
@@ -101,11 +100,7 @@ func (s *Server) serveEpoll(addrs [][2]string) error {
 		}
 		es.lns = append(es.lns, ln)
 	}
-	if s.cfg.Socket != "" && s.cfg.SocketMode != 0 {
-		if err := os.Chmod(s.cfg.Socket, s.cfg.SocketMode); err != nil {
-			s.log.Error("memcache socket mode", slog.String("path", s.cfg.Socket), slog.Any("error", err))
-		}
-	}
+	s.setSocketMode()
 	loops := s.cfg.Loops
 	if loops <= 0 {
 		loops = defaultLoops
@@ -142,12 +137,7 @@ func (s *Server) serveEpoll(addrs [][2]string) error {
 	es.accW.Wait()
 	es.loopW.Wait()
 	close(errc)
-	for err := range errc {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return <-errc // the first listener's failure, or nil
 }
 
 func newEpollLoop(es *epollServer, shard int) (*epollLoop, error) {
@@ -360,7 +350,7 @@ func reserveProcs(loops int) (release func()) {
 // finished reports, once shutdown has begun, whether the loop has no
 // connections left, closing those it may.
 func (l *epollLoop) finished() bool {
-	if !l.es.stopping.Load() {
+	if !l.es.srv.draining.Load() {
 		return false
 	}
 	left := 0
@@ -469,7 +459,7 @@ func (l *epollLoop) serve(c *epollConn, data []byte) {
 	if len(buf) > 0 || len(c.cs.queue) > 0 {
 		used := c.cs.serve(buf)
 		if used > 0 {
-			l.es.srv.m.stats.Add(c.shard(), statBytesRead, uint64(used))
+			l.es.srv.m.stats.Add(l.shard, statBytesRead, uint64(used))
 		}
 		rest := buf[used:]
 		switch {
@@ -503,8 +493,6 @@ func (l *epollLoop) serve(c *epollConn, data []byte) {
 	}
 }
 
-func (c *epollConn) shard() int { return c.loop.shard }
-
 // close ends c after a last try to send what it has queued.
 func (l *epollLoop) close(c *epollConn) {
 	if c.gone {
@@ -527,20 +515,6 @@ func (l *epollLoop) closeAll() {
 			l.close(c)
 		}
 	}
-}
-
-func writeFd(fd int, b []byte) (int, syscall.Errno) {
-	var n uintptr
-	var errno syscall.Errno
-	if len(b) <= rawWriteMax {
-		n, _, errno = syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	} else {
-		n, _, errno = syscall.Syscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	}
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(n), 0
 }
 
 // write sends b now if nothing is queued ahead of it, and queues the rest
@@ -605,12 +579,12 @@ func (c *epollConn) wake() {
 	l.mu.Unlock()
 }
 
-// shutdownEpoll stops accepting and lets every connection finish its queued
+// shutdown stops accepting and lets every connection finish its queued
 // replies, closing what is left when ctx ends.
 func (es *epollServer) shutdown(ctx context.Context) error {
 	es.closeListeners()
 	es.accW.Wait()
-	es.stopping.Store(true)
+	es.srv.draining.Store(true)
 	es.signalAll()
 	done := make(chan struct{})
 	go func() { es.loopW.Wait(); close(done) }()

@@ -4,7 +4,6 @@ package memcache
 
 import (
 	"bufio"
-	"net"
 	"runtime"
 	"testing"
 	"time"
@@ -20,10 +19,7 @@ func TestEpollLoopsLeaveAProcessorAndLetGCRun(t *testing.T) {
 	addr, _ := startServerConfig(t, Config{EventLoop: EventLoopEpoll, Loops: before + 1}, newEngine(t))
 	require.Greater(t, runtime.GOMAXPROCS(0), before+1, "no P left over for the rest of the program")
 
-	conn, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer conn.Close()
-	require.NoError(t, conn.SetDeadline(time.Now().Add(20*time.Second)))
+	conn := dialServer(t, addr, 20*time.Second)
 	r := bufio.NewReader(conn)
 	gc := func() {
 		done := make(chan struct{})

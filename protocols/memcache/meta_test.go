@@ -2,7 +2,6 @@ package memcache
 
 import (
 	"bufio"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -211,10 +210,7 @@ func TestMetaTokenHelpers(t *testing.T) {
 func TestMetaQuietGetRunIsOneBatch(t *testing.T) {
 	drv := &countingDriver{Driver: newEngine(t)}
 	addr := startServer(t, "", drv, 64)
-	conn, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer conn.Close()
-	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+	conn := dialServer(t, addr, 10*time.Second)
 	rd := bufio.NewReader(conn)
 	readLine := func() string {
 		line, err := rd.ReadString('\n')
@@ -222,7 +218,7 @@ func TestMetaQuietGetRunIsOneBatch(t *testing.T) {
 		return line
 	}
 
-	_, err = conn.Write([]byte("ms a 2 q\r\nva\r\nms c 2 q\r\nvc\r\nmn\r\n"))
+	_, err := conn.Write([]byte("ms a 2 q\r\nva\r\nms c 2 q\r\nvc\r\nmn\r\n"))
 	require.NoError(t, err)
 	require.Equal(t, "MN\r\n", readLine())
 	drv.take()

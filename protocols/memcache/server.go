@@ -72,10 +72,11 @@ type Server struct {
 	streams streamSet
 	epoll   atomic.Pointer[epollServer]
 
-	// unsent counts replies of requests completing on other goroutines that
-	// have not been flushed; gnet's Shutdown waits for it to reach zero.
-	unsent atomic.Int64
-	// draining: Shutdown has begun on gnet; connections take no new commands.
+	// handoffs counts, per event loop, requests handed to other goroutines to
+	// complete and those whose replies were since flushed or dropped with
+	// their connection (see unsent); gnet's Shutdown waits for the two to meet.
+	handoffs *shardmetrics.Counters
+	// draining: Shutdown has begun; connections take no new commands.
 	draining atomic.Bool
 
 	currConns, totalConns, rejectedConns atomic.Int64
@@ -103,7 +104,8 @@ func NewServer(cfg Config, svc *gateway.Service, log *slog.Logger) *Server {
 			cfg.EventLoop = EventLoopEpoll
 		}
 	}
-	return &Server{cfg: cfg, svc: svc, log: log, started: make(chan struct{}), m: newServerMetrics()}
+	return &Server{cfg: cfg, svc: svc, log: log, started: make(chan struct{}), m: newServerMetrics(),
+		handoffs: shardmetrics.NewCounters(numHandoffCounts)}
 }
 
 // Serve listens on the TCP address and the unix socket (gnet) and the TLS
@@ -191,7 +193,7 @@ func (s *Server) drainGnet(ctx context.Context) {
 	s.draining.Store(true)
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
-	for s.unsent.Load() > 0 {
+	for s.unsent() > 0 {
 		select {
 		case <-ctx.Done():
 			return
@@ -200,14 +202,34 @@ func (s *Server) drainGnet(ctx context.Context) {
 	}
 }
 
-// OnBoot records the engine handle and sets the unix socket's mode.
-func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
-	s.eng = eng
+// Indexes of Server.handoffs.
+const (
+	handoffsStarted = iota
+	handoffsSettled
+	numHandoffCounts
+)
+
+// unsent is the number of replies of requests handed to other goroutines that
+// have not been flushed. Settled is read first: neither count falls, and
+// settled never passes started, so a zero is never seen too early.
+func (s *Server) unsent() uint64 {
+	settled := s.handoffs.Value(handoffsSettled)
+	return s.handoffs.Value(handoffsStarted) - settled
+}
+
+// setSocketMode gives the unix socket, once listening, its configured mode.
+func (s *Server) setSocketMode() {
 	if s.cfg.Socket != "" && s.cfg.SocketMode != 0 {
 		if err := os.Chmod(s.cfg.Socket, s.cfg.SocketMode); err != nil {
 			s.log.Error("memcache socket mode", slog.String("path", s.cfg.Socket), slog.Any("error", err))
 		}
 	}
+}
+
+// OnBoot records the engine handle and sets the unix socket's mode.
+func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
+	s.eng = eng
+	s.setSocketMode()
 	s.once.Do(func() { close(s.started) })
 	return gnet.None
 }
@@ -235,7 +257,7 @@ func (s *Server) release(cs *connState) {
 	for _, p := range cs.queue {
 		if p.elsewhere { // its reply will never be flushed
 			p.elsewhere = false
-			s.unsent.Add(-1)
+			s.handoffs.Add(cs.shard, handoffsSettled, 1)
 		}
 	}
 	s.unadmit()

@@ -70,6 +70,17 @@ func startServerConfig(t *testing.T, cfg Config, drv ndbclient.Driver) (string, 
 	return addr, srv
 }
 
+// dialServer connects to addr with deadline on every read and write; the
+// connection closes when t ends.
+func dialServer(t *testing.T, addr string, deadline time.Duration) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.SetDeadline(time.Now().Add(deadline)))
+	return c
+}
+
 // newDemoService serves the default container on drv.
 func newDemoService(tb testing.TB, drv ndbclient.Driver) *gateway.Service {
 	tb.Helper()
@@ -105,10 +116,7 @@ func readLines(t *testing.T, r *bufio.Reader, n int) []string {
 func TestPipelinedRepliesStayInOrderWhenBackendCompletesOutOfOrder(t *testing.T) {
 	forEachLoop(t, func(t *testing.T, loop string) {
 		addr := startServer(t, loop, ndbclienttest.Later(newEngine(t), 3*time.Millisecond), 8)
-		conn, err := net.Dial("tcp", addr)
-		require.NoError(t, err)
-		defer conn.Close()
-		require.NoError(t, conn.SetDeadline(time.Now().Add(20*time.Second)))
+		conn := dialServer(t, addr, 20*time.Second)
 
 		// 200 commands in one write; MaxPending 8 also exercises backpressure.
 		var req strings.Builder
@@ -131,7 +139,7 @@ func TestPipelinedRepliesStayInOrderWhenBackendCompletesOutOfOrder(t *testing.T)
 			fmt.Fprintf(&req, "bogus\r\n")
 			want = append(want, "ERROR\r\n")
 		}
-		_, err = conn.Write([]byte(req.String()))
+		_, err := conn.Write([]byte(req.String()))
 		require.NoError(t, err)
 		got := readLines(t, bufio.NewReader(conn), len(want))
 		require.Equal(t, want, got)
@@ -180,11 +188,8 @@ func TestManyConnectionsWithSlowBackend(t *testing.T) {
 func TestQuitClosesAfterQueuedReplies(t *testing.T) {
 	forEachLoop(t, func(t *testing.T, loop string) {
 		addr := startServer(t, loop, ndbclienttest.Later(newEngine(t), 2*time.Millisecond), 16)
-		conn, err := net.Dial("tcp", addr)
-		require.NoError(t, err)
-		defer conn.Close()
-		require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
-		_, err = conn.Write([]byte("set a 0 0 1\r\nx\r\nget a\r\nquit\r\nget a\r\n"))
+		conn := dialServer(t, addr, 10*time.Second)
+		_, err := conn.Write([]byte("set a 0 0 1\r\nx\r\nget a\r\nquit\r\nget a\r\n"))
 		require.NoError(t, err)
 		all, err := io.ReadAll(conn)
 		require.NoError(t, err)
@@ -236,12 +241,9 @@ func TestDeepPipelineYields(t *testing.T) {
 func TestShutdownSendsQueuedReplies(t *testing.T) {
 	forEachLoop(t, func(t *testing.T, loop string) {
 		addr, srv := startServerConfig(t, Config{EventLoop: loop, MaxPending: 16}, ndbclienttest.Later(newEngine(t), 200*time.Millisecond))
-		conn, err := net.Dial("tcp", addr)
-		require.NoError(t, err)
-		defer conn.Close()
-		require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+		conn := dialServer(t, addr, 10*time.Second)
 		r := bufio.NewReader(conn)
-		_, err = conn.Write([]byte("set b 0 0 1\r\ny\r\n"))
+		_, err := conn.Write([]byte("set b 0 0 1\r\ny\r\n"))
 		require.NoError(t, err)
 		require.Equal(t, []string{"STORED\r\n"}, readLines(t, r, 1))
 		_, err = conn.Write([]byte("set a 0 0 1\r\nx\r\nget b\r\n"))
@@ -265,17 +267,14 @@ func TestShutdownSendsQueuedReplies(t *testing.T) {
 func TestLargeRepliesToASlowReader(t *testing.T) {
 	forEachLoop(t, func(t *testing.T, loop string) {
 		addr := startServer(t, loop, newEngine(t), 64)
-		conn, err := net.Dial("tcp", addr)
-		require.NoError(t, err)
-		defer conn.Close()
-		require.NoError(t, conn.SetDeadline(time.Now().Add(20*time.Second)))
+		conn := dialServer(t, addr, 20*time.Second)
 		r := bufio.NewReaderSize(conn, 1<<20)
 
 		value := make([]byte, 512<<10)
 		for i := range value {
 			value[i] = byte('a' + i%26)
 		}
-		_, err = fmt.Fprintf(conn, "set big 5 0 %d\r\n%s\r\n", len(value), value)
+		_, err := fmt.Fprintf(conn, "set big 5 0 %d\r\n%s\r\n", len(value), value)
 		require.NoError(t, err)
 		line, err := r.ReadString('\n')
 		require.NoError(t, err)
@@ -306,10 +305,7 @@ func TestConnectionLimit(t *testing.T) {
 	forEachLoop(t, func(t *testing.T, loop string) {
 		addr, _ := startServerConfig(t, Config{EventLoop: loop, MaxConnections: 2, MaxPending: 16}, newEngine(t))
 		dial := func() (net.Conn, *bufio.Reader) {
-			c, err := net.Dial("tcp", addr)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = c.Close() })
-			require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+			c := dialServer(t, addr, 10*time.Second)
 			return c, bufio.NewReader(c)
 		}
 		served := func(c net.Conn, r *bufio.Reader) {

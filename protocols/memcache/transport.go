@@ -31,14 +31,29 @@ const rawWriteMax = 64 << 10
 // closes the connection.
 func (g gnetTransport) write(b []byte) {
 	if len(b) > 0 && len(b) <= rawWriteMax && g.c.OutboundBuffered() == 0 {
-		n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(g.c.Fd()), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-		if errno == 0 {
+		if n, errno := writeFd(g.c.Fd(), b); errno == 0 {
 			if b = b[n:]; len(b) == 0 {
 				return
 			}
 		}
 	}
 	_, _ = g.c.Write(b)
+}
+
+// writeFd writes b to a non-blocking socket: raw up to rawWriteMax, beyond
+// it as an ordinary syscall.
+func writeFd(fd int, b []byte) (int, syscall.Errno) {
+	var n uintptr
+	var errno syscall.Errno
+	if len(b) <= rawWriteMax {
+		n, _, errno = syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	} else {
+		n, _, errno = syscall.Syscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	}
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), 0
 }
 
 func (g gnetTransport) wake() { _ = g.c.Wake(nil) }
