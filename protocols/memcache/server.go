@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -232,6 +233,30 @@ func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 	s.setSocketMode()
 	s.once.Do(func() { close(s.started) })
 	return gnet.None
+}
+
+// acceptEach hands each connection ln accepts to take until take returns
+// false or ln closes (nil) or fails (its error). It pauses and goes on after
+// a timeout or when out of descriptors, as memcached backs off.
+func acceptEach(ln net.Listener, take func(net.Conn) bool) error {
+	for {
+		nc, err := ln.Accept()
+		if err == nil {
+			if !take(nc) {
+				return nil
+			}
+			continue
+		}
+		if errors.Is(err, net.ErrClosed) {
+			return nil
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		return err
+	}
 }
 
 // admit counts a new connection, or refuses it as memcached does when full.

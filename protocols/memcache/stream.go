@@ -1,10 +1,8 @@
 package memcache
 
 import (
-	"errors"
 	"net"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/ndbgate/ndbgate/internal/shardmetrics"
@@ -75,30 +73,6 @@ func (s *Server) serveStreams(ln net.Listener) error {
 		go s.serveStream(nc)
 		return true
 	})
-}
-
-// acceptEach hands each connection ln accepts to take until take returns
-// false or ln closes (nil) or fails (its error). It pauses and goes on after
-// a timeout or when out of descriptors, as memcached backs off.
-func acceptEach(ln net.Listener, take func(net.Conn) bool) error {
-	for {
-		nc, err := ln.Accept()
-		if err == nil {
-			if !take(nc) {
-				return nil
-			}
-			continue
-		}
-		if errors.Is(err, net.ErrClosed) {
-			return nil
-		}
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		return err
-	}
 }
 
 // stopStreams stops accepting and makes every stream connection finish: reads
