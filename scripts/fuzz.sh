@@ -14,8 +14,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
 flakes=0
-for pkg in $($GO list ./... | grep -v /tests/); do
-	pkgdir=$($GO list -f '{{.Dir}}' "$pkg")
+while read -r pkg pkgdir; do
 	for target in $($GO test -list '^Fuzz' "$pkg" | grep '^Fuzz'); do
 		echo "fuzz $pkg $target ($FUZZTIME)"
 		dir=$pkgdir/testdata/fuzz/$target
@@ -38,5 +37,5 @@ for pkg in $($GO list ./... | grep -v /tests/); do
 		echo "fuzz: $target FAILED" >&2
 		exit 1
 	done
-done
+done < <($GO list -f '{{.ImportPath}} {{.Dir}}' ./... | grep -v /tests/)
 echo "fuzz: every target passed ($flakes stopped on the deadline race and passed a corpus replay)"
