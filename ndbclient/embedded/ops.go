@@ -80,7 +80,9 @@ func (p *partition) read(op *ndbclient.Op, key []byte, tag uint32, now uint32) e
 		op.Won = true
 	}
 	if !op.NoBump {
-		sl.state |= stFetched
+		if sl.state&stFetched == 0 { // a store only when it changes: the line stays clean
+			sl.state |= stFetched
+		}
 		if p.t.eviction {
 			p.lruTouch(s, now) // sets used when it bumps: last access to the minute, as memcached
 		} else {
