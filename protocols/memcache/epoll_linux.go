@@ -64,6 +64,8 @@ type epollLoop struct {
 	efd   int // eventfd: completions, yields and new connections wake the loop
 	shard int
 	conns []*epollConn // by fd
+	// scratch is shared by the loop's connections (see loopScratch).
+	scratch loopScratch
 
 	mu       sync.Mutex
 	woken    []*epollConn // connections to serve again
@@ -411,7 +413,7 @@ func (l *epollLoop) chores() {
 
 func (l *epollLoop) take(fd int) {
 	c := &epollConn{loop: l, fd: fd, events: syscall.EPOLLIN}
-	c.cs = l.es.srv.newConnState(c, l.shard)
+	c.cs = l.es.srv.newConnState(c, l.shard, &l.scratch)
 	ev := syscall.EpollEvent{Events: c.events, Fd: int32(fd)}
 	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		l.es.srv.log.Warn("memcache epoll_ctl", slog.Any("error", err))

@@ -22,7 +22,7 @@ func benchConn(b *testing.B, keys int) (*connState, *discardTransport) {
 	b.Cleanup(func() { _ = e.Close() })
 	srv := NewServer(Config{Version: "bench"}, newDemoService(b, e), discardLog)
 	tr := &discardTransport{}
-	cs := srv.newConnState(tr, shardmetrics.SharedShard)
+	cs := srv.newConnState(tr, shardmetrics.SharedShard, nil)
 	val := make([]byte, 32)
 	for i := 0; i < keys; i++ {
 		cmd := fmt.Appendf(nil, "set memtier-%d 0 0 32 noreply\r\n%s\r\n", i, val)
@@ -104,7 +104,7 @@ func BenchmarkTextGetHitParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		cs := srv.newConnState(&discardTransport{}, shardmetrics.SharedShard)
+		cs := srv.newConnState(&discardTransport{}, shardmetrics.SharedShard, nil)
 		for i := 0; pb.Next(); i++ {
 			cmd := cmds[i&4095]
 			if n := cs.serve(cmd); n != len(cmd) {
@@ -114,4 +114,29 @@ func BenchmarkTextGetHitParallel(b *testing.B) {
 			cs.flush()
 		}
 	})
+}
+
+// BenchmarkTextGetHitLoop serves BenchmarkTextGetHit's command round robin
+// over 25 connections of one event loop, as memtier's 2x25 load puts them:
+// what a connection's state costs when its cache lines have gone cold.
+func BenchmarkTextGetHitLoop(b *testing.B) {
+	const keys, conns = 100000, 25
+	cs0, tr := benchConn(b, keys)
+	css := []*connState{cs0}
+	for len(css) < conns {
+		css = append(css, cs0.srv.newConnState(tr, shardmetrics.SharedShard, cs0.scratch))
+	}
+	cmds := make([][]byte, 4096)
+	for i := range cmds {
+		cmds[i] = fmt.Appendf(nil, "get memtier-%d\r\n", (i*7919)%keys)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cs, cmd := css[i%conns], cmds[i&4095]
+		if n := cs.serve(cmd); n != len(cmd) {
+			b.Fatalf("consumed %d of %d", n, len(cmd))
+		}
+		cs.flush()
+	}
 }

@@ -83,9 +83,9 @@ type Server struct {
 	currConns, totalConns, rejectedConns atomic.Int64
 	verbosity                            atomic.Int64
 
-	// loopShards numbers the gnet event loops for metrics shards.
-	loopShardsMu sync.Mutex
-	loopShards   map[gnet.EventLoop]int
+	// gnetLoops gives each gnet event loop its metrics shard and scratch.
+	gnetLoopsMu sync.Mutex
+	gnetLoops   map[gnet.EventLoop]gnetLoop
 }
 
 // NewServer builds a server; Serve starts it.
@@ -296,29 +296,38 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	if !s.admit() {
 		return replyTooManyConns, gnet.Close
 	}
-	cs := s.newConnState(gnetTransport{c}, s.loopShard(c.EventLoop()))
+	l := s.gnetLoop(c.EventLoop())
+	cs := s.newConnState(gnetTransport{c}, l.shard, l.scratch)
 	c.SetContext(cs)
 	return nil, gnet.None
 }
 
-// loopShard is the metrics shard of an event loop (see internal/shardmetrics).
-func (s *Server) loopShard(el gnet.EventLoop) int {
-	s.loopShardsMu.Lock()
-	defer s.loopShardsMu.Unlock()
-	if s.loopShards == nil {
-		s.loopShards = make(map[gnet.EventLoop]int)
-	}
-	n, ok := s.loopShards[el]
-	if !ok {
-		n = shardmetrics.LoopShard(len(s.loopShards))
-		s.loopShards[el] = n
-	}
-	return n
+type gnetLoop struct {
+	shard   int // metrics shard (see internal/shardmetrics)
+	scratch *loopScratch
 }
 
-// newConnState makes a connection's state; shard is its metrics shard.
-func (s *Server) newConnState(t transport, shard int) *connState {
-	cs := &connState{srv: s, t: t, shard: shard}
+func (s *Server) gnetLoop(el gnet.EventLoop) gnetLoop {
+	s.gnetLoopsMu.Lock()
+	defer s.gnetLoopsMu.Unlock()
+	if s.gnetLoops == nil {
+		s.gnetLoops = make(map[gnet.EventLoop]gnetLoop)
+	}
+	l, ok := s.gnetLoops[el]
+	if !ok {
+		l = gnetLoop{shard: shardmetrics.LoopShard(len(s.gnetLoops)), scratch: &loopScratch{}}
+		s.gnetLoops[el] = l
+	}
+	return l
+}
+
+// newConnState makes a connection's state. shard is its metrics shard and
+// scratch its event loop's (nil: a connection served on its own goroutine).
+func (s *Server) newConnState(t transport, shard int, scratch *loopScratch) *connState {
+	if scratch == nil {
+		scratch = &loopScratch{}
+	}
+	cs := &connState{srv: s, t: t, shard: shard, scratch: scratch}
 	cs.parser.MaxItemSize = s.cfg.ItemSizeMax
 	return cs
 }

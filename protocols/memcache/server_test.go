@@ -212,7 +212,7 @@ func (r *recordingTransport) wake()          { r.wakes++ }
 func TestDeepPipelineYields(t *testing.T) {
 	srv := NewServer(Config{MaxPending: 1024, Version: "test"}, newDemoService(t, newEngine(t)), discardLog)
 	rt := &recordingTransport{}
-	cs := srv.newConnState(rt, shardmetrics.SharedShard)
+	cs := srv.newConnState(rt, shardmetrics.SharedShard, nil)
 
 	const n = 1000
 	var in strings.Builder

@@ -105,7 +105,7 @@ func (s *Server) serveStream(nc net.Conn) {
 		return
 	}
 	t := &streamTransport{nc: nc, wakeup: make(chan struct{}, 1)}
-	cs := s.newConnState(t, shardmetrics.SharedShard)
+	cs := s.newConnState(t, shardmetrics.SharedShard, nil)
 	defer s.release(cs)
 
 	data := make(chan []byte, 4)
