@@ -14,11 +14,9 @@ type connState struct {
 	srv     *Server
 	t       transport
 	shard   int // metrics shard: the event loop's
-	parser  Parser
-	cmd     Command
 	swallow int // bytes of a refused data block still to discard
-	// scratch is the reply buffer and spare pendings, shared by every
-	// connection of an event loop.
+	// scratch is the parser, the reply buffer and spare pendings, shared by
+	// every connection of an event loop.
 	scratch *loopScratch
 	// queue holds commands in arrival order; replies leave from its head.
 	queue      []*pending
@@ -42,15 +40,18 @@ type connState struct {
 }
 
 // loopScratch is what a connection needs only while it is being served: the
-// buffer its replies are encoded into and the pendings of finished commands,
-// ready for reuse. One event loop serves one connection at a time, so its
+// parser and the command it fills (a command is started before the next is
+// parsed; a partial one is parsed again from the start), the buffer replies
+// are encoded into and the pendings of finished commands, ready for reuse. One event loop serves one connection at a time, so its
 // connections share one: a command then finds these cache lines warm from
 // the connection served before it, not cold from its own last turn (memtier's
 // 25 connections per loop). A connection on a goroutine of its own (TLS) has
 // its own.
 type loopScratch struct {
-	out  []byte
-	free []*pending
+	parser Parser
+	cmd    Command
+	out    []byte
+	free   []*pending
 }
 
 // commandsPerServe bounds the commands one connection runs per call before
@@ -194,9 +195,9 @@ func (cs *connState) serve(buf []byte) int {
 
 func (cs *connState) parse(buf []byte) Result {
 	if cs.proto == protoBinary {
-		return cs.parser.ParseBinary(buf, &cs.cmd)
+		return cs.scratch.parser.ParseBinary(buf, &cs.scratch.cmd)
 	}
-	return cs.parser.Parse(buf, &cs.cmd)
+	return cs.scratch.parser.Parse(buf, &cs.scratch.cmd)
 }
 
 func (cs *connState) serveLoop(buf []byte) int {
@@ -222,12 +223,12 @@ func (cs *connState) serveLoop(buf []byte) int {
 			}
 		}
 		res := cs.parse(buf[used:])
-		if res.Status != StatusNeedMore && cs.proto == protoBinary && !res.Close && cs.needsAuth(&cs.cmd) {
+		if res.Status != StatusNeedMore && cs.proto == protoBinary && !res.Close && cs.needsAuth(&cs.scratch.cmd) {
 			cs.closeRun()
 			cs.srv.m.countAuth(authRefused)
-			p := cs.newPending(cs.cmd.Kind, false)
-			p.bin, p.opcode, p.opaque = true, cs.cmd.Opcode, cs.cmd.Opaque
-			p.fixed = appendBinError(p.fixed, cs.cmd.Opcode, cs.cmd.Opaque, statusAuthError)
+			p := cs.newPending(cs.scratch.cmd.Kind, false)
+			p.bin, p.opcode, p.opaque = true, cs.scratch.cmd.Opcode, cs.scratch.cmd.Opaque
+			p.fixed = appendBinError(p.fixed, cs.scratch.cmd.Opcode, cs.scratch.cmd.Opaque, statusAuthError)
 			p.state.Store(stateDone)
 			cs.closeAfter = true
 			return used + res.N
@@ -237,9 +238,9 @@ func (cs *connState) serveLoop(buf []byte) int {
 			return used
 		case StatusError:
 			cs.closeRun()
-			if res.TooLarge && cs.conflicts(&cs.cmd) {
+			if res.TooLarge && cs.conflicts(&cs.scratch.cmd) {
 				cs.flush()
-				if cs.conflicts(&cs.cmd) {
+				if cs.conflicts(&cs.scratch.cmd) {
 					return used
 				}
 			}
@@ -247,47 +248,47 @@ func (cs *connState) serveLoop(buf []byte) int {
 			cs.swallow = res.Swallow
 			cs.srv.m.parseErrors.Inc()
 			if len(res.Reply) > 0 {
-				cs.reply(cs.cmd.Kind, res.Reply, false)
+				cs.reply(cs.scratch.cmd.Kind, res.Reply, false)
 			}
-			if res.TooLarge && (cs.cmd.Kind == CmdSet || cs.cmd.Kind == CmdMetaSet) && len(cs.cmd.Keys) == 1 {
+			if res.TooLarge && (cs.scratch.cmd.Kind == CmdSet || cs.scratch.cmd.Kind == CmdMetaSet) && len(cs.scratch.cmd.Keys) == 1 {
 				// memcached drops the old item when a set is refused, so a
 				// client never reads back the value it meant to replace.
 				p := cs.newPending(CmdDelete, true)
 				p.req.Verb = gateway.VerbUnlink
-				p.req.AddKey(cs.cmd.Keys[0])
-				p.track(&cs.cmd)
+				p.req.AddKey(cs.scratch.cmd.Keys[0])
+				p.track(&cs.scratch.cmd)
 				cs.do(p)
 			}
 			if res.Close {
 				cs.closeAfter = true
 			}
 		default:
-			if cs.inRun(&cs.cmd) {
-				if cs.openGet != nil && !cs.joinsRun(&cs.cmd) {
+			if cs.inRun(&cs.scratch.cmd) {
+				if cs.openGet != nil && !cs.joinsRun(&cs.scratch.cmd) {
 					cs.closeRun()
 				}
-				if cs.conflicts(&cs.cmd) {
+				if cs.conflicts(&cs.scratch.cmd) {
 					cs.closeRun()
 					cs.flush()
-					if cs.conflicts(&cs.cmd) {
+					if cs.conflicts(&cs.scratch.cmd) {
 						return used
 					}
 				}
 				used += res.N
-				cs.addToRun(&cs.cmd)
+				cs.addToRun(&cs.scratch.cmd)
 				continue
 			}
 			cs.closeRun()
-			if cs.conflicts(&cs.cmd) {
+			if cs.conflicts(&cs.scratch.cmd) {
 				// An earlier command on one of these keys is still running; the
 				// client must see its effect, so parse this one again once it is done.
 				cs.flush()
-				if cs.conflicts(&cs.cmd) {
+				if cs.conflicts(&cs.scratch.cmd) {
 					return used
 				}
 			}
 			used += res.N
-			cs.dispatch(&cs.cmd)
+			cs.dispatch(&cs.scratch.cmd)
 		}
 	}
 	return used

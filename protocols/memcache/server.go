@@ -328,7 +328,7 @@ func (s *Server) newConnState(t transport, shard int, scratch *loopScratch) *con
 		scratch = &loopScratch{}
 	}
 	cs := &connState{srv: s, t: t, shard: shard, scratch: scratch}
-	cs.parser.MaxItemSize = s.cfg.ItemSizeMax
+	cs.scratch.parser.MaxItemSize = s.cfg.ItemSizeMax
 	return cs
 }
 
