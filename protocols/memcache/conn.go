@@ -42,11 +42,11 @@ type connState struct {
 // loopScratch is what a connection needs only while it is being served: the
 // parser and the command it fills (a command is started before the next is
 // parsed; a partial one is parsed again from the start), the buffer replies
-// are encoded into and the pendings of finished commands, ready for reuse. One event loop serves one connection at a time, so its
-// connections share one: a command then finds these cache lines warm from
-// the connection served before it, not cold from its own last turn (memtier's
-// 25 connections per loop). A connection on a goroutine of its own (TLS) has
-// its own.
+// are encoded into and the pendings of finished commands, ready for reuse.
+// An event loop serves one connection at a time, so its connections share
+// one: a command finds these cache lines warm from the connection served
+// before it, not cold from its own last turn (memtier puts 25 connections on
+// each loop). A connection on a goroutine of its own (TLS) has its own.
 type loopScratch struct {
 	parser Parser
 	cmd    Command
