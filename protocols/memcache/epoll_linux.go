@@ -65,7 +65,7 @@ type epollLoop struct {
 	shard int
 	conns []*epollConn // by fd
 	// scratch is shared by the loop's connections (see loopScratch).
-	scratch loopScratch
+	scratch *loopScratch
 
 	mu       sync.Mutex
 	woken    []*epollConn // connections to serve again
@@ -153,7 +153,7 @@ func newEpollLoop(es *epollServer, shard int) (*epollLoop, error) {
 		return nil, errno
 	}
 	l := &epollLoop{es: es, epfd: epfd, efd: int(efd), shard: shard,
-		events: make([]syscall.EpollEvent, loopEvents), buf: make([]byte, loopReadBuf)}
+		scratch: es.srv.newScratch(), events: make([]syscall.EpollEvent, loopEvents), buf: make([]byte, loopReadBuf)}
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(efd)}
 	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, int(efd), &ev); err != nil {
 		l.closeFds()
@@ -413,7 +413,7 @@ func (l *epollLoop) chores() {
 
 func (l *epollLoop) take(fd int) {
 	c := &epollConn{loop: l, fd: fd, events: syscall.EPOLLIN}
-	c.cs = l.es.srv.newConnState(c, l.shard, &l.scratch)
+	c.cs = l.es.srv.newConnState(c, l.shard, l.scratch)
 	ev := syscall.EpollEvent{Events: c.events, Fd: int32(fd)}
 	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		l.es.srv.log.Warn("memcache epoll_ctl", slog.Any("error", err))

@@ -315,21 +315,25 @@ func (s *Server) gnetLoop(el gnet.EventLoop) gnetLoop {
 	}
 	l, ok := s.gnetLoops[el]
 	if !ok {
-		l = gnetLoop{shard: shardmetrics.LoopShard(len(s.gnetLoops)), scratch: &loopScratch{}}
+		l = gnetLoop{shard: shardmetrics.LoopShard(len(s.gnetLoops)), scratch: s.newScratch()}
 		s.gnetLoops[el] = l
 	}
 	return l
+}
+
+// newScratch makes the scratch of one event loop, or of one connection
+// served on its own goroutine.
+func (s *Server) newScratch() *loopScratch {
+	return &loopScratch{parser: Parser{MaxItemSize: s.cfg.ItemSizeMax}}
 }
 
 // newConnState makes a connection's state. shard is its metrics shard and
 // scratch its event loop's (nil: a connection served on its own goroutine).
 func (s *Server) newConnState(t transport, shard int, scratch *loopScratch) *connState {
 	if scratch == nil {
-		scratch = &loopScratch{}
+		scratch = s.newScratch()
 	}
-	cs := &connState{srv: s, t: t, shard: shard, scratch: scratch}
-	cs.scratch.parser.MaxItemSize = s.cfg.ItemSizeMax
-	return cs
+	return &connState{srv: s, t: t, shard: shard, scratch: scratch}
 }
 
 // OnClose forgets the connection. Requests still in flight complete into the
