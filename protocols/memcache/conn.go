@@ -52,6 +52,10 @@ type loopScratch struct {
 	cmd    Command
 	out    []byte
 	free   []*pending
+	// now is when the epoll loop's turn began (monoNanos), the start of the
+	// requests it reads: one clock read per turn instead of one per request.
+	// Zero elsewhere: each request reads the clock.
+	now int64
 }
 
 // commandsPerServe bounds the commands one connection runs per call before
@@ -126,7 +130,10 @@ func (cs *connState) newPending(kind CommandKind, noreply bool) *pending {
 	p.keys, p.writes = p.keys[:0], false
 	p.bin, p.opcode, p.opaque, p.binKeys = false, 0, 0, p.binKeys[:0]
 	p.meta, p.metaBuf = p.meta[:0], p.metaBuf[:0]
-	p.start = monoNanos()
+	p.start = cs.scratch.now
+	if p.start == 0 {
+		p.start = monoNanos()
+	}
 	p.req.Reset()
 	p.state.Store(stateSubmitting)
 	cs.queue = append(cs.queue, p)
@@ -565,6 +572,7 @@ func (cs *connState) flush() {
 	sc := cs.scratch
 	out := sc.out
 	n := 0
+	var now int64 // read once the first reply is ready
 	for _, p := range cs.queue {
 		if p.state.Load() != stateDone {
 			break
@@ -576,7 +584,10 @@ func (cs *connState) flush() {
 			p.elsewhere = false
 			cs.srv.handoffs.Add(cs.shard, handoffsSettled, 1)
 		}
-		cs.srv.m.observe(p)
+		if now == 0 {
+			now = monoNanos()
+		}
+		cs.srv.m.observe(p, now)
 		n++
 	}
 	if n == 0 {

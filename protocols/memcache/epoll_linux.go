@@ -257,13 +257,8 @@ func (l *epollLoop) run() {
 	// wait for a CPU under load. Unlocked, it simply resumes.
 	defer l.es.loopW.Done()
 	defer l.closeFds()
-	lastYield := nanotime()
+	lastYield := monoNanos()
 	for {
-		// Yield before the runtime forces it (see yieldNanos).
-		if now := nanotime(); now-lastYield >= yieldNanos {
-			goyield()
-			lastYield = now
-		}
 		// One wait per turn, as a C loop makes: a zero-timeout poll ahead of
 		// every wait made a third of the epoll_wait calls and found nothing.
 		// Shutdown wakes the loop through the eventfd (signalAll); from then
@@ -285,13 +280,20 @@ func (l *epollLoop) run() {
 				// stop-the-world or a preemption), which a raw wait cannot
 				// honour. Give the P up here.
 				goyield()
-				lastYield = nanotime()
+				lastYield = monoNanos()
 				continue
 			}
 			l.es.srv.log.Error("memcache epoll_wait", slog.Any("error", errno))
 			l.closeAll()
 			return
 		}
+		now := monoNanos()
+		if now-lastYield >= yieldNanos { // before the runtime forces it (see yieldNanos)
+			goyield()
+			now = monoNanos()
+			lastYield = now
+		}
+		l.scratch.now = now // requests read in this turn start now
 		for i := range n {
 			ev := &l.events[i]
 			fd := int(ev.Fd)
@@ -322,11 +324,6 @@ const yieldNanos = 2_000_000
 //
 //go:linkname goyield runtime.goyield
 func goyield()
-
-// nanotime is the runtime's monotonic clock, kept for linkname users too.
-//
-//go:linkname nanotime runtime.nanotime
-func nanotime() int64
 
 // rawWaitMillis bounds a raw wait. A loop that finds nothing for this long
 // is idle and waits on as an ordinary syscall, which lets the runtime take

@@ -103,7 +103,8 @@ var clockBase = time.Now()
 
 func monoNanos() int64 { return int64(time.Since(clockBase)) }
 
-func (m *serverMetrics) observe(p *pending) {
+// observe counts p, done at now (monoNanos).
+func (m *serverMetrics) observe(p *pending, now int64) {
 	o := outcomeOK
 	switch p.req.Outcome {
 	case gateway.OutcomeNotFound, gateway.OutcomeNotStored, gateway.OutcomeExists:
@@ -129,7 +130,7 @@ func (m *serverMetrics) observe(p *pending) {
 	}
 	dialectCounts.Add(shard, d, uint64(n))
 	m.stats.Add(shard, d, uint64(n))
-	requestMetrics.Durations.Observe(shard, int(p.kind), monoNanos()-p.start)
+	requestMetrics.Durations.Observe(shard, int(p.kind), now-p.start)
 }
 
 func isClientError(err error) bool {
