@@ -35,7 +35,7 @@ const (
 	requestsName = "ndbgate_requests_total"
 	requestsHelp = "Requests by protocol, command and outcome (ok, miss, client_error, server_error)."
 	durationName = "ndbgate_request_duration_seconds"
-	durationHelp = "Time from parsing a request to its reply being ready, by protocol and command."
+	durationHelp = "Time from a request being read (memcache event loops: the start of the loop turn that read it) or parsed to its reply being ready, by protocol and command."
 )
 
 var durationBuckets = []float64{5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.5, 1}
