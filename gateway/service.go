@@ -112,10 +112,10 @@ func (s *Service) Ready() error { return s.backend.Driver().Ready() }
 // column: 0 never; negative, or absolute in the past, is already expired (1).
 func (s *Service) expireAt(exptime int64) uint64 {
 	const thirtyDays = 60 * 60 * 24 * 30
-	switch {
-	case exptime == 0: // the common case reads no clock
+	if exptime == 0 { // the common case reads no clock
 		return 0
-	case exptime < 0:
+	}
+	if exptime < 0 {
 		return 1
 	}
 	now := s.now().Unix()

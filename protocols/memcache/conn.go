@@ -211,6 +211,7 @@ func (cs *connState) serveLoop(buf []byte) int {
 	used := 0
 	maxPending := cs.srv.cfg.MaxPending
 	budget := commandsPerServe
+	cmd := &cs.scratch.cmd // what parse fills
 	for used < len(buf) && !cs.closeAfter {
 		if budget <= 0 && cs.openGet == nil { // an open get run stays one batch
 			cs.yielded = true
@@ -230,12 +231,12 @@ func (cs *connState) serveLoop(buf []byte) int {
 			}
 		}
 		res := cs.parse(buf[used:])
-		if res.Status != StatusNeedMore && cs.proto == protoBinary && !res.Close && cs.needsAuth(&cs.scratch.cmd) {
+		if res.Status != StatusNeedMore && cs.proto == protoBinary && !res.Close && cs.needsAuth(cmd) {
 			cs.closeRun()
 			cs.srv.m.countAuth(authRefused)
-			p := cs.newPending(cs.scratch.cmd.Kind, false)
-			p.bin, p.opcode, p.opaque = true, cs.scratch.cmd.Opcode, cs.scratch.cmd.Opaque
-			p.fixed = appendBinError(p.fixed, cs.scratch.cmd.Opcode, cs.scratch.cmd.Opaque, statusAuthError)
+			p := cs.newPending(cmd.Kind, false)
+			p.bin, p.opcode, p.opaque = true, cmd.Opcode, cmd.Opaque
+			p.fixed = appendBinError(p.fixed, cmd.Opcode, cmd.Opaque, statusAuthError)
 			p.state.Store(stateDone)
 			cs.closeAfter = true
 			return used + res.N
@@ -245,9 +246,9 @@ func (cs *connState) serveLoop(buf []byte) int {
 			return used
 		case StatusError:
 			cs.closeRun()
-			if res.TooLarge && cs.conflicts(&cs.scratch.cmd) {
+			if res.TooLarge && cs.conflicts(cmd) {
 				cs.flush()
-				if cs.conflicts(&cs.scratch.cmd) {
+				if cs.conflicts(cmd) {
 					return used
 				}
 			}
@@ -255,47 +256,47 @@ func (cs *connState) serveLoop(buf []byte) int {
 			cs.swallow = res.Swallow
 			cs.srv.m.parseErrors.Inc()
 			if len(res.Reply) > 0 {
-				cs.reply(cs.scratch.cmd.Kind, res.Reply, false)
+				cs.reply(cmd.Kind, res.Reply, false)
 			}
-			if res.TooLarge && (cs.scratch.cmd.Kind == CmdSet || cs.scratch.cmd.Kind == CmdMetaSet) && len(cs.scratch.cmd.Keys) == 1 {
+			if res.TooLarge && (cmd.Kind == CmdSet || cmd.Kind == CmdMetaSet) && len(cmd.Keys) == 1 {
 				// memcached drops the old item when a set is refused, so a
 				// client never reads back the value it meant to replace.
 				p := cs.newPending(CmdDelete, true)
 				p.req.Verb = gateway.VerbUnlink
-				p.req.AddKey(cs.scratch.cmd.Keys[0])
-				p.track(&cs.scratch.cmd)
+				p.req.AddKey(cmd.Keys[0])
+				p.track(cmd)
 				cs.do(p)
 			}
 			if res.Close {
 				cs.closeAfter = true
 			}
 		default:
-			if cs.inRun(&cs.scratch.cmd) {
-				if cs.openGet != nil && !cs.joinsRun(&cs.scratch.cmd) {
+			if cs.inRun(cmd) {
+				if cs.openGet != nil && !cs.joinsRun(cmd) {
 					cs.closeRun()
 				}
-				if cs.conflicts(&cs.scratch.cmd) {
+				if cs.conflicts(cmd) {
 					cs.closeRun()
 					cs.flush()
-					if cs.conflicts(&cs.scratch.cmd) {
+					if cs.conflicts(cmd) {
 						return used
 					}
 				}
 				used += res.N
-				cs.addToRun(&cs.scratch.cmd)
+				cs.addToRun(cmd)
 				continue
 			}
 			cs.closeRun()
-			if cs.conflicts(&cs.scratch.cmd) {
+			if cs.conflicts(cmd) {
 				// An earlier command on one of these keys is still running; the
 				// client must see its effect, so parse this one again once it is done.
 				cs.flush()
-				if cs.conflicts(&cs.scratch.cmd) {
+				if cs.conflicts(cmd) {
 					return used
 				}
 			}
 			used += res.N
-			cs.dispatch(&cs.scratch.cmd)
+			cs.dispatch(cmd)
 		}
 	}
 	return used
