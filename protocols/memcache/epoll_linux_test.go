@@ -4,7 +4,9 @@ package memcache
 
 import (
 	"bufio"
+	"bytes"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,4 +44,32 @@ func TestEpollLoopsLeaveAProcessorAndLetGCRun(t *testing.T) {
 	}
 	time.Sleep(3 * rawWaitMillis * time.Millisecond) // past the raw wait: idle loops
 	gc()
+}
+
+// A small reply waits for the loop's turn to end; a large one goes at once,
+// but never ahead of the replies held before it.
+func TestHeldRepliesGoBeforeALargeOne(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Close(fds[0]); _ = syscall.Close(fds[1]) })
+	require.NoError(t, syscall.SetNonblock(fds[0], true))
+	l := &epollLoop{}
+	c := &epollConn{loop: l, fd: fds[0]}
+
+	c.write([]byte("small\r\n"))
+	require.Equal(t, []*epollConn{c}, l.held, "a small reply is held for the turn's end")
+	require.Equal(t, "small\r\n", string(c.out))
+	big := bytes.Repeat([]byte("b"), heldReplyMax)
+	c.write(big)
+	require.Empty(t, c.out, "the large reply and what was held before it went at once")
+
+	want := append([]byte("small\r\n"), big...)
+	got := make([]byte, 0, len(want))
+	buf := make([]byte, 64<<10)
+	for len(got) < len(want) {
+		n, err := syscall.Read(fds[1], buf)
+		require.NoError(t, err)
+		got = append(got, buf[:n]...)
+	}
+	require.True(t, bytes.Equal(want, got), "replies out of order")
 }

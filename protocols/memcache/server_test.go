@@ -146,6 +146,74 @@ func TestPipelinedRepliesStayInOrderWhenBackendCompletesOutOfOrder(t *testing.T)
 	})
 }
 
+// Small replies wait for the loop's turn to end and large ones go at once
+// (epoll). Mixed on several connections, with completions arriving later on
+// another goroutine, each connection still gets its replies whole and in
+// order.
+func TestSmallAndLargeRepliesStayInOrder(t *testing.T) {
+	forEachLoop(t, func(t *testing.T, loop string) {
+		addr := startServer(t, loop, ndbclienttest.Later(newEngine(t), time.Millisecond), 16)
+		big := strings.Repeat("0123456789abcdef", 2<<10) // 32 KiB: above heldReplyMax
+		setup := dialServer(t, addr, 20*time.Second)
+		_, err := fmt.Fprintf(setup, "set big 1 0 %d\r\n%s\r\nset small 2 0 5\r\nhello\r\n", len(big), big)
+		require.NoError(t, err)
+		require.Equal(t, []string{"STORED\r\n", "STORED\r\n"}, readLines(t, bufio.NewReader(setup), 2))
+
+		var req strings.Builder
+		var want strings.Builder
+		for i := range 40 {
+			if i%3 == 0 {
+				req.WriteString("get big\r\n")
+				fmt.Fprintf(&want, "VALUE big 1 %d\r\n%s\r\nEND\r\n", len(big), big)
+			} else {
+				req.WriteString("get small\r\n")
+				want.WriteString("VALUE small 2 5\r\nhello\r\nEND\r\n")
+			}
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for range 4 {
+			conn := dialServer(t, addr, 20*time.Second)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// One command at a time, so that new input and completions
+				// meet in the same turn of the loop.
+				go func() {
+					for _, cmd := range strings.SplitAfter(req.String(), "\n") {
+						if _, err := conn.Write([]byte(cmd)); err != nil {
+							return
+						}
+						time.Sleep(200 * time.Microsecond)
+					}
+				}()
+				got := make([]byte, want.Len())
+				if _, err := io.ReadFull(conn, got); err != nil {
+					errs <- err
+					return
+				}
+				if string(got) != want.String() {
+					errs <- fmt.Errorf("replies differ from the first %d bytes", firstDiff(got, []byte(want.String())))
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+	})
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
 func TestManyConnectionsWithSlowBackend(t *testing.T) {
 	forEachLoop(t, func(t *testing.T, loop string) {
 		addr := startServer(t, loop, ndbclienttest.Later(newEngine(t), time.Millisecond), 64)
