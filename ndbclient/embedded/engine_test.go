@@ -158,3 +158,28 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, int64(0), e.limit)
 	assert.InDelta(t, float64(time.Now().Unix()), float64(e.now()), 2, "the default clock is the time")
 }
+
+func TestUntilNextSecond(t *testing.T) {
+	base := time.Unix(1_800_000_000, 0)
+	for _, tc := range []struct {
+		at   time.Duration
+		want time.Duration
+	}{
+		{0, time.Second + clockSlack},
+		{250 * time.Millisecond, 750*time.Millisecond + clockSlack},
+		{999 * time.Millisecond, time.Millisecond + clockSlack},
+	} {
+		require.Equal(t, tc.want, untilNextSecond(base.Add(tc.at)), "at +%v", tc.at)
+	}
+}
+
+// The default clock is the wall clock's second, set as each second begins.
+func TestDefaultClockFollowsTheSecond(t *testing.T) {
+	e := New(Config{ReapInterval: -1})
+	t.Cleanup(func() { _ = e.Close() })
+	now := time.Now()
+	require.InDelta(t, now.Unix(), int64(e.now()), 1)
+	next := now.Truncate(time.Second).Add(time.Second)
+	time.Sleep(time.Until(next) + 300*time.Millisecond)
+	require.Equal(t, uint32(next.Unix()), e.now(), "clock not advanced 300 ms into the next second")
+}
