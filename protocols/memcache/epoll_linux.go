@@ -79,6 +79,7 @@ type epollLoop struct {
 	signaled bool         // efd has been written and not yet read
 	closed   bool         // efd is closed: no more signals
 
+	busy   busyTracker
 	spare  []*epollConn
 	held   []*epollConn // connections whose replies go when the turn ends
 	events []syscall.EpollEvent
@@ -273,6 +274,7 @@ func (l *epollLoop) run() {
 		if l.es.srv.draining.Load() {
 			msec = 0
 		}
+		waitStart := monoNanos()
 		n, errno := epollWait(l.epfd, l.events, msec, true)
 		if errno == 0 && n == 0 {
 			if l.finished() {
@@ -294,6 +296,11 @@ func (l *epollLoop) run() {
 			return
 		}
 		now := monoNanos()
+		if l.busy.shouldYield(waitStart, now) {
+			schedYield()
+			now = monoNanos()
+			l.busy.awakeSince = now
+		}
 		if now-lastYield >= yieldNanos { // before the runtime forces it (see yieldNanos)
 			goyield()
 			now = monoNanos()
@@ -325,6 +332,40 @@ func (l *epollLoop) run() {
 // second (bench/RESULTS.md, ninth pass). goyield queues the loop on its own
 // P's run queue instead, wakes nobody, and the same thread resumes it.
 const yieldNanos = 2_000_000
+
+// busyNanos is how long a loop runs without its wait ever sleeping before it
+// offers its CPU to the kernel's other runnable tasks (sched_yield), once,
+// and starts counting again. Where clients share the cores (a sidecar beside
+// its app, or memtier on the same machine), a loop that always finds more
+// work would otherwise keep the CPU until the scheduler's tick preempts it,
+// up to 4 ms at HZ=250, while a client with its replies waits for that same
+// CPU. With nothing else runnable the yield returns at once. Measured in
+// bench/RESULTS.md, tenth pass.
+const busyNanos = 1_000_000
+
+// sleptNanos: a wait that took this long slept, or the loop lost its CPU
+// meanwhile; a wait that finds events ready takes a few microseconds.
+const sleptNanos = 30_000
+
+// busyTracker tells a loop when to yield its CPU (see busyNanos).
+type busyTracker struct {
+	awakeSince int64 // monoNanos of the last wait that slept
+}
+
+// shouldYield reports whether a loop whose wait began at waitStart and
+// returned at now has been busy for busyNanos; the caller yields and then
+// sets awakeSince.
+func (b *busyTracker) shouldYield(waitStart, now int64) bool {
+	if now-waitStart >= sleptNanos || b.awakeSince == 0 {
+		b.awakeSince = now
+		return false
+	}
+	return now-b.awakeSince >= busyNanos
+}
+
+// schedYield is sched_yield(2): the kernel runs its other runnable tasks on
+// this CPU first, if any. The thread keeps the loop's P meanwhile.
+func schedYield() { _, _, _ = syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) }
 
 // goyield is runtime.goyield: Gosched onto the current P's local run queue.
 // The runtime keeps its signature for linkname users (go.dev/issue/67401).

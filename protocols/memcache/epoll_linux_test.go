@@ -73,3 +73,24 @@ func TestHeldRepliesGoBeforeALargeOne(t *testing.T) {
 	}
 	require.True(t, bytes.Equal(want, got), "replies out of order")
 }
+
+// A loop whose waits keep finding work yields its CPU once it has been busy
+// for busyNanos, and a wait that sleeps starts the count again.
+func TestBusyLoopYieldsAfterBusyNanos(t *testing.T) {
+	var b busyTracker
+	start := int64(1_000_000_000)
+	require.False(t, b.shouldYield(start-sleptNanos, start), "a wait that slept")
+	now := start
+	for now-start < busyNanos-10_000 {
+		now += 10_000 // a turn of 10 us, its wait returning at once
+		require.False(t, b.shouldYield(now-1_000, now), "busy for %d ns only", now-start)
+	}
+	now += 20_000
+	require.True(t, b.shouldYield(now-1_000, now), "busy past busyNanos")
+	b.awakeSince = now // the loop yielded
+	require.False(t, b.shouldYield(now+9_000, now+10_000), "the count starts again after a yield")
+
+	now += 2 * busyNanos
+	require.False(t, b.shouldYield(now-sleptNanos, now), "a wait that slept ends the busy spell")
+	require.False(t, b.shouldYield(now+busyNanos-1_000, now+busyNanos-500), "busy for less than busyNanos since")
+}
