@@ -299,7 +299,7 @@ func (l *epollLoop) run() {
 		if l.busy.shouldYield(waitStart, now) {
 			schedYield()
 			now = monoNanos()
-			l.busy.awakeSince = now
+			l.busy.restart(now)
 		}
 		if now-lastYield >= yieldNanos { // before the runtime forces it (see yieldNanos)
 			goyield()
@@ -353,15 +353,18 @@ type busyTracker struct {
 }
 
 // shouldYield reports whether a loop whose wait began at waitStart and
-// returned at now has been busy for busyNanos; the caller yields and then
-// sets awakeSince.
+// returned at now has been busy for busyNanos; the caller then yields and
+// restarts the count.
 func (b *busyTracker) shouldYield(waitStart, now int64) bool {
 	if now-waitStart >= sleptNanos || b.awakeSince == 0 {
-		b.awakeSince = now
+		b.restart(now)
 		return false
 	}
 	return now-b.awakeSince >= busyNanos
 }
+
+// restart counts the loop as off its CPU until now.
+func (b *busyTracker) restart(now int64) { b.awakeSince = now }
 
 // schedYield is sched_yield(2): the kernel runs its other runnable tasks on
 // this CPU first, if any. The thread keeps the loop's P meanwhile.
@@ -630,14 +633,10 @@ func (c *epollConn) write(b []byte) {
 		return
 	}
 	if len(b) >= heldReplyMax {
-		if len(c.out) > 0 {
-			c.drain()
-		}
+		c.drain() // what is queued goes first
 		if len(c.out) == 0 && !c.failed {
 			n, ok := sendSome(c.fd, b)
-			if !ok {
-				c.failed = true
-			}
+			c.failed = !ok
 			b = b[n:]
 		}
 		if c.failed {

@@ -87,7 +87,7 @@ func TestBusyLoopYieldsAfterBusyNanos(t *testing.T) {
 	}
 	now += 20_000
 	require.True(t, b.shouldYield(now-1_000, now), "busy past busyNanos")
-	b.awakeSince = now // the loop yielded
+	b.restart(now) // the loop yielded
 	require.False(t, b.shouldYield(now+9_000, now+10_000), "the count starts again after a yield")
 
 	now += 2 * busyNanos
