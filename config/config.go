@@ -55,6 +55,11 @@ type Memcache struct {
 	// EventLoop serves the TCP and unix-socket listeners: "epoll" (Linux's
 	// default: ndbgate's own loops) or "gnet". Empty picks the platform's.
 	EventLoop string `yaml:"event_loop"`
+	// IOUring lets each epoll loop run a turn's socket reads, and its replies,
+	// as one io_uring_enter each, where the kernel allows io_uring; default
+	// true. Where it does not (an old kernel, a seccomp profile that blocks
+	// it), the loops make one syscall per read and write, as when false.
+	IOUring *bool `yaml:"io_uring"`
 }
 
 // TLS is the memcache TLS listener. ClientCAFile turns on mutual TLS: clients
@@ -229,6 +234,7 @@ var envVars = []struct {
 	{"NDBGATE_MEMCACHE_SOCKET", func(c *Config, v string) error { c.Memcache.Socket = v; return nil }},
 	{"NDBGATE_MEMCACHE_TLS", func(c *Config, v string) error { c.Memcache.TLS.Listen = v; return nil }},
 	{"NDBGATE_MEMCACHE_EVENT_LOOP", func(c *Config, v string) error { c.Memcache.EventLoop = v; return nil }},
+	{"NDBGATE_MEMCACHE_IO_URING", func(c *Config, v string) error { return setBool(&c.Memcache.IOUring, v) }},
 	{"NDBGATE_MEMCACHE_SASL_CREDENTIALS", func(c *Config, v string) error { c.Memcache.SASLCredentialsFile = v; return nil }},
 	{"NDBGATE_API_KEYS", func(c *Config, v string) error { c.API.KeysFile = v; return nil }},
 	{"NDBGATE_NDB_CONNECTSTRING", func(c *Config, v string) error { c.NDB.Connectstring = v; return nil }},
@@ -281,6 +287,15 @@ func setInt(dst *int, v string) error {
 		return fmt.Errorf("want a whole number")
 	}
 	*dst = n
+	return nil
+}
+
+func setBool(dst **bool, v string) error {
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return fmt.Errorf("want true or false")
+	}
+	*dst = &b
 	return nil
 }
 

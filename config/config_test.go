@@ -29,6 +29,7 @@ func TestFileThenEnv(t *testing.T) {
 	c := Default()
 	require.NoError(t, c.LoadFile(writeFile(t, `
 listeners: {memcache: "127.0.0.1:1", rest: ""}
+memcache: {io_uring: false}
 embedded: {memory_limit: 64m, partitions: 8, reap_interval: 250ms}
 limits: {item_size_max: 2m}
 containers:
@@ -43,14 +44,25 @@ key_prefixes:
 	require.Len(t, c.Containers, 1)
 	require.NotNil(t, c.Containers[0].Eviction)
 	assert.False(t, *c.Containers[0].Eviction)
+	require.NotNil(t, c.Memcache.IOUring)
+	assert.False(t, *c.Memcache.IOUring)
 
-	env := map[string]string{"NDBGATE_MEMCACHE": "127.0.0.1:2", "NDBGATE_ITEM_SIZE_MAX": "4k", "NDBGATE_MEMCACHE_EVENT_LOOP": "gnet"}
+	env := map[string]string{"NDBGATE_MEMCACHE": "127.0.0.1:2", "NDBGATE_ITEM_SIZE_MAX": "4k", "NDBGATE_MEMCACHE_EVENT_LOOP": "gnet", "NDBGATE_MEMCACHE_IO_URING": "true"}
 	require.NoError(t, c.ApplyEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }))
 	assert.Equal(t, "127.0.0.1:2", c.Listeners.Memcache, "env overrides the file")
 	assert.Equal(t, ByteSize(4096), c.Limits.ItemSizeMax)
 	assert.Equal(t, "gnet", c.Memcache.EventLoop)
+	assert.True(t, *c.Memcache.IOUring, "env overrides the file")
 	assert.Equal(t, 8, c.Embedded.Partitions, "the file's value survives where env is silent")
 	require.NoError(t, c.Validate())
+}
+
+func TestBadEnvBoolNamesTheVariable(t *testing.T) {
+	c := Default()
+	err := c.ApplyEnv(func(k string) (string, bool) { return "sometimes", k == "NDBGATE_MEMCACHE_IO_URING" })
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "NDBGATE_MEMCACHE_IO_URING")
+	assert.Contains(t, err.Error(), "want true or false")
 }
 
 func TestUnknownKeysAreErrors(t *testing.T) {

@@ -86,12 +86,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 				{"ndbgate_backend", backendDriver.Name()},
 				{"ndbgate_version", version},
 			},
-			Credentials: mcfg.Credentials,
-			Socket:      mcfg.Socket,
-			SocketMode:  mcfg.SocketMode,
-			EventLoop:   cfg.Memcache.EventLoop,
-			TLSAddr:     mcfg.TLSAddr,
-			TLS:         mcfg.TLS,
+			Credentials:   mcfg.Credentials,
+			Socket:        mcfg.Socket,
+			SocketMode:    mcfg.SocketMode,
+			EventLoop:     cfg.Memcache.EventLoop,
+			BatchSyscalls: cfg.Memcache.IOUring == nil || *cfg.Memcache.IOUring,
+			TLSAddr:       mcfg.TLSAddr,
+			TLS:           mcfg.TLS,
 		}, svc, log)
 		go func() {
 			if err := mc.Serve(); err != nil {

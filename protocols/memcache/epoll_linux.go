@@ -84,6 +84,11 @@ type epollLoop struct {
 	held   []*epollConn // connections whose replies go when the turn ends
 	events []syscall.EpollEvent
 	buf    []byte
+	// ring, if the kernel allows it, runs a turn's reads and its held
+	// replies as one syscall each (see batchRing); reading holds the
+	// connections whose reads are queued in it.
+	ring    *batchRing
+	reading []*epollConn
 }
 
 type epollConn struct {
@@ -128,6 +133,14 @@ func (s *Server) serveEpoll(addrs [][2]string) error {
 		}
 		es.loops = append(es.loops, l)
 	}
+	rings := 0
+	for _, l := range es.loops {
+		if l.ring != nil {
+			rings++
+		}
+	}
+	s.log.LogAttrs(context.Background(), slog.LevelInfo, "memcache event loops", slog.String("kind", "epoll"),
+		slog.Int("loops", len(es.loops)), slog.Bool("io_uring", rings == len(es.loops)))
 	for _, l := range es.loops {
 		es.loopW.Add(1)
 		go l.run()
@@ -163,6 +176,14 @@ func newEpollLoop(es *epollServer, shard int) (*epollLoop, error) {
 	}
 	l := &epollLoop{es: es, epfd: epfd, efd: int(efd), shard: shard,
 		scratch: es.srv.newScratch(), events: make([]syscall.EpollEvent, loopEvents), buf: make([]byte, loopReadBuf)}
+	if es.srv.cfg.BatchSyscalls {
+		if r, err := newBatchRing(loopEvents); err == nil {
+			l.ring = r
+			l.buf = make([]byte, loopEvents*ringReadChunk)
+		} else {
+			es.srv.log.Debug("memcache: io_uring unavailable, one syscall per read and write", slog.Any("error", err))
+		}
+	}
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(efd)}
 	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, int(efd), &ev); err != nil {
 		l.closeFds()
@@ -172,6 +193,9 @@ func newEpollLoop(es *epollServer, shard int) (*epollLoop, error) {
 }
 
 func (l *epollLoop) closeFds() {
+	if l.ring != nil {
+		l.ring.close()
+	}
 	l.mu.Lock()
 	l.closed = true
 	_ = syscall.Close(l.efd)
@@ -320,6 +344,7 @@ func (l *epollLoop) run() {
 				}
 			}
 		}
+		l.readQueued()
 		l.sendHeld()
 	}
 }
@@ -519,6 +544,10 @@ func (l *epollLoop) handle(c *epollConn, events uint32) {
 	}
 	var data []byte
 	if events&(syscall.EPOLLIN|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 && c.events&syscall.EPOLLIN != 0 {
+		if l.ring != nil {
+			l.reading = append(l.reading, c) // read and served in readQueued
+			return
+		}
 		n, _, errno := syscall.RawSyscall(syscall.SYS_READ, uintptr(c.fd), uintptr(unsafe.Pointer(&l.buf[0])), uintptr(len(l.buf)))
 		switch {
 		case errno == syscall.EAGAIN || errno == syscall.EINTR:
@@ -562,17 +591,109 @@ func (l *epollLoop) serve(c *epollConn, data []byte) {
 	}
 }
 
-// sendHeld sends the replies held back during the turn (see epollConn.write).
+// ringReadChunk is the least buffer a queued read gets: the loop's buffer
+// is shared out among the turn's reads, loopEvents of them at most.
+const ringReadChunk = 4 << 10
+
+// readQueued runs the reads handle queued in the ring, as one syscall, and
+// serves each connection with what it read.
+func (l *epollLoop) readQueued() {
+	if len(l.reading) == 0 {
+		return
+	}
+	chunk := len(l.buf) / len(l.reading)
+	for i, c := range l.reading {
+		// A connection closed since handle queued it (chores may close one)
+		// is skipped here, where nothing can close another before the
+		// enter: its fd number may already belong to a new socket.
+		if !c.gone {
+			l.ring.queueRecv(c.fd, l.buf[i*chunk:(i+1)*chunk], uint64(i))
+		}
+		if l.ring.full() && !l.ring.run(l.readDone) {
+			break
+		}
+	}
+	if l.ring.queued > 0 && !l.ring.run(l.readDone) || l.ring.broken {
+		l.ringFailed()
+	}
+	for i := range l.reading {
+		l.reading[i] = nil
+	}
+	l.reading = l.reading[:0]
+}
+
+func (l *epollLoop) readDone(tag uint64, res int32) {
+	c := l.reading[tag]
+	if c.gone {
+		return
+	}
+	chunk := len(l.buf) / len(l.reading)
+	switch {
+	case res == -int32(syscall.EAGAIN) || res == -int32(syscall.EINTR):
+		l.serve(c, nil)
+	case res <= 0: // error or end of input: memcached closes too
+		l.close(c)
+	default:
+		l.serve(c, l.buf[int(tag)*chunk:int(tag)*chunk+int(res)])
+	}
+}
+
+// ringFailed gives the ring up: the kernel refused part of a batch, so the
+// loop goes back to one syscall per operation. What ran has been reported;
+// the queued reads are made again directly (a read that ran already finds
+// nothing more, or the next bytes), and held replies drain directly.
+func (l *epollLoop) ringFailed() {
+	l.es.srv.log.Warn("memcache: io_uring batch refused; one syscall per read and write from now on")
+	ring := l.ring
+	l.ring = nil
+	l.buf = l.buf[:loopReadBuf]
+	for _, c := range l.reading {
+		if !c.gone {
+			l.handle(c, syscall.EPOLLIN)
+		}
+	}
+	ring.close()
+}
+
+// sendHeld sends the replies held back during the turn (see epollConn.write),
+// through the ring when there is one.
 func (l *epollLoop) sendHeld() {
+	if l.ring != nil {
+		for i, c := range l.held {
+			if !c.gone && !c.failed && len(c.out) > 0 {
+				l.ring.queueSend(c.fd, c.out, uint64(i))
+			}
+			if l.ring.full() && !l.ring.run(l.sendDone) {
+				break
+			}
+		}
+		if l.ring.queued > 0 && !l.ring.run(l.sendDone) || l.ring.broken {
+			l.ringFailed()
+		}
+	}
 	for i, c := range l.held {
 		l.held[i] = nil
 		c.held = false
 		if !c.gone {
-			c.drain()
+			if l.ring == nil {
+				c.drain()
+			}
 			l.arm(c)
 		}
 	}
 	l.held = l.held[:0]
+}
+
+func (l *epollLoop) sendDone(tag uint64, res int32) {
+	c := l.held[tag]
+	switch {
+	case res >= 0:
+		c.sent(int(res))
+	case res == -int32(syscall.EAGAIN) || res == -int32(syscall.EINTR):
+		// the rest goes when the socket has room (arm asks for EPOLLOUT)
+	default:
+		c.failed = true
+	}
 }
 
 // arm closes c if it is done or failed, else sets the events it waits for.
@@ -657,7 +778,12 @@ func (c *epollConn) drain() {
 		c.failed = true
 		return
 	}
-	c.out = c.out[:copy(c.out, c.out[sent:])]
+	c.sent(sent)
+}
+
+// sent drops the n bytes of queued output the socket took.
+func (c *epollConn) sent(n int) {
+	c.out = c.out[:copy(c.out, c.out[n:])]
 	if len(c.out) == 0 && cap(c.out) > 1<<20 {
 		c.out = nil
 	}

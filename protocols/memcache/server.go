@@ -47,6 +47,9 @@ type Config struct {
 	// Loops is the number of epoll loops; 0 means one per processor the
 	// runtime started with (GOMAXPROCS). gnet runs one per CPU.
 	Loops int
+	// BatchSyscalls lets each epoll loop run a turn's reads, and its replies,
+	// as one io_uring_enter each where the kernel allows it (uring_linux.go).
+	BatchSyscalls bool
 }
 
 // Event loop names (Config.EventLoop).

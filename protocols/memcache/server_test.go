@@ -22,12 +22,17 @@ import (
 )
 
 // eventLoops are the loops this platform can serve with, its default first.
+// loopEpollRing is the epoll loop batching its syscalls through io_uring
+// (Config.BatchSyscalls), ndbgate's default on Linux; where the kernel has
+// no io_uring it runs as plain epoll.
 func eventLoops() []string {
 	if epollAvailable {
-		return []string{EventLoopEpoll, EventLoopGnet}
+		return []string{loopEpollRing, EventLoopEpoll, EventLoopGnet}
 	}
 	return []string{EventLoopGnet}
 }
+
+const loopEpollRing = "epoll+io_uring"
 
 // forEachLoop runs fn once per event loop.
 func forEachLoop(t *testing.T, fn func(t *testing.T, loop string)) {
@@ -52,6 +57,9 @@ func startServerConfig(t *testing.T, cfg Config, drv ndbclient.Driver) (string, 
 	require.NoError(t, ln.Close())
 
 	cfg.Addr, cfg.Version = addr, "test"
+	if cfg.EventLoop == loopEpollRing {
+		cfg.EventLoop, cfg.BatchSyscalls = EventLoopEpoll, true
+	}
 	srv := NewServer(cfg, newDemoService(t, drv), discardLog)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve() }()

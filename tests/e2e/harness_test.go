@@ -415,7 +415,11 @@ func forEachTarget(t *testing.T, fn func(t *testing.T, tg *target), ndbgateArgs 
 		s := startServer(t, ndbgateArgs...)
 		fn(t, &target{name: "ndbgate", addr: s.memcacheAddr, pid: s.pid(), srv: s})
 	})
-	if runtime.GOOS == "linux" { // the default there is ndbgate's epoll loop; check the other too
+	if runtime.GOOS == "linux" { // the default there is ndbgate's epoll loop batching through io_uring; check the others too
+		t.Run("ndbgate-epoll", func(t *testing.T) {
+			s := startServer(t, append([]string{"--memcache-io-uring=false"}, ndbgateArgs...)...)
+			fn(t, &target{name: "ndbgate-epoll", addr: s.memcacheAddr, pid: s.pid(), srv: s})
+		})
 		t.Run("ndbgate-gnet", func(t *testing.T) {
 			s := startServer(t, append([]string{"--memcache-event-loop", "gnet"}, ndbgateArgs...)...)
 			fn(t, &target{name: "ndbgate-gnet", addr: s.memcacheAddr, pid: s.pid(), srv: s})
