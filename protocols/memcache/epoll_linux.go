@@ -364,9 +364,11 @@ const yieldNanos = 2_000_000
 // its app, or memtier on the same machine), a loop that always finds more
 // work would otherwise keep the CPU until the scheduler's tick preempts it,
 // up to 4 ms at HZ=250, while a client with its replies waits for that same
-// CPU. With nothing else runnable the yield returns at once. Measured in
-// bench/RESULTS.md, tenth pass.
-const busyNanos = 1_000_000
+// CPU. With nothing else runnable the yield returns at once. 1 ms was best
+// when the loops made a read and a write per request (bench/RESULTS.md,
+// tenth pass); batched through io_uring they serve more per ms, and 0.5 ms
+// gives a lower p99 at the same CPU per request (twelfth pass).
+const busyNanos = 500_000
 
 // sleptNanos: a wait that took this long slept, or the loop lost its CPU
 // meanwhile; a wait that finds events ready takes a few microseconds.
