@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // batchRing uses io_uring as a batch syscall: an epoll loop queues a turn's
@@ -65,9 +67,8 @@ type uringParams struct {
 }
 
 const (
-	sysIOUringSetup = 425 // the same number on every 64-bit Linux architecture
-	sysIOUringEnter = 426
-
+	// The io_uring ABI below is the same on every architecture; the syscall
+	// numbers are not (mips), so they come from x/sys.
 	uringOpSend = 26
 	uringOpRecv = 27
 
@@ -79,9 +80,6 @@ const (
 	uringOffSQRing = 0
 	uringOffCQRing = 0x8000000
 	uringOffSQEs   = 0x10000000
-
-	msgDontWait = 0x40
-	msgNoSignal = 0x4000
 )
 
 // newBatchRing sets up a ring of entries submissions; it fails where the
@@ -91,7 +89,7 @@ func newBatchRing(entries uint32) (*batchRing, error) {
 	var p uringParams
 	p.flags = uringSetupCQSize | uringSetupSubmitAll
 	p.cqEntries = entries
-	fd, _, errno := syscall.RawSyscall(sysIOUringSetup, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
+	fd, _, errno := syscall.RawSyscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
 	if errno != 0 {
 		return nil, errno
 	}
@@ -148,14 +146,15 @@ func (r *batchRing) close() {
 // full reports whether another operation must wait for the next run.
 func (r *batchRing) full() bool { return r.queued == r.entries }
 
-// queueRecv and queueSend need room (see full). queueRecv queues a read of up to len(b) bytes from fd into b, reported
-// under tag. b must stay reachable until run returns.
+// queueRecv queues a read of up to len(b) bytes from fd into b, reported
+// under tag; the ring must have room (see full). b must stay reachable until
+// run returns.
 func (r *batchRing) queueRecv(fd int, b []byte, tag uint64) {
 	r.queue(uringOpRecv, fd, b, tag)
 }
 
-// queueSend queues a write of b to fd, reported under tag. b must stay
-// reachable and unchanged until run returns.
+// queueSend queues a write of b to fd, reported under tag; the ring must
+// have room. b must stay reachable and unchanged until run returns.
 func (r *batchRing) queueSend(fd int, b []byte, tag uint64) {
 	r.queue(uringOpSend, fd, b, tag)
 }
@@ -163,7 +162,7 @@ func (r *batchRing) queueSend(fd int, b []byte, tag uint64) {
 func (r *batchRing) queue(op uint8, fd int, b []byte, tag uint64) {
 	tail := *r.sqTail // only this goroutine writes the tail
 	r.sqes[tail&r.sqMask] = uringSQE{opcode: op, fd: int32(fd), addr: uint64(uintptr(unsafe.Pointer(&b[0]))),
-		len: uint32(len(b)), msgFlags: msgDontWait | msgNoSignal, userData: tag}
+		len: uint32(len(b)), msgFlags: unix.MSG_DONTWAIT | unix.MSG_NOSIGNAL, userData: tag}
 	atomic.StoreUint32(r.sqTail, tail+1) // publishes the SQE to the kernel
 	r.queued++
 }
@@ -180,7 +179,7 @@ func (r *batchRing) run(done func(tag uint64, res int32)) (ok bool) {
 	r.queued = 0
 	submitted, completed := uintptr(0), uintptr(0)
 	for completed < n {
-		k, _, errno := syscall.RawSyscall6(sysIOUringEnter, uintptr(r.fd), n-submitted, n-completed, uringEnterGetEvents, 0, 0)
+		k, _, errno := syscall.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), n-submitted, n-completed, uringEnterGetEvents, 0, 0)
 		switch errno {
 		case 0:
 			submitted += k
