@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 )
 
@@ -411,15 +413,16 @@ const rawWaitMillis = 10
 
 // epollWait waits up to msec milliseconds (-1: no limit) for events. raw
 // keeps the P meanwhile (see the file comment); otherwise the runtime may
-// lend it out.
+// lend it out. It calls epoll_pwait with no signal mask, which is
+// epoll_wait on every architecture (arm64 and riscv64 have no epoll_wait).
 func epollWait(epfd int, events []syscall.EpollEvent, msec int, raw bool) (int, syscall.Errno) {
 	p := uintptr(unsafe.Pointer(&events[0]))
 	var r uintptr
 	var errno syscall.Errno
 	if raw {
-		r, _, errno = syscall.RawSyscall6(syscall.SYS_EPOLL_WAIT, uintptr(epfd), p, uintptr(len(events)), uintptr(msec), 0, 0)
+		r, _, errno = syscall.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), p, uintptr(len(events)), uintptr(msec), 0, 0)
 	} else {
-		r, _, errno = syscall.Syscall6(syscall.SYS_EPOLL_WAIT, uintptr(epfd), p, uintptr(len(events)), uintptr(msec), 0, 0)
+		r, _, errno = syscall.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), p, uintptr(len(events)), uintptr(msec), 0, 0)
 	}
 	if errno != 0 {
 		return 0, errno
