@@ -62,6 +62,9 @@ type Memcache struct {
 	IOUring *bool `yaml:"io_uring"`
 }
 
+// IOUringOn is IOUring with its default (true) applied.
+func (m Memcache) IOUringOn() bool { return m.IOUring == nil || *m.IOUring }
+
 // TLS is the memcache TLS listener. ClientCAFile turns on mutual TLS: clients
 // must present a certificate signed by one of its CAs.
 type TLS struct {

@@ -88,7 +88,7 @@ func loadConfig(args []string, lookup func(string) (string, bool), stderr io.Wri
 		logLevel          = fs.String("log-level", cfg.Log.Level, "debug, info, warn or error")
 		mcSocket          = fs.String("memcache-socket", "", "memcache: also serve this unix-socket path (memcached -s)")
 		mcEventLoop       = fs.String("memcache-event-loop", cfg.Memcache.EventLoop, "memcache: event loop for TCP and unix sockets, epoll (Linux default) or gnet")
-		mcIOUring         = fs.Bool("memcache-io-uring", cfg.Memcache.IOUring == nil || *cfg.Memcache.IOUring, "memcache: epoll loops batch each turn's reads and replies into one io_uring_enter where the kernel allows it")
+		mcIOUring         = fs.Bool("memcache-io-uring", cfg.Memcache.IOUringOn(), "memcache: epoll loops batch each turn's reads and replies into one io_uring_enter where the kernel allows it")
 		mcSocketMode      = fs.String("memcache-socket-mode", cfg.Memcache.SocketMode, "memcache: unix-socket permissions, octal (memcached -a)")
 		mcTLS             = fs.String("memcache-tls", "", "memcache: also serve TLS on host:port (needs --tls-cert and --tls-key)")
 		tlsCert           = fs.String("tls-cert", "", "TLS certificate file (PEM)")

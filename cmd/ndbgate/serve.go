@@ -90,7 +90,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			Socket:        mcfg.Socket,
 			SocketMode:    mcfg.SocketMode,
 			EventLoop:     cfg.Memcache.EventLoop,
-			BatchSyscalls: cfg.Memcache.IOUring == nil || *cfg.Memcache.IOUring,
+			BatchSyscalls: cfg.Memcache.IOUringOn(),
 			TLSAddr:       mcfg.TLSAddr,
 			TLS:           mcfg.TLS,
 		}, svc, log)

@@ -606,19 +606,15 @@ func (l *epollLoop) readQueued() {
 	if len(l.reading) == 0 {
 		return
 	}
-	chunk := len(l.buf) / len(l.reading)
 	for i, c := range l.reading {
 		// A connection closed since handle queued it (chores may close one)
 		// is skipped here, where nothing can close another before the
 		// enter: its fd number may already belong to a new socket.
 		if !c.gone {
-			l.ring.queueRecv(c.fd, l.buf[i*chunk:(i+1)*chunk], uint64(i))
-		}
-		if l.ring.full() && !l.ring.run(l.readDone) {
-			break
+			l.ring.queueRecv(c.fd, l.readSlot(i), uint64(i), l.readDone)
 		}
 	}
-	if l.ring.queued > 0 && !l.ring.run(l.readDone) || l.ring.broken {
+	if !l.ring.run(l.readDone) {
 		l.ringFailed()
 	}
 	for i := range l.reading {
@@ -627,19 +623,25 @@ func (l *epollLoop) readQueued() {
 	l.reading = l.reading[:0]
 }
 
+// readSlot is the part of the loop's buffer that the turn's i-th queued
+// read fills: the buffer shared out evenly among the turn's reads.
+func (l *epollLoop) readSlot(i int) []byte {
+	chunk := len(l.buf) / len(l.reading)
+	return l.buf[i*chunk : (i+1)*chunk]
+}
+
 func (l *epollLoop) readDone(tag uint64, res int32) {
 	c := l.reading[tag]
 	if c.gone {
 		return
 	}
-	chunk := len(l.buf) / len(l.reading)
 	switch {
 	case res == -int32(syscall.EAGAIN) || res == -int32(syscall.EINTR):
 		l.serve(c, nil)
 	case res <= 0: // error or end of input: memcached closes too
 		l.close(c)
 	default:
-		l.serve(c, l.buf[int(tag)*chunk:int(tag)*chunk+int(res)])
+		l.serve(c, l.readSlot(int(tag))[:res])
 	}
 }
 
@@ -666,13 +668,10 @@ func (l *epollLoop) sendHeld() {
 	if l.ring != nil {
 		for i, c := range l.held {
 			if !c.gone && !c.failed && len(c.out) > 0 {
-				l.ring.queueSend(c.fd, c.out, uint64(i))
-			}
-			if l.ring.full() && !l.ring.run(l.sendDone) {
-				break
+				l.ring.queueSend(c.fd, c.out, uint64(i), l.sendDone)
 			}
 		}
-		if l.ring.queued > 0 && !l.ring.run(l.sendDone) || l.ring.broken {
+		if !l.ring.run(l.sendDone) {
 			l.ringFailed()
 		}
 	}

@@ -29,7 +29,7 @@ type batchRing struct {
 	cqes    []uringCQE
 	queued  uint32 // SQEs written since the last enter
 	entries uint32
-	broken  bool     // a run was refused: the owner gives the ring up
+	broken  bool     // the kernel refused a run: every later run fails too
 	mem     [][]byte // the mappings, for close
 }
 
@@ -143,23 +143,26 @@ func (r *batchRing) close() {
 	}
 }
 
-// full reports whether another operation must wait for the next run.
-func (r *batchRing) full() bool { return r.queued == r.entries }
-
 // queueRecv queues a read of up to len(b) bytes from fd into b, reported
-// under tag; the ring must have room (see full). b must stay reachable until
-// run returns.
-func (r *batchRing) queueRecv(fd int, b []byte, tag uint64) {
-	r.queue(uringOpRecv, fd, b, tag)
+// to done under tag. b must stay reachable until the next run returns. A
+// full ring runs what it holds first, reporting to done.
+func (r *batchRing) queueRecv(fd int, b []byte, tag uint64, done func(tag uint64, res int32)) {
+	r.queue(uringOpRecv, fd, b, tag, done)
 }
 
-// queueSend queues a write of b to fd, reported under tag; the ring must
-// have room. b must stay reachable and unchanged until run returns.
-func (r *batchRing) queueSend(fd int, b []byte, tag uint64) {
-	r.queue(uringOpSend, fd, b, tag)
+// queueSend queues a write of b to fd, reported to done under tag. b must
+// stay reachable and unchanged until the next run returns.
+func (r *batchRing) queueSend(fd int, b []byte, tag uint64, done func(tag uint64, res int32)) {
+	r.queue(uringOpSend, fd, b, tag, done)
 }
 
-func (r *batchRing) queue(op uint8, fd int, b []byte, tag uint64) {
+func (r *batchRing) queue(op uint8, fd int, b []byte, tag uint64, done func(tag uint64, res int32)) {
+	if r.queued == r.entries {
+		r.run(done)
+	}
+	if r.broken {
+		return // the owner gives the ring up after its run; nothing more goes in
+	}
 	tail := *r.sqTail // only this goroutine writes the tail
 	r.sqes[tail&r.sqMask] = uringSQE{opcode: op, fd: int32(fd), addr: uint64(uintptr(unsafe.Pointer(&b[0]))),
 		len: uint32(len(b)), msgFlags: unix.MSG_DONTWAIT | unix.MSG_NOSIGNAL, userData: tag}
@@ -171,10 +174,13 @@ func (r *batchRing) queue(op uint8, fd int, b []byte, tag uint64) {
 // the byte count, or a negative errno; done must not use the ring. Every
 // operation completes during the enter (see batchRing); run returns only
 // once each has been reported, so no buffer is left in the kernel's hands.
-// ok is false, and broken set, if the kernel refused part of the batch:
-// what ran has been reported, and the owner gives the ring up (closing it
-// discards what was not submitted).
+// ok is false if the kernel refused part of this batch or of an earlier
+// one: what ran has been reported, and the owner gives the ring up (closing
+// it discards what was not submitted).
 func (r *batchRing) run(done func(tag uint64, res int32)) (ok bool) {
+	if r.broken {
+		return false
+	}
 	n := uintptr(r.queued)
 	r.queued = 0
 	submitted, completed := uintptr(0), uintptr(0)

@@ -63,13 +63,16 @@ type completion struct {
 	res int32
 }
 
-// runRing runs r's queued operations and returns their completions, failing
-// the test if the run blocks: every operation must complete inline.
-func runRing(t *testing.T, r *batchRing) []completion {
+// runRing has queue put operations on r, reporting to the done it is given,
+// then runs r and returns every completion, failing the test if any of it
+// blocks: every operation must complete inline, also in the runs a full ring
+// makes by itself.
+func runRing(t *testing.T, r *batchRing, queue func(done func(tag uint64, res int32))) []completion {
 	t.Helper()
 	var got []completion
+	record := func(tag uint64, res int32) { got = append(got, completion{tag, res}) }
 	done := make(chan bool, 1)
-	go func() { done <- r.run(func(tag uint64, res int32) { got = append(got, completion{tag, res}) }) }()
+	go func() { queue(record); done <- r.run(record) }()
 	select {
 	case ok := <-done:
 		require.True(t, ok, "the kernel refused the batch")
@@ -83,12 +86,12 @@ func TestBatchRingSendsAndReceivesInline(t *testing.T) {
 	r := newTestRing(t, 8)
 	a, b := socketPair(t)
 
-	r.queueSend(a, []byte("get k\r\n"), 7)
-	require.Equal(t, []completion{{7, 7}}, runRing(t, r))
+	got := runRing(t, r, func(done func(uint64, int32)) { r.queueSend(a, []byte("get k\r\n"), 7, done) })
+	require.Equal(t, []completion{{7, 7}}, got)
 
 	buf := make([]byte, 64)
-	r.queueRecv(b, buf, 9)
-	require.Equal(t, []completion{{9, 7}}, runRing(t, r))
+	got = runRing(t, r, func(done func(uint64, int32)) { r.queueRecv(b, buf, 9, done) })
+	require.Equal(t, []completion{{9, 7}}, got)
 	require.Equal(t, "get k\r\n", string(buf[:7]))
 }
 
@@ -102,8 +105,8 @@ func TestBatchRingWouldBlockIsEAGAIN(t *testing.T) {
 			a, b := pair(t)
 
 			buf := make([]byte, 64)
-			r.queueRecv(b, buf, 1)
-			require.Equal(t, []completion{{1, -int32(syscall.EAGAIN)}}, runRing(t, r), "empty socket")
+			got := runRing(t, r, func(done func(uint64, int32)) { r.queueRecv(b, buf, 1, done) })
+			require.Equal(t, []completion{{1, -int32(syscall.EAGAIN)}}, got, "empty socket")
 
 			chunk := bytes.Repeat([]byte("x"), 64<<10)
 			for {
@@ -113,8 +116,8 @@ func TestBatchRingWouldBlockIsEAGAIN(t *testing.T) {
 					require.NoError(t, err)
 				}
 			}
-			r.queueSend(a, chunk, 2)
-			require.Equal(t, []completion{{2, -int32(syscall.EAGAIN)}}, runRing(t, r), "full socket")
+			got = runRing(t, r, func(done func(uint64, int32)) { r.queueSend(a, chunk, 2, done) })
+			require.Equal(t, []completion{{2, -int32(syscall.EAGAIN)}}, got, "full socket")
 		})
 	}
 }
@@ -125,14 +128,15 @@ func TestBatchRingReportsEndOfInputAndAClosedPeer(t *testing.T) {
 	require.NoError(t, syscall.Close(b))
 
 	buf := make([]byte, 64)
-	r.queueRecv(a, buf, 1)
-	r.queueSend(a, []byte("STORED\r\n"), 2) // MSG_NOSIGNAL: an error, not SIGPIPE
-	got := runRing(t, r)
+	got := runRing(t, r, func(done func(uint64, int32)) {
+		r.queueRecv(a, buf, 1, done)
+		r.queueSend(a, []byte("STORED\r\n"), 2, done) // MSG_NOSIGNAL: an error, not SIGPIPE
+	})
 	require.ElementsMatch(t, []completion{{1, 0}, {2, -int32(syscall.EPIPE)}}, got)
 }
 
 // More operations than the ring holds go in several runs, each reported
-// under its own tag; the loop runs the ring whenever it fills.
+// under its own tag; the ring runs itself whenever it fills.
 func TestBatchRingManyOperations(t *testing.T) {
 	const entries, pairs = 4, 10
 	r := newTestRing(t, entries)
@@ -140,25 +144,22 @@ func TestBatchRingManyOperations(t *testing.T) {
 	for i := range ends {
 		ends[i][0], ends[i][1] = socketPair(t)
 	}
-	var got []completion
-	for i := range pairs {
-		r.queueSend(ends[i][0], fmt.Appendf(nil, "reply %d\r\n", i), uint64(i))
-		if r.full() {
-			got = append(got, runRing(t, r)...)
+	got := runRing(t, r, func(done func(uint64, int32)) {
+		for i := range pairs {
+			r.queueSend(ends[i][0], fmt.Appendf(nil, "reply %d\r\n", i), uint64(i), done)
 		}
-	}
-	got = append(got, runRing(t, r)...)
+	})
 	require.Len(t, got, pairs)
 	bufs := make([][]byte, pairs)
 	for i := range pairs {
 		require.Equal(t, int32(len(fmt.Sprintf("reply %d\r\n", i))), got[i].res)
 		bufs[i] = make([]byte, 32)
-		r.queueRecv(ends[i][1], bufs[i], uint64(100+i))
-		if r.full() {
-			runRing(t, r)
-		}
 	}
-	runRing(t, r)
+	runRing(t, r, func(done func(uint64, int32)) {
+		for i := range pairs {
+			r.queueRecv(ends[i][1], bufs[i], uint64(100+i), done)
+		}
+	})
 	for i := range pairs {
 		require.Equal(t, fmt.Sprintf("reply %d\r\n", i), string(bytes.TrimRight(bufs[i], "\x00")))
 	}
