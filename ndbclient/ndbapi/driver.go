@@ -150,6 +150,27 @@ func (d *Driver) CreateTable(want *ndbclient.Table) (*ndbclient.Table, error) {
 	return got, nil
 }
 
+// CreateNDBTable creates want in the NDB dictionary if no table of its name
+// exists (an existing one is left as it is: CreateTable then checks its
+// columns). It is for clusters without a MySQL server, such as a test
+// cluster; tables made this way are invisible to a mysqld, which keeps its
+// own metadata. Strings get NDB's default character set (latin1).
+func (d *Driver) CreateNDBTable(want *ndbclient.Table) (created bool, err error) {
+	spec, err := encodeCreate(want)
+	if err != nil {
+		return false, ndbclient.Errorf(ndbclient.CodeSchemaError, "%v", err)
+	}
+	cdb, ctab := C.CString(want.Database), C.CString(want.Name)
+	defer C.free(unsafe.Pointer(cdb))
+	defer C.free(unsafe.Pointer(ctab))
+	var errBuf [512]C.char
+	rc := C.ndbgate_create_table(d.pool, cdb, ctab, (*C.uchar)(unsafe.Pointer(&spec[0])), C.int(len(spec)), &errBuf[0], C.int(len(errBuf)))
+	if rc < 0 {
+		return false, ndbclient.Errorf(ndbclient.CodeSchemaError, "create %s: %s", want.FullName(), C.GoString(&errBuf[0]))
+	}
+	return rc == 0, nil
+}
+
 func (d *Driver) info(t *ndbclient.Table) (*tableInfo, error) {
 	ti, gone, at, err := d.lookup(t)
 	if err != nil {

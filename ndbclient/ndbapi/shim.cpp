@@ -23,6 +23,7 @@
 #include "shim.h"
 
 #include <NdbApi.hpp>
+#include <ndb_version.h>
 
 #include <cstdint>
 #include <cstring>
@@ -33,6 +34,16 @@
 #include <vector>
 
 namespace {
+
+// partitionCount: getPartitionCount came with fully replicated tables
+// (7.5.2); before it a table's partitions are its fragments.
+Uint32 partitionCount(const NdbDictionary::Table *t) {
+#if NDB_VERSION_D >= NDB_MAKE_VERSION(7, 5, 2)
+  return t->getPartitionCount();
+#else
+  return t->getFragmentCount();
+#endif
+}
 
 // Operation kinds, lock modes and flags: the same numbers as wire.go.
 enum OpKind : uint8_t {
@@ -608,10 +619,14 @@ bool readsRow(const Op &op) {
 // defineOp adds one operation of a plain transaction (no read-before-write).
 // On a shim-made failure err is set; otherwise the transaction has the error.
 //
-// A write that returns values gets a second operation in its transaction: a
-// read of the same key after it (NDB runs a transaction's operations on one
-// row in order). NdbRecord writes take no extra getValues (error 4502), and
-// a delete reads its row before deleting through its result row.
+// An update that returns values (the new counter of an incr) gets a second
+// operation in its transaction: an exclusive read of the same key before it.
+// NdbRecord updates take no extra getValues (error 4502), and a read placed
+// after the update in the same batch would not see it: TC gives every
+// operation of one execute the same savepoint, and a read sees the row as it
+// was before its savepoint. The read's lock holds the row until commit, so
+// finishReadBack computes the row after the update exactly (as ndbmemcache
+// does for incr). A delete reads its row through its result row.
 bool defineOp(NdbTransaction *tx, Op &op, NdbOperation::AbortOption ao, NdbError &err) {
   // NDB forces AO_IgnoreError on committed reads, so one that fails would
   // not abort a linked run: inside a run reads take a shared lock.
@@ -630,6 +645,11 @@ bool defineOp(NdbTransaction *tx, Op &op, NdbOperation::AbortOption ao, NdbError
   }
   if (hasProgram(op) && !attachProgram(op, opts, err)) return false;
   const bool rows = readsRow(op);
+  const bool readBack = rows && op.kind != kRead && op.kind != kDelete;
+  if (readBack && op.kind != kUpdate && op.kind != kCondUpdate && op.kind != kAdd) {
+    shimError(err, kErrBadValue, NdbError::ApplicationError, "only reads, deletes and updates return values");
+    return false;
+  }
   if (rows) {
     for (uint16_t c : op.read) {
       if (!inRecord(l, c)) {
@@ -637,6 +657,13 @@ bool defineOp(NdbTransaction *tx, Op &op, NdbOperation::AbortOption ao, NdbError
         return false;
       }
       setBit(op.readMask, c);
+    }
+  }
+  if (readBack) {
+    op.readBack = tx->readTuple(r.key, op.in, r.row, op.out, NdbOperation::LM_Exclusive, op.readMask, &plain, optsSize);
+    if (!op.readBack) {
+      err = tx->getNdbError();
+      return false;
     }
   }
   switch (op.kind) {
@@ -666,14 +693,28 @@ bool defineOp(NdbTransaction *tx, Op &op, NdbOperation::AbortOption ao, NdbError
     err = tx->getNdbError();
     return false;
   }
-  if (rows && op.kind != kRead && op.kind != kDelete) {
-    op.readBack = tx->readTuple(r.key, op.in, r.row, op.out, NdbOperation::LM_Read, op.readMask, &plain, optsSize);
-    if (!op.readBack) {
-      err = tx->getNdbError();
-      return false;
-    }
-  }
   return true;
+}
+
+// finishReadBack turns the row read before an update (defineOp) into the row
+// after it: the columns the update set take their new values, and an atomic
+// add's column the value the kernel's program wrote. Registers are 64-bit and
+// a 32-bit column is read zero-extended (DbtupExecQuery READ_ATTR_INTO_REG):
+// incr wraps, decr clamps at 0 as unsigned, the result keeps the column's width.
+void finishReadBack(Op &op) {
+  const Layout &l = op.recs->layout;
+  for (const Value &v : op.set) {
+    setNullIn(l, op.out, v.col, v.null);
+    if (!v.null) memcpy(op.out + l.offset[v.col], op.in + l.offset[v.col], l.size[v.col]);
+  }
+  if (op.kind != kAdd || isNullIn(l, op.out, op.addCol)) return;
+  const uint32_t width = l.size[op.addCol];  // 4 or 8: addable() refused the rest
+  uint64_t old = 0;
+  memcpy(&old, op.out + l.offset[op.addCol], width);  // little endian, zero-extended
+  uint64_t now;
+  if (op.flags & fSubtract) now = old >= op.delta ? old - op.delta : 0;
+  else now = old + op.delta;
+  memcpy(op.out + l.offset[op.addCol], &now, width);
 }
 
 // runAppend: exclusive read of the column, then an update of the joined
@@ -928,6 +969,7 @@ void collect(std::vector<Op> &ops, const Txn &t, std::vector<uint64_t> &affected
       op.failed = true;
       op.err = te;
     } else {
+      if (op.readBack) finishReadBack(op);
       affected[static_cast<size_t>(k)] = op.kind == kRead ? 0 : 1;
     }
   }
@@ -1129,7 +1171,7 @@ std::vector<TableRecs> describeInto(ndbgate_pool *pool, const char *db, const ch
   }
   const NdbDictionary::Table *t = byConn[0].t;
   Writer w{out, out + outlen};
-  w.u32(t->getPartitionCount());  // == fragment count except for fully replicated tables
+  w.u32(partitionCount(t));
   w.u16(static_cast<uint16_t>(t->getNoOfColumns()));
   for (int i = 0; i < t->getNoOfColumns(); i++) {
     const NdbDictionary::Column *c = t->getColumn(i);
@@ -1186,6 +1228,78 @@ int ndbgate_refresh(ndbgate_pool *pool, int table_id, const char *db, const char
   std::unique_lock<std::shared_mutex> tg(pool->mu);
   pool->tables[static_cast<size_t>(table_id)] = std::move(byConn);
   return table_id;
+}
+
+int ndbgate_create_table(ndbgate_pool *pool, const char *db, const char *table, const unsigned char *spec,
+                         int speclen, char *err, int errlen) {
+  if (pool->conns.empty()) { setErr(err, errlen, "no connection"); return -1; }
+  // The spec is in describe's format (wire.go encodeCreate).
+  Reader r{spec, spec + speclen};
+  NdbDictionary::Table tab(table);
+  const Uint32 partitions = r.u32();
+  const uint16_t n = r.u16();
+  for (uint16_t i = 0; i < n && r.ok; i++) {
+    const uint16_t nameLen = r.u16();
+    const unsigned char *name = r.bytes(nameLen);
+    const uint8_t type = r.u8();
+    const uint32_t length = r.u32();
+    const bool nullable = r.u8() != 0;
+    const uint8_t keyFlags = r.u8();
+    r.u8();  // array type: NDB derives it from the type and length
+    const uint16_t precision = r.u16(), scale = r.u16();
+    r.u32();  // row slot: describe output only
+    if (!r.ok) break;
+    NdbDictionary::Column c(std::string(reinterpret_cast<const char *>(name), nameLen).c_str());
+    c.setType(static_cast<NdbDictionary::Column::Type>(type));
+    switch (type) {
+      case NdbDictionary::Column::Decimal:
+      case NdbDictionary::Column::Decimalunsigned:
+        c.setPrecision(precision);
+        c.setScale(scale);
+        break;
+      case NdbDictionary::Column::Time2:
+      case NdbDictionary::Column::Datetime2:
+      case NdbDictionary::Column::Timestamp2:
+        c.setPrecision(precision);  // fractional-second digits
+        break;
+      case NdbDictionary::Column::Blob:
+      case NdbDictionary::Column::Text:
+        c.setInlineSize(256);
+        c.setPartSize(2000);
+        c.setStripeSize(0);
+        break;
+      case NdbDictionary::Column::Char:
+      case NdbDictionary::Column::Varchar:
+      case NdbDictionary::Column::Longvarchar:
+      case NdbDictionary::Column::Binary:
+      case NdbDictionary::Column::Varbinary:
+      case NdbDictionary::Column::Longvarbinary:
+      case NdbDictionary::Column::Bit:
+        c.setLength(static_cast<int>(length));
+        break;
+      default:
+        break;
+    }
+    c.setPrimaryKey((keyFlags & 1) != 0);
+    if (keyFlags & 2) c.setPartitionKey(true);
+    c.setNullable(nullable);
+    tab.addColumn(c);
+  }
+  if (!r.ok || n == 0) { setErr(err, errlen, "malformed table spec"); return -1; }
+  if (partitions > 0) {
+    tab.setFragmentCount(partitions);
+  }
+  std::lock_guard<std::mutex> g(pool->dictMu);
+  Ndb *ndb = pool->conns[0].dict;
+  ndb->setDatabaseName(db);
+  NdbDictionary::Dictionary *dict = ndb->getDictionary();
+  if (dict->createTable(tab) != 0) {
+    const NdbError &e = dict->getNdbError();
+    if (e.code == 721 || e.code == 746) return 1;  // exists
+    setErr(err, errlen, std::string(db) + "." + table + ": " + ndbErrText(e));
+    return -1;
+  }
+  return 0;
 }
 
 int ndbgate_partition(ndbgate_pool *pool, int table_id, const unsigned char *key, const int *key_lens, int nparts) {

@@ -37,6 +37,14 @@ int ndbgate_refresh(ndbgate_pool *pool, int table_id, const char *db,
                     const char *table, unsigned char *out, int outlen,
                     char *err, int errlen);
 
+// ndbgate_create_table creates db.table through NdbDictionary, for clusters
+// without a MySQL server (tests; the ndb-create-tables command). spec is in
+// describe's format (wire.go encodeCreate). 0: created, 1: it already
+// existed (its shape is not compared), -1: error in err.
+int ndbgate_create_table(ndbgate_pool *pool, const char *db, const char *table,
+                         const unsigned char *spec, int speclen, char *err,
+                         int errlen);
+
 // ndbgate_partition: the partition of a key (every primary-key column in
 // native format, in column order, concatenated as nparts of key_lens), as
 // the TC hint of a transaction on that key computes it; or -1.

@@ -1,0 +1,54 @@
+package ndbapi
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// A table written by encodeCreate reads back through decodeDescribe as the
+// same schema: the shim parses the spec with describe's reader layout.
+func TestEncodeCreateIsDescribesInverse(t *testing.T) {
+	want := &ndbclient.Table{
+		Database: "shop", Name: "orders", ExpireColumn: -1,
+		Columns: []ndbclient.Column{
+			{Name: "region", Type: ndbclient.TypeUint16},
+			{Name: "id", Type: ndbclient.TypeUint64},
+			{Name: "customer", Type: ndbclient.TypeVarchar, Length: 64},
+			{Name: "note", Type: ndbclient.TypeVarchar, Length: 1000, Nullable: true},
+			{Name: "payload", Type: ndbclient.TypeVarbinary, Length: 13500, Nullable: true},
+			{Name: "code", Type: ndbclient.TypeChar, Length: 4},
+			{Name: "total", Type: ndbclient.TypeDecimal, Precision: 12, Scale: 2},
+			{Name: "placed_at", Type: ndbclient.TypeDatetime, Scale: 3},
+			{Name: "day", Type: ndbclient.TypeDate, Nullable: true},
+			{Name: "score", Type: ndbclient.TypeDouble},
+			{Name: "delta", Type: ndbclient.TypeInt32},
+		},
+		PrimaryKey:      []int{0, 1},
+		DistributionKey: []int{1},
+	}
+	spec, err := encodeCreate(want)
+	require.NoError(t, err)
+	got, err := decodeDescribe("shop", "orders", 3, spec)
+	require.NoError(t, err)
+	// The dictionary gives scalar columns a length of 1.
+	expect := append([]ndbclient.Column(nil), want.Columns...)
+	for i := range expect {
+		if expect[i].Length == 0 {
+			expect[i].Length = 1
+		}
+	}
+	require.Equal(t, expect, got.schema.Columns)
+	require.Equal(t, want.PrimaryKey, got.schema.PrimaryKey)
+	require.Equal(t, want.DistributionKey, got.schema.DistributionKey)
+	require.Equal(t, uint8(ndbLongvarchar), got.cols[3].ndbType, "VARCHAR over 255 bytes takes NDB's 2-byte prefix")
+	require.Equal(t, uint8(ndbVarchar), got.cols[2].ndbType)
+}
+
+func TestEncodeCreateRefusesAnInvalidTable(t *testing.T) {
+	_, err := encodeCreate(&ndbclient.Table{Database: "d", Name: "t", ExpireColumn: -1,
+		Columns: []ndbclient.Column{{Name: "k", Type: ndbclient.TypeUint32}}})
+	require.ErrorContains(t, err, "no primary key")
+}
