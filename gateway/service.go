@@ -108,6 +108,15 @@ func (s *Service) Containers() []*Container {
 // Ready reports whether the backend can serve.
 func (s *Service) Ready() error { return s.backend.Driver().Ready() }
 
+// Health reports a backend that cannot recover by itself (for liveness
+// probes), where its driver can tell (ndbclient.HealthReporter).
+func (s *Service) Health() error {
+	if h, ok := s.backend.Driver().(ndbclient.HealthReporter); ok {
+		return h.Health()
+	}
+	return nil
+}
+
 // expireAt converts memcached's exptime into an absolute Unix time for the expire
 // column: 0 never; negative, or absolute in the past, is already expired (1).
 func (s *Service) expireAt(exptime int64) uint64 {

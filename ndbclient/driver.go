@@ -40,6 +40,12 @@ type InlineDriver interface {
 	CompletesInline() bool
 }
 
+// HealthReporter is a driver that can tell it is stuck in a state it cannot
+// leave by itself, so that a liveness probe restarts the process.
+type HealthReporter interface {
+	Health() error
+}
+
 // DriverStats is a snapshot of engine figures.
 type DriverStats struct {
 	Items       uint64 // live rows
@@ -55,7 +61,7 @@ type DriverStats struct {
 	// LiveNodes is how many data nodes the driver can reach now (the
 	// embedded engine: all of them).
 	LiveNodes int
-	// Connects counts connections made to the cluster, first ones and
-	// reconnects after a loss (NDB: Ndb_cluster_connection's connect count).
+	// Connects counts attachments to the cluster: the first one and each
+	// recovery after every data node was lost (the embedded engine: 1).
 	Connects uint64
 }

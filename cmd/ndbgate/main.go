@@ -51,6 +51,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
+	case "ndb-create-tables":
+		cfg, err := loadConfig(args[1:], os.LookupEnv, stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		if err == nil && cfg.NDB.Connectstring == "" {
+			err = errors.New("ndb-create-tables needs --ndb-connectstring (or ndb.connectstring)")
+		}
+		if err == nil {
+			err = createNDBTables(cfg, newLogger(cfg.Log, stderr), stdout)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "ndbgate: %v\n", err)
+			return 1
+		}
+		return 0
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
@@ -64,6 +80,10 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   ndbgate serve [--config FILE] [--memcache ADDR] [--rest ADDR] [--grpc ADDR]
                 [--item-size-max N] [--memory-limit N] [--ndb-connectstring CS] ...
+  ndbgate ndb-create-tables --ndb-connectstring CS [--config FILE]
+                creates, through NdbDictionary, the tables the config needs
+                that the cluster lacks (for clusters without a MySQL server;
+                a mysqld does not see tables made this way)
   ndbgate version
 
 Run "ndbgate serve --help" for every flag.

@@ -4,6 +4,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 
 	"github.com/ndbgate/ndbgate/config"
@@ -16,4 +17,8 @@ func openNDB(config.Config, *slog.Logger) (ndbclient.Driver, error) {
 	return nil, errors.New("this ndbgate binary has no NDB support, so --ndb-connectstring cannot be used; " +
 		"build one with `make build-ndb` (needs an NDB install: NDB_HOME or pkg-config for ndbclient), " +
 		"or drop --ndb-connectstring to run on the embedded engine")
+}
+
+func createNDBTables(config.Config, *slog.Logger, io.Writer) error {
+	return errors.New("this ndbgate binary has no NDB support: build one with `make build-ndb`")
 }

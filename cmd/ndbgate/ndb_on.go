@@ -3,6 +3,8 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"log/slog"
 
 	"github.com/ndbgate/ndbgate/config"
@@ -13,10 +15,36 @@ import (
 func driversBuilt() string { return "embedded, ndbapi" }
 
 func openNDB(cfg config.Config, log *slog.Logger) (ndbclient.Driver, error) {
-	d, err := ndbapi.Open(ndbapi.Config{Connectstring: cfg.NDB.Connectstring, PoolSize: cfg.NDB.PoolSize})
+	d, err := ndbapi.Open(ndbapi.Config{Connectstring: cfg.NDB.Connectstring, PoolSize: cfg.NDB.PoolSize, Log: log})
 	if err != nil {
 		return nil, err
 	}
 	log.Info("connected to NDB", slog.String("connectstring", cfg.NDB.Connectstring), slog.String("driver", d.String()))
 	return d, nil
+}
+
+// createNDBTables creates, through NdbDictionary, each table the config needs
+// that the cluster lacks: for clusters without a MySQL server.
+func createNDBTables(cfg config.Config, log *slog.Logger, stdout io.Writer) error {
+	tables, err := tablesToCreate(cfg)
+	if err != nil {
+		return err
+	}
+	d, err := ndbapi.Open(ndbapi.Config{Connectstring: cfg.NDB.Connectstring, PoolSize: 1, Log: log})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	for _, t := range tables {
+		created, err := d.CreateNDBTable(t)
+		if err != nil {
+			return err
+		}
+		state := "exists"
+		if created {
+			state = "created"
+		}
+		fmt.Fprintf(stdout, "%s %s\n", t.FullName(), state)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ndbgate/ndbgate/config"
+	"github.com/ndbgate/ndbgate/gateway"
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
@@ -48,4 +49,26 @@ func tableSchema(tc config.Table) (*ndbclient.Table, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// ndbValueLength is the value column length of memcache tables that
+// ndb-create-tables makes: ndbmemcache's demo_table (deploy/sql), within
+// NDB's row size limit of about 14000 bytes.
+const ndbValueLength = 13500
+
+// tablesToCreate lists every table the configuration needs from the backend:
+// each container's (memcache-shaped) and each declared table.
+func tablesToCreate(cfg config.Config) ([]*ndbclient.Table, error) {
+	out := []*ndbclient.Table{gateway.DemoTable(ndbValueLength)}
+	for _, c := range cfg.Containers {
+		out = append(out, memcacheShape(c, ndbValueLength))
+	}
+	for i, tc := range cfg.Tables {
+		t, err := tableSchema(tc)
+		if err != nil {
+			return nil, fmt.Errorf("tables[%d] (%s.%s): %w", i, tc.Database, tc.Name, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }

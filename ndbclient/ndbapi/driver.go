@@ -20,6 +20,7 @@ import "C"
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"slices"
 	"sync"
@@ -35,6 +36,7 @@ type Config struct {
 	Connectstring string // host:1186[,host2:1186]
 	PoolSize      int    // cluster connections, each with its executor thread; default 2
 	TimeoutSec    int    // connect and wait-until-ready timeout; default 30
+	Log           *slog.Logger
 }
 
 // Driver is the NDB API driver. Each pool connection has one executor
@@ -55,6 +57,18 @@ type Driver struct {
 	closed     atomic.Bool
 	closeMu    sync.RWMutex // Submit holds it shared while sending; Close exclusively
 	running    sync.WaitGroup
+
+	// Cluster loss (watch): detached while every data node is lost and the
+	// shim has let go of its NDB objects; detachedAt (unix nanoseconds) says
+	// since when, backAt since when data nodes were reachable again without
+	// a successful reattach. reconnects counts the recoveries.
+	detached   atomic.Bool
+	detachedAt atomic.Int64
+	backAt     atomic.Int64
+	reconnects atomic.Uint64
+	stopWatch  chan struct{}
+	watching   sync.WaitGroup
+	log        *slog.Logger
 }
 
 type work struct {
@@ -85,8 +99,14 @@ func Open(cfg Config) (*Driver, error) {
 	if p == nil {
 		return nil, ndbclient.Errorf(ndbclient.CodeUnavailable, "NDB cluster %s: %s", cfg.Connectstring, C.GoString(&errBuf[0]))
 	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
 	d := &Driver{pool: p, nodes: int(C.ndbgate_data_nodes(p)),
-		byName: map[string]*tableInfo{}, bySch: map[*ndbclient.Table]*tableInfo{}, refreshing: map[*tableInfo]bool{}}
+		byName: map[string]*tableInfo{}, bySch: map[*ndbclient.Table]*tableInfo{}, refreshing: map[*tableInfo]bool{},
+		stopWatch: make(chan struct{}), log: cfg.Log}
+	d.watching.Add(1)
+	go d.watch()
 	for i := 0; i < cfg.PoolSize; i++ {
 		e := &executor{d: d, conn: i, ch: make(chan work, 1024)}
 		d.execs = append(d.execs, e)
@@ -228,6 +248,15 @@ func (d *Driver) refreshLater(t *ndbclient.Table) {
 // may use marks the table gone until a restart; columns added at the end are
 // fine.
 func (d *Driver) refresh(ti *tableInfo) {
+	_ = d.describeAgain(ti)
+	d.mu.Lock()
+	delete(d.refreshing, ti)
+	d.mu.Unlock()
+}
+
+// describeAgain looks ti up anew and records the outcome in ti.gone (nil
+// when it can be served); it returns that outcome.
+func (d *Driver) describeAgain(ti *tableInfo) error {
 	db, name := ti.schema.Database, ti.schema.Name
 	cdb, ctab := C.CString(db), C.CString(name)
 	defer C.free(unsafe.Pointer(cdb))
@@ -249,8 +278,8 @@ func (d *Driver) refresh(ti *tableInfo) {
 	}
 	d.mu.Lock()
 	ti.gone, ti.goneAt = gone, time.Now()
-	delete(d.refreshing, ti)
 	d.mu.Unlock()
+	return gone
 }
 
 // Execute runs the batch and waits.
@@ -402,21 +431,105 @@ func (d *Driver) primaryLanes(id, n int) []int {
 	return lanes
 }
 
+// Stats: Connects is 1 plus the recoveries from losing every data node.
 func (d *Driver) Stats() ndbclient.DriverStats {
-	var live C.int
-	var connects C.ulonglong
-	C.ndbgate_pool_state(d.pool, &live, &connects)
+	live := int(C.ndbgate_live_nodes(d.pool))
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	return ndbclient.DriverStats{Nodes: d.nodes, Tables: len(d.byName), LiveNodes: int(live), Connects: uint64(connects)}
+	return ndbclient.DriverStats{Nodes: d.nodes, Tables: len(d.byName), LiveNodes: live, Connects: 1 + d.reconnects.Load()}
 }
 
 func (d *Driver) Ready() error {
+	if d.detached.Load() {
+		return ndbclient.Errorf(ndbclient.CodeUnavailable, "every data node was lost %s ago; reconnecting",
+			time.Since(time.Unix(0, d.detachedAt.Load())).Round(time.Second))
+	}
 	var errBuf [256]C.char
 	if C.ndbgate_ready(d.pool, &errBuf[0], C.int(len(errBuf))) != 0 {
 		return ndbclient.Errorf(ndbclient.CodeUnavailable, "%s", C.GoString(&errBuf[0]))
 	}
 	return nil
+}
+
+// wedgedAfter is how long data nodes may be reachable again while the
+// driver still cannot attach to them before Health reports it: a restart of
+// the process would then help, which liveness probes are for.
+const wedgedAfter = time.Minute
+
+// Health reports a driver that cannot recover by itself.
+func (d *Driver) Health() error {
+	if back := d.backAt.Load(); d.detached.Load() && back != 0 && time.Since(time.Unix(0, back)) > wedgedAfter {
+		return ndbclient.Errorf(ndbclient.CodeUnavailable, "data nodes are reachable again but the driver could not attach for %s",
+			time.Since(time.Unix(0, back)).Round(time.Second))
+	}
+	return nil
+}
+
+// watchInterval is how often watch looks at the cluster.
+const watchInterval = 100 * time.Millisecond
+
+// resumeAnyway bounds how long a reattach waits for every table to be
+// described again before it serves with those that failed marked gone.
+const resumeAnyway = 30 * time.Second
+
+// watch follows the cluster. When every data node is lost, the NDB API
+// reconnects only once its global dictionary cache is empty, so the driver
+// lets go of every NDB object it holds (rounds fail at once, Unavailable).
+// Once data nodes are back it makes new ones and describes each table again.
+func (d *Driver) watch() {
+	defer d.watching.Done()
+	t := time.NewTicker(watchInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stopWatch:
+			return
+		case <-t.C:
+		}
+		d.checkCluster()
+	}
+}
+
+func (d *Driver) checkCluster() {
+	live := int(C.ndbgate_live_nodes(d.pool))
+	if !d.detached.Load() {
+		if live > 0 {
+			return
+		}
+		C.ndbgate_detach(d.pool)
+		d.detachedAt.Store(time.Now().UnixNano())
+		d.backAt.Store(0)
+		d.detached.Store(true)
+		d.log.LogAttrs(context.Background(), slog.LevelWarn, "NDB: every data node lost; released the dictionary objects so the API can reconnect")
+		return
+	}
+	if live == 0 {
+		return
+	}
+	if d.backAt.Load() == 0 {
+		d.backAt.Store(time.Now().UnixNano())
+	}
+	var errBuf [256]C.char
+	if C.ndbgate_reattach(d.pool, &errBuf[0], C.int(len(errBuf))) != 0 {
+		return
+	}
+	d.mu.RLock()
+	tables := make([]*tableInfo, 0, len(d.bySch))
+	for _, ti := range d.bySch {
+		tables = append(tables, ti)
+	}
+	d.mu.RUnlock()
+	giveUp := time.Since(time.Unix(0, d.backAt.Load())) > resumeAnyway
+	for _, ti := range tables {
+		if err := d.describeAgain(ti); err != nil && !giveUp {
+			return // the dictionary may not answer yet: try again next tick
+		}
+	}
+	C.ndbgate_resume(d.pool)
+	d.detached.Store(false)
+	d.reconnects.Add(1)
+	d.log.LogAttrs(context.Background(), slog.LevelInfo, "NDB: data nodes back; attached again",
+		slog.Int("live_data_nodes", live), slog.Duration("unavailable_for", time.Since(time.Unix(0, d.detachedAt.Load()))))
 }
 
 func (d *Driver) Close() error {
@@ -425,6 +538,8 @@ func (d *Driver) Close() error {
 	if d.closed.Swap(true) {
 		return nil
 	}
+	close(d.stopWatch)
+	d.watching.Wait()
 	for _, e := range d.execs {
 		close(e.ch) // queued rounds still run
 	}

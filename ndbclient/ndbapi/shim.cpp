@@ -25,6 +25,7 @@
 #include <NdbApi.hpp>
 #include <ndb_version.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -253,6 +254,11 @@ struct Conn {
 // Lock order: roundMu, then dictMu, then mu.
 struct ndbgate_pool {
   std::vector<Conn> conns;
+  // detached: every data node was lost and the Ndb objects, table objects and
+  // records were let go (ndbgate_detach), so that the API's global dictionary
+  // cache empties; it will not reconnect before. Rounds fail at once with
+  // 4009 until ndbgate_resume. Written under roundMu exclusive.
+  std::atomic<bool> detached{false};
   // Rounds hold roundMu shared while they use table objects and records; a
   // refresh holds it exclusively, so it never frees what a round still uses.
   std::shared_mutex roundMu;
@@ -365,6 +371,10 @@ NdbRecord *makeRecord(NdbDictionary::Dictionary *dict, const NdbDictionary::Tabl
 // by a round, or no abandoned transaction left. Callers hold dictMu, or are
 // ndbgate_close.
 void freeRecs(Conn &c, TableRecs &r) {
+  if (!c.dict) {  // detached: deleting dict released them
+    r = TableRecs();
+    return;
+  }
   NdbDictionary::Dictionary *dict = c.dict->getDictionary();
   if (r.key) dict->releaseRecord(r.key);
   if (r.row) dict->releaseRecord(r.row);
@@ -387,6 +397,7 @@ void releaseRecs(Conn &c, TableRecs &r) {
 // releaseRetired releases c's retired records. Only once c.abandonedTxns is 0;
 // callers hold dictMu, or are ndbgate_close.
 void releaseRetired(Conn &c) {
+  if (!c.dict) return;
   NdbDictionary::Dictionary *dict = c.dict->getDictionary();
   for (NdbRecord *rec : c.retired) dict->releaseRecord(rec);
   c.retired.clear();
@@ -1046,6 +1057,41 @@ void stageRows(ndbgate_pool *pool, size_t conn, std::vector<Op> &ops) {
   }
 }
 
+
+// dropNdbs deletes connection i's Ndb objects and everything made through
+// them. Callers hold roundMu exclusively and dictMu, or are ndbgate_close.
+void dropNdbs(ndbgate_pool *pool, size_t i) {
+  Conn &c = pool->conns[i];
+  // First the executor's Ndb: deleting it releases the transactions it
+  // still has (abandoned ones too), so nothing can unpack through the
+  // records or write into c.abandoned after this.
+  delete c.ndb;
+  c.ndb = nullptr;
+  dropAbandoned(c);
+  if (!c.dict) return;
+  // Then every record, through the dictionary of the still-alive dict that
+  // made them, and only then dict itself (which drops the table objects).
+  for (std::vector<TableRecs> &byConn : pool->tables) {
+    if (i < byConn.size()) freeRecs(c, byConn[i]);
+  }
+  releaseRetired(c);
+  delete c.dict;
+  c.dict = nullptr;
+}
+
+// makeNdbs gives connection c a new executor Ndb and dictionary Ndb.
+bool makeNdbs(Conn &c, char *err, int errlen) {
+  c.ndb = new Ndb(c.cluster);
+  c.dict = new Ndb(c.cluster);
+  if (c.ndb->init(kNdbTransactions) == 0 && c.dict->init(4) == 0) return true;
+  setErr(err, errlen, ndbErrText(c.ndb->getNdbError().code != 0 ? c.ndb->getNdbError() : c.dict->getNdbError()));
+  delete c.dict;
+  delete c.ndb;
+  c.dict = nullptr;
+  c.ndb = nullptr;
+  return false;
+}
+
 }  // namespace
 
 extern "C" {
@@ -1071,12 +1117,7 @@ ndbgate_pool *ndbgate_open(const char *connectstring, int connections, int timeo
       ndbgate_close(pool);
       return nullptr;
     }
-    c.ndb = new Ndb(c.cluster);
-    c.dict = new Ndb(c.cluster);
-    if (c.ndb->init(kNdbTransactions) != 0 || c.dict->init(4) != 0) {
-      setErr(err, errlen, ndbErrText(c.ndb->getNdbError().code != 0 ? c.ndb->getNdbError() : c.dict->getNdbError()));
-      delete c.dict;
-      delete c.ndb;
+    if (!makeNdbs(c, err, errlen)) {
       delete c.cluster;
       ndbgate_close(pool);
       return nullptr;
@@ -1089,24 +1130,48 @@ ndbgate_pool *ndbgate_open(const char *connectstring, int connections, int timeo
 void ndbgate_close(ndbgate_pool *pool) {
   if (!pool) return;
   for (size_t i = 0; i < pool->conns.size(); i++) {
-    Conn &c = pool->conns[i];
-    // First the executor's Ndb: deleting it releases the transactions it
-    // still has (abandoned ones too), so nothing can unpack through the
-    // records or write into c.abandoned after this.
-    delete c.ndb;
-    c.ndb = nullptr;
-    dropAbandoned(c);
-    // Then every record, through the dictionary of the still-alive dict
-    // that made them, and only then dict itself (which drops the table
-    // objects).
-    for (std::vector<TableRecs> &byConn : pool->tables) {
-      if (i < byConn.size()) freeRecs(c, byConn[i]);
-    }
-    releaseRetired(c);
-    delete c.dict;
-    delete c.cluster;
+    dropNdbs(pool, i);
+    delete pool->conns[i].cluster;
   }
   delete pool;
+}
+
+int ndbgate_live_nodes(ndbgate_pool *pool) {
+  int live = -1;
+  for (Conn &c : pool->conns) {
+    const int r = c.cluster->get_no_ready();
+    if (live < 0 || r < live) live = r;
+  }
+  return live < 0 ? 0 : live;
+}
+
+void ndbgate_detach(ndbgate_pool *pool) {
+  std::unique_lock<std::shared_mutex> rg(pool->roundMu);  // waits for rounds in flight
+  std::lock_guard<std::mutex> g(pool->dictMu);
+  std::unique_lock<std::shared_mutex> tg(pool->mu);
+  pool->detached.store(true);
+  for (size_t i = 0; i < pool->conns.size(); i++) dropNdbs(pool, i);
+}
+
+int ndbgate_reattach(ndbgate_pool *pool, char *err, int errlen) {
+  std::unique_lock<std::shared_mutex> rg(pool->roundMu);
+  std::lock_guard<std::mutex> g(pool->dictMu);
+  for (Conn &c : pool->conns) {
+    if (c.cluster->get_no_ready() <= 0) {
+      setErr(err, errlen, "no data node reachable yet");
+      return -1;
+    }
+  }
+  for (Conn &c : pool->conns) {
+    if (c.ndb) continue;  // a reattach that failed part way
+    if (!makeNdbs(c, err, errlen)) return -1;
+  }
+  return 0;
+}
+
+void ndbgate_resume(ndbgate_pool *pool) {
+  std::unique_lock<std::shared_mutex> rg(pool->roundMu);
+  pool->detached.store(false);
 }
 
 int ndbgate_ready(ndbgate_pool *pool, char *err, int errlen) {
@@ -1118,20 +1183,6 @@ int ndbgate_ready(ndbgate_pool *pool, char *err, int errlen) {
     }
   }
   return 0;
-}
-
-void ndbgate_pool_state(ndbgate_pool *pool, int *live_nodes, unsigned long long *connects) {
-  // The fewest live nodes any connection sees, and every connection's
-  // connect count (it grows on each reconnect after a loss).
-  int live = -1;
-  unsigned long long n = 0;
-  for (Conn &c : pool->conns) {
-    int r = c.cluster->get_no_ready();
-    if (live < 0 || r < live) live = r;
-    n += c.cluster->get_connect_count();
-  }
-  *live_nodes = live < 0 ? 0 : live;
-  *connects = n;
 }
 
 int ndbgate_data_nodes(ndbgate_pool *pool) {
@@ -1154,6 +1205,7 @@ std::vector<TableRecs> describeInto(ndbgate_pool *pool, const char *db, const ch
     return std::vector<TableRecs>();
   };
   for (Conn &c : pool->conns) {
+    if (!c.dict) return fail("the cluster is unreachable: every data node was lost");
     c.dict->setDatabaseName(db);
     NdbDictionary::Dictionary *dict = c.dict->getDictionary();
     if (invalidate) dict->invalidateTable(table);
@@ -1343,8 +1395,9 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
   const size_t ci = static_cast<size_t>(conn);
   std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // records stay alive for the round
   Conn &cn = pool->conns[ci];
-  reapAbandoned(cn);
-  if (cn.abandonedTxns >= kMaxAbandoned) {
+  const bool detached = pool->detached.load() || !cn.ndb;
+  if (!detached) reapAbandoned(cn);
+  if (!detached && cn.abandonedTxns >= kMaxAbandoned) {
     // Too many slots held by transactions NDB never answered: start over
     // with a new Ndb object. Deleting the old one releases the transactions
     // it still has (Ndb::doDisconnect), after which no late result can
@@ -1358,7 +1411,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
       delete fresh;
     }
   }
-  if (cn.abandonedTxns == 0 && !cn.retired.empty()) {
+  if (!detached && cn.abandonedTxns == 0 && !cn.retired.empty()) {
     // No transaction that could unpack through them is left. dict belongs
     // to describes: if one holds dictMu, try again next round.
     std::unique_lock<std::mutex> dg(pool->dictMu, std::try_to_lock);
@@ -1375,6 +1428,19 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
   uint32_t needed = r.u32();  // the caller's bound on the response size
   if (!r.ok) { setErr(err, errlen, "malformed request"); return -1; }
   if (needed > static_cast<uint32_t>(resplen)) return -static_cast<int>(needed);
+  if (detached) {
+    // Nothing is sent: 4009 so marked maps to Unavailable (wire.go).
+    NdbError e;
+    shimError(e, 4009, NdbError::NodeRecoveryError, "cluster failure: no data node reachable; reconnecting");
+    e.status = NdbError::TemporaryError;
+    Writer w{resp, resp + resplen};
+    for (Op &op : ops) {
+      op.failed = true;
+      op.err = e;
+      writeResult(w, op, 0);
+    }
+    return static_cast<int>(w.needed);
+  }
   stageRows(pool, ci, ops);
 
   // Cut the round into transactions.

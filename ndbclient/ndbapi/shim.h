@@ -19,10 +19,20 @@ void ndbgate_close(ndbgate_pool *pool);
 
 // ndbgate_ready: 0 when every connection sees a live data node.
 int ndbgate_ready(ndbgate_pool *pool, char *err, int errlen);
-// Live data nodes (the fewest any pooled connection reaches) and the sum of
-// the connections' connect counts (reconnects included).
-void ndbgate_pool_state(ndbgate_pool *pool, int *live_nodes, unsigned long long *connects);
 int ndbgate_data_nodes(ndbgate_pool *pool);
+// ndbgate_live_nodes: the fewest data nodes any pooled connection reaches.
+
+// Losing every data node. The NDB API reconnects only once its global
+// dictionary cache is empty, so the driver lets go of everything it holds:
+// ndbgate_detach deletes the Ndb objects, table objects and records (rounds
+// then fail at once with 4009, nothing sent); once data nodes are back,
+// ndbgate_reattach makes new Ndb objects (-1 while none is reachable),
+// ndbgate_refresh describes each table again under its id, and
+// ndbgate_resume lets rounds run.
+int ndbgate_live_nodes(ndbgate_pool *pool);
+void ndbgate_detach(ndbgate_pool *pool);
+int ndbgate_reattach(ndbgate_pool *pool, char *err, int errlen);
+void ndbgate_resume(ndbgate_pool *pool);
 
 // ndbgate_describe writes a table's shape into out (wire.go: describe
 // format) and returns its id for later calls; negative on error.
