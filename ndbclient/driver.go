@@ -64,4 +64,9 @@ type DriverStats struct {
 	// Connects counts attachments to the cluster: the first one and each
 	// recovery after every data node was lost (the embedded engine: 1).
 	Connects uint64
+	// HintedTransactions counts transactions started with their key as the
+	// TC hint; TransactionsOnPrimary those whose TC ran on the data node
+	// holding the key's primary replica (NDB; 0 on the embedded engine).
+	HintedTransactions    uint64
+	TransactionsOnPrimary uint64
 }

@@ -86,7 +86,9 @@ var (
 	descOOM   = prometheus.NewDesc("ndbgate_engine_out_of_memory_total", "Writes refused because the memory limit was reached.", nil, nil)
 	descNodes = prometheus.NewDesc("ndbgate_backend_data_nodes", "Data nodes of the backend.", nil, nil)
 	descLive  = prometheus.NewDesc("ndbgate_backend_live_data_nodes", "Data nodes the driver can reach now; below ndbgate_backend_data_nodes during a node failure.", nil, nil)
-	descConn  = prometheus.NewDesc("ndbgate_backend_connects_total", "Connections made to the cluster, including reconnects after a loss.", nil, nil)
+	descConn  = prometheus.NewDesc("ndbgate_backend_connects_total", "Attachments to the cluster: the first, and one per recovery after every data node was lost.", nil, nil)
+	descHint  = prometheus.NewDesc("ndbgate_backend_hinted_transactions_total", "Transactions started with their key as the TC hint (NDB).", nil, nil)
+	descOnPri = prometheus.NewDesc("ndbgate_backend_transactions_on_primary_total", "Hinted transactions whose TC ran on the data node holding the key's primary replica (NDB).", nil, nil)
 )
 
 // driverCollector reads DriverStats at scrape time, so the hot path pays nothing.
@@ -102,6 +104,8 @@ func (c *driverCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descNodes
 	ch <- descLive
 	ch <- descConn
+	ch <- descHint
+	ch <- descOnPri
 }
 
 func (c *driverCollector) Collect(ch chan<- prometheus.Metric) {
@@ -115,4 +119,6 @@ func (c *driverCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(s.Nodes))
 	ch <- prometheus.MustNewConstMetric(descLive, prometheus.GaugeValue, float64(s.LiveNodes))
 	ch <- prometheus.MustNewConstMetric(descConn, prometheus.CounterValue, float64(s.Connects))
+	ch <- prometheus.MustNewConstMetric(descHint, prometheus.CounterValue, float64(s.HintedTransactions))
+	ch <- prometheus.MustNewConstMetric(descOnPri, prometheus.CounterValue, float64(s.TransactionsOnPrimary))
 }

@@ -300,6 +300,12 @@ func buildRoutes(cfg config.Config, backend, local *ndbclient.Client, itemMax in
 			if c, err = gateway.NewContainer(specs[kp.Container], t); err != nil {
 				return nil, err
 			}
+			if t.ExpireColumn < 0 && c.ExpireColumn >= 0 {
+				// A dictionary's table (NDB) knows no expiry: the container
+				// says which column holds it, so the driver makes expired
+				// rows misses, as the embedded engine does.
+				t.ExpireColumn = c.ExpireColumn
+			}
 			built[kp.Container] = c
 		}
 		routes = append(routes, gateway.Route{Prefix: kp.Prefix, Container: c, Policy: policy})

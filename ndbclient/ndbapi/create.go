@@ -10,8 +10,9 @@ import (
 
 // encodeCreate writes t in describe's format (wire.go), for the shim's
 // ndbgate_create_table: the inverse of decodeDescribe. Strings get NDB's
-// default character set; VARCHAR and VARBINARY longer than 255 bytes take a
-// 2-byte length prefix (NDB's long variants).
+// default character set, latin1 (a byte per character: CHAR(n) and
+// VARCHAR(n) take n bytes); VARCHAR and VARBINARY longer than 255 bytes take
+// a 2-byte length prefix (NDB's long variants).
 func encodeCreate(t *ndbclient.Table) ([]byte, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
@@ -40,6 +41,11 @@ func encodeCreate(t *ndbclient.Table) ([]byte, error) {
 		b = binary.LittleEndian.AppendUint16(b, uint16(prec))
 		b = binary.LittleEndian.AppendUint16(b, uint16(scale))
 		b = binary.LittleEndian.AppendUint32(b, 0)
+		cs := 0
+		if c.Type == ndbclient.TypeChar || c.Type == ndbclient.TypeVarchar {
+			cs = charsetLatin1
+		}
+		b = binary.LittleEndian.AppendUint16(b, uint16(cs))
 	}
 	return b, nil
 }
@@ -77,12 +83,12 @@ func ndbTypeOf(c ndbclient.Column) (nt uint8, length, prec, scale int, err error
 	case ndbclient.TypeDecimal:
 		nt, prec, scale = ndbDecimal, c.Precision, c.Scale
 	case ndbclient.TypeChar:
-		nt, length = ndbChar, c.Length
+		nt, length = ndbChar, charBytes(c)
 	case ndbclient.TypeBinary:
 		nt, length = ndbBinary, c.Length
 	case ndbclient.TypeVarchar:
-		nt, length = ndbVarchar, c.Length
-		if c.Length > 255 {
+		nt, length = ndbVarchar, charBytes(c)
+		if length > 255 {
 			nt = ndbLongvarchar
 		}
 	case ndbclient.TypeVarbinary:
@@ -117,4 +123,15 @@ func nullableByte(nullable bool) byte {
 		return 1
 	}
 	return 0
+}
+
+// charsetLatin1 is latin1_swedish_ci, NDB's default for character columns.
+const charsetLatin1 = 8
+
+// charBytes is a CHAR or VARCHAR column's length in latin1: its characters.
+func charBytes(c ndbclient.Column) int {
+	if c.Chars > 0 {
+		return c.Chars
+	}
+	return c.Length
 }

@@ -33,11 +33,15 @@ func TestEncodeCreateIsDescribesInverse(t *testing.T) {
 	require.NoError(t, err)
 	got, err := decodeDescribe("shop", "orders", 3, spec)
 	require.NoError(t, err)
-	// The dictionary gives scalar columns a length of 1.
+	// The dictionary gives scalar columns a length of 1; strings are latin1,
+	// a byte per character.
 	expect := append([]ndbclient.Column(nil), want.Columns...)
 	for i := range expect {
 		if expect[i].Length == 0 {
 			expect[i].Length = 1
+		}
+		if expect[i].Type == ndbclient.TypeChar || expect[i].Type == ndbclient.TypeVarchar {
+			expect[i].Chars = expect[i].Length
 		}
 	}
 	require.Equal(t, expect, got.schema.Columns)
@@ -51,4 +55,18 @@ func TestEncodeCreateRefusesAnInvalidTable(t *testing.T) {
 	_, err := encodeCreate(&ndbclient.Table{Database: "d", Name: "t", ExpireColumn: -1,
 		Columns: []ndbclient.Column{{Name: "k", Type: ndbclient.TypeUint32}}})
 	require.ErrorContains(t, err, "no primary key")
+}
+
+// A utf8mb4 VARCHAR(16) takes 64 bytes; the row API bounds it in characters.
+func TestDescribeCharsFromTheCharacterSet(t *testing.T) {
+	want := &ndbclient.Table{Database: "d", Name: "t", ExpireColumn: -1, PrimaryKey: []int{0},
+		Columns: []ndbclient.Column{{Name: "k", Type: ndbclient.TypeUint32}, {Name: "s", Type: ndbclient.TypeVarchar, Length: 64}}}
+	spec, err := encodeCreate(want)
+	require.NoError(t, err)
+	spec[len(spec)-2] = 45 // the last column's character set: utf8mb4_general_ci
+	got, err := decodeDescribe("d", "t", 0, spec)
+	require.NoError(t, err)
+	require.Equal(t, 16, got.schema.Columns[1].Chars)
+	require.Equal(t, 0, charsetMaxBytes(0))
+	require.Equal(t, 3, charsetMaxBytes(33))
 }

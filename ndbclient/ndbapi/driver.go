@@ -191,6 +191,20 @@ func (d *Driver) CreateNDBTable(want *ndbclient.Table) (created bool, err error)
 	return rc == 0, nil
 }
 
+// DropNDBTable drops database.name from the NDB dictionary; false when there
+// was no such table. For tests of schema changes while serving.
+func (d *Driver) DropNDBTable(database, name string) (dropped bool, err error) {
+	cdb, ctab := C.CString(database), C.CString(name)
+	defer C.free(unsafe.Pointer(cdb))
+	defer C.free(unsafe.Pointer(ctab))
+	var errBuf [512]C.char
+	rc := C.ndbgate_drop_table(d.pool, cdb, ctab, &errBuf[0], C.int(len(errBuf)))
+	if rc < 0 {
+		return false, ndbclient.Errorf(ndbclient.CodeSchemaError, "drop %s.%s: %s", database, name, C.GoString(&errBuf[0]))
+	}
+	return rc == 0, nil
+}
+
 func (d *Driver) info(t *ndbclient.Table) (*tableInfo, error) {
 	ti, gone, at, err := d.lookup(t)
 	if err != nil {
@@ -331,7 +345,7 @@ func (e *executor) run() {
 // round encodes, makes the one cgo call, and decodes.
 func (e *executor) round(b *ndbclient.Batch) error {
 	var err error
-	e.req, err = encodeRound(e.req[:0], b.Ops, e.d.info)
+	e.req, err = encodeRound(e.req[:0], b.Ops, e.d.info, uint32(time.Now().Unix()))
 	if err != nil {
 		for _, op := range b.Ops {
 			op.Err = err
@@ -431,12 +445,31 @@ func (d *Driver) primaryLanes(id, n int) []int {
 	return lanes
 }
 
-// Stats: Connects is 1 plus the recoveries from losing every data node.
+// Stats: Connects is 1 plus the recoveries from losing every data node;
+// Items counts the rows of every described table: one small scan per table
+// (each fragment returns its count), so a scrape or a stats command costs a
+// round trip per table.
 func (d *Driver) Stats() ndbclient.DriverStats {
 	live := int(C.ndbgate_live_nodes(d.pool))
+	var hinted, onPrimary C.ulonglong
+	C.ndbgate_hint_stats(d.pool, &hinted, &onPrimary)
 	d.mu.RLock()
-	defer d.mu.RUnlock()
-	return ndbclient.DriverStats{Nodes: d.nodes, Tables: len(d.byName), LiveNodes: live, Connects: 1 + d.reconnects.Load()}
+	tables := len(d.byName)
+	ids := make([]int, 0, len(d.bySch))
+	for _, ti := range d.bySch {
+		ids = append(ids, ti.id)
+	}
+	d.mu.RUnlock()
+	var items uint64
+	for _, id := range ids {
+		var rows C.ulonglong
+		var errBuf [256]C.char
+		if !d.detached.Load() && C.ndbgate_row_count(d.pool, C.int(id), &rows, &errBuf[0], C.int(len(errBuf))) == 0 {
+			items += uint64(rows)
+		}
+	}
+	return ndbclient.DriverStats{Nodes: d.nodes, Tables: tables, LiveNodes: live, Connects: 1 + d.reconnects.Load(),
+		HintedTransactions: uint64(hinted), TransactionsOnPrimary: uint64(onPrimary), Items: items}
 }
 
 func (d *Driver) Ready() error {

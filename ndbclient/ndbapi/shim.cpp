@@ -51,7 +51,7 @@ enum OpKind : uint8_t {
   kRead = 1, kInsert, kUpdate, kWrite, kDelete, kCondUpdate, kAdd, kAppend, kDeleteAll
 };
 enum Flag : uint8_t {
-  fTxnWithNext = 1, fHasCond = 2, fSubtract = 4, fCreate = 8, fPrepend = 16
+  fTxnWithNext = 1, fHasCond = 2, fSubtract = 4, fCreate = 8, fPrepend = 16, fExpiry = 32
 };
 
 // Interpreted-program exits (NdbOperation.hpp: applications use 626 or
@@ -60,6 +60,8 @@ const Uint32 kExitCondFailed = 6000;
 const Uint32 kExitNotNumeric = 6001;
 const int kErrLinkedSync = 6002;  // append/delete_all linked into a transaction
 const int kErrBadValue = 6003;    // a value that does not fit its column's row slot
+const Uint32 kExitAlive = 6004;   // an insert's purge found the row not expired
+const Uint32 kExitExpired = 626;  // an expired row is a miss, as a missing one
 
 // kMaxInFlight bounds the transactions prepared at once on one Ndb object
 // (Ndb::init allows at most 1024 NdbTransaction objects).
@@ -145,6 +147,9 @@ struct Op {
   uint16_t appendCol = 0;
   const unsigned char *data = nullptr;
   uint32_t dataLen = 0;
+  // fExpiry: the table's expire column and the time of the round (unix s)
+  uint16_t expireCol = 0;
+  uint32_t now = 0;
   // execution: rows in the round's arena, valid until the round ends
   const TableRecs *recs = nullptr;
   char *in = nullptr;   // key and the values to write
@@ -163,6 +168,7 @@ struct Op {
   // valid until the transaction closes: the op, and the read after a write
   // that returns values
   const NdbOperation *nop = nullptr, *readBack = nullptr;
+  const NdbOperation *purge = nullptr;  // an insert's delete of an expired row
   // results
   NdbError err;
   bool failed = false;
@@ -207,6 +213,10 @@ bool parseOp(Reader &r, Op &op) {
     op.appendCol = r.u16();
     op.dataLen = r.u32();
     op.data = r.bytes(op.dataLen);
+  }
+  if (op.flags & fExpiry) {
+    op.expireCol = r.u16();
+    op.now = r.u32();
   }
   return r.ok;
 }
@@ -259,6 +269,9 @@ struct ndbgate_pool {
   // cache empties; it will not reconnect before. Rounds fail at once with
   // 4009 until ndbgate_resume. Written under roundMu exclusive.
   std::atomic<bool> detached{false};
+  // Transactions started with a key hint, and those of them whose TC runs on
+  // the node holding the key's primary replica (ndbgate_hint_stats).
+  std::atomic<uint64_t> hintedTxns{0}, primaryTxns{0};
   // Rounds hold roundMu shared while they use table objects and records; a
   // refresh holds it exclusively, so it never frees what a round still uses.
   std::shared_mutex roundMu;
@@ -558,7 +571,8 @@ bool addable(const NdbDictionary::Column *c) {
 // update, an atomic add, or a delete or append with a condition.
 bool hasProgram(const Op &op) {
   return op.kind == kCondUpdate || op.kind == kAdd ||
-         ((op.kind == kDelete || op.kind == kAppend) && (op.flags & fHasCond));
+         ((op.kind == kDelete || op.kind == kAppend) && (op.flags & fHasCond)) ||
+         ((op.flags & fExpiry) && op.kind != kAppend);  // append checks expiry itself
 }
 
 // The arena room of a program: the NdbInterpretedCode object, then its words.
@@ -571,7 +585,51 @@ const uint32_t kProgramWords = 64;
 
 uint32_t programWords(const Op &op) {
   const bool hasCond = (op.flags & fHasCond) || op.kind == kCondUpdate;
-  return kProgramWords + (hasCond ? (op.cond.len + 3) / 4 : 0);  // branch_col_eq copies the value
+  // branch_col_* copy their values; the expiry check's three branches take
+  // 2 + 2 + 2 + 2 + 2 words (two 8-byte values at most), its exit 1.
+  return kProgramWords + (hasCond ? (op.cond.len + 3) / 4 : 0) + ((op.flags & fExpiry) ? 16 : 0);
+}
+
+// expiryValid: the expire column is an INT or BIGINT of the row record
+// (wire.go checks the type).
+bool expiryValid(const Op &op) {
+  const Layout &l = op.recs->layout;
+  return inRecord(l, op.expireCol) && l.prefix[op.expireCol] == 0 &&
+         (l.size[op.expireCol] == 4 || l.size[op.expireCol] == 8);
+}
+
+// branchIfAlive jumps to alive unless the row has expired: its expire column
+// is NULL, 0, or after now, as memcached's items (the embedded engine's rule).
+// branch_col_lt(v, col) jumps when v < the column's value.
+bool branchIfAlive(NdbInterpretedCode &c, const Op &op, Uint32 alive) {
+  const uint32_t width = op.recs->layout.size[op.expireCol];
+  unsigned char zero[8] = {0}, now[8] = {0};
+  const uint64_t n = op.now;
+  memcpy(now, &n, width);  // little endian
+  return c.branch_col_eq_null(op.expireCol, alive) == 0 && c.branch_col_eq(zero, width, op.expireCol, alive) == 0 &&
+         c.branch_col_lt(now, width, op.expireCol, alive) == 0;
+}
+
+// attachPurge makes an insert's purge program: delete the row only if it has
+// expired (else exit kExitAlive), so the insert after it in the same
+// transaction finds no row, as it would on the embedded engine.
+bool attachPurge(Op &op, NdbOperation::OperationOptions &opts, NdbError &err) {
+  if (!op.codeMem || op.code || !expiryValid(op)) {
+    shimError(err, kErrBadValue, NdbError::ApplicationError, "no program room, or the expire column is not an INT or BIGINT");
+    return false;
+  }
+  op.code = new (op.codeMem)
+      NdbInterpretedCode(op.recs->t, reinterpret_cast<Uint32 *>(op.codeMem + kCodeObjBytes), op.codeWords);
+  NdbInterpretedCode &c = *op.code;
+  const Uint32 alive = 0;
+  if (!(branchIfAlive(c, op, alive) && c.interpret_exit_ok() == 0 && c.def_label(static_cast<int>(alive)) == 0 &&
+        c.interpret_exit_nok(kExitAlive) == 0 && c.finalise() == 0)) {
+    err = c.getNdbError();
+    return false;
+  }
+  opts.optionsPresent |= NdbOperation::OperationOptions::OO_INTERPRETED;
+  opts.interpretedCode = &c;
+  return true;
 }
 
 // attachProgram makes the interpreted program of a conditional delete, a CAS
@@ -590,7 +648,16 @@ bool attachProgram(Op &op, NdbOperation::OperationOptions &opts, NdbError &err) 
   NdbInterpretedCode &c = *op.code;
   Uint32 label = 0;
   bool ok = true;
-  if ((op.flags & fHasCond) || op.kind == kCondUpdate) ok = addCondition(c, op.cond, label++);
+  if (op.flags & fExpiry) {
+    if (!expiryValid(op)) {
+      shimError(err, kErrBadValue, NdbError::ApplicationError, "the expire column is not an INT or BIGINT");
+      return false;
+    }
+    const Uint32 alive = label++;
+    ok = branchIfAlive(c, op, alive) && c.interpret_exit_nok(kExitExpired) == 0 &&
+         c.def_label(static_cast<int>(alive)) == 0;
+  }
+  if (ok && ((op.flags & fHasCond) || op.kind == kCondUpdate)) ok = addCondition(c, op.cond, label++);
   if (ok && op.kind == kAdd) {
     // NULL -> NotNumeric; incr wraps at the column's width, decr clamps at 0.
     // Registers: R1 = column, R2 = delta, R3 = result.
@@ -654,7 +721,21 @@ bool defineOp(NdbTransaction *tx, Op &op, NdbOperation::AbortOption ao, NdbError
     shimError(err, kErrBadValue, NdbError::ApplicationError, "atomic add needs an INT or BIGINT column (signed or unsigned)");
     return false;
   }
-  if (hasProgram(op) && !attachProgram(op, opts, err)) return false;
+  if (hasProgram(op) && op.kind != kInsert && !attachProgram(op, opts, err)) return false;
+  if (op.kind == kInsert && (op.flags & fExpiry)) {
+    // An expired row still there would make the insert a duplicate: delete
+    // it first, ignoring the delete's failure when the row is missing or
+    // alive (the insert then answers for the row).
+    NdbOperation::OperationOptions po{};
+    po.optionsPresent = NdbOperation::OperationOptions::OO_ABORTOPTION;
+    po.abortOption = NdbOperation::AO_IgnoreError;
+    if (!attachPurge(op, po, err)) return false;
+    op.purge = tx->deleteTuple(r.key, op.in, r.row, nullptr, nullptr, &po, sizeof(po));
+    if (!op.purge) {
+      err = tx->getNdbError();
+      return false;
+    }
+  }
   const bool rows = readsRow(op);
   const bool readBack = rows && op.kind != kRead && op.kind != kDelete;
   if (readBack && op.kind != kUpdate && op.kind != kCondUpdate && op.kind != kAdd) {
@@ -740,13 +821,29 @@ bool runAppend(Ndb *ndb, Op &op, NdbError &err) {
     return false;
   }
   if (!fillRow(op, err)) return false;
+  const bool expiry = (op.flags & fExpiry) != 0;
+  if (expiry && !expiryValid(op)) {
+    shimError(err, kErrBadValue, NdbError::ApplicationError, "the expire column is not an INT or BIGINT");
+    return false;
+  }
   NdbTransaction *tx = startTx(ndb, op);
   if (!tx) { err = notSent(ndb->getNdbError()); return false; }
   setBit(op.readMask, ac);
+  if (expiry) setBit(op.readMask, op.expireCol);
   const NdbOperation *rd = tx->readTuple(r.key, op.in, r.row, op.out, NdbOperation::LM_Exclusive, op.readMask);
   // AbortOnError: a missing row (626) fails here, not at the update.
   if (!rd || tx->execute(NdbTransaction::NoCommit, NdbOperation::AbortOnError) != 0) {
     err = tx->getNdbError(); ndb->closeTransaction(tx); return false;
+  }
+  if (expiry && !isNullIn(l, op.out, op.expireCol)) {
+    // The row is locked: its expiry cannot change before the update.
+    uint64_t at = 0;
+    memcpy(&at, op.out + l.offset[op.expireCol], l.size[op.expireCol]);
+    if (at != 0 && at <= op.now) {
+      shimError(err, 626, NdbError::NoDataFound, "Tuple did not exist");
+      ndb->closeTransaction(tx);
+      return false;
+    }
   }
   const uint32_t pre = l.prefix[ac];
   const unsigned char *old = nullptr;
@@ -933,9 +1030,25 @@ void failOps(std::vector<Op> &ops, const Txn &t, const NdbError &e) {
   }
 }
 
+// onPrimary: the transaction's TC runs on the node that the dictionary lists
+// first for the key's partition, its primary replica. That list is what
+// startTransaction's hint chooses by, and what the dispatcher's lanes use.
+bool onPrimary(NdbTransaction *tx, const Op &op) {
+  Uint32 hash = 0;
+  if (Ndb::computeHash(&hash, op.recs->key, op.in, nullptr, 0) != 0) return false;
+  Uint32 nodes[4];
+  if (op.recs->t->getFragmentNodes(op.recs->t->getPartitionId(hash), nodes, 4) == 0) return false;
+  return nodes[0] == tx->getConnectedNodeId();
+}
+
+// HintCount accumulates a round's onPrimary counts for ndbgate_hint_stats.
+struct HintCount {
+  uint64_t hinted = 0, primary = 0;
+};
+
 // prepare defines a plain transaction and hands it to executeAsynchPrepare.
 // false when nothing was prepared (the ops then carry the error).
-bool prepare(Ndb *ndb, std::vector<Op> &ops, Txn &t) {
+bool prepare(Ndb *ndb, std::vector<Op> &ops, Txn &t, HintCount &hints) {
   NdbError e;
   for (int k = t.first; k <= t.last; k++) {
     Op &op = ops[static_cast<size_t>(k)];
@@ -951,6 +1064,8 @@ bool prepare(Ndb *ndb, std::vector<Op> &ops, Txn &t) {
     failOps(ops, t, notSent(ndb->getNdbError()));
     return false;
   }
+  hints.hinted++;
+  if (onPrimary(t.tx, ops[static_cast<size_t>(t.first)])) hints.primary++;
   // A transaction of one op ignores nothing; a linked run aborts as a whole.
   const NdbOperation::AbortOption ao = t.first == t.last ? NdbOperation::AO_IgnoreError : NdbOperation::AbortOnError;
   bool ok = true;
@@ -968,6 +1083,11 @@ bool prepare(Ndb *ndb, std::vector<Op> &ops, Txn &t) {
 // collect sets the results of a completed transaction's ops.
 void collect(std::vector<Op> &ops, const Txn &t, std::vector<uint64_t> &affected) {
   const NdbError &te = t.tx->getNdbError();
+  // A purge's failure is ignored by design; the transaction then commits
+  // with an error recorded, so its ops stand if it committed.
+  bool purged = false;
+  for (int k = t.first; k <= t.last; k++) purged = purged || ops[static_cast<size_t>(k)].purge;
+  const bool committed = t.tx->commitStatus() == NdbTransaction::Committed;
   for (int k = t.first; k <= t.last; k++) {
     Op &op = ops[static_cast<size_t>(k)];
     if (op.nop && op.nop->getNdbError().code != 0) {
@@ -976,7 +1096,7 @@ void collect(std::vector<Op> &ops, const Txn &t, std::vector<uint64_t> &affected
     } else if (op.readBack && op.readBack->getNdbError().code != 0) {
       op.failed = true;
       op.err = op.readBack->getNdbError();
-    } else if (t.result != 0) {
+    } else if (t.result != 0 && !(purged && committed)) {
       op.failed = true;
       op.err = te;
     } else {
@@ -1136,6 +1256,11 @@ void ndbgate_close(ndbgate_pool *pool) {
   delete pool;
 }
 
+void ndbgate_hint_stats(ndbgate_pool *pool, unsigned long long *hinted, unsigned long long *on_primary) {
+  *hinted = pool->hintedTxns.load(std::memory_order_relaxed);
+  *on_primary = pool->primaryTxns.load(std::memory_order_relaxed);
+}
+
 int ndbgate_live_nodes(ndbgate_pool *pool) {
   int live = -1;
   for (Conn &c : pool->conns) {
@@ -1240,6 +1365,10 @@ std::vector<TableRecs> describeInto(ndbgate_pool *pool, const char *db, const ch
     // The row slot the shim checks values against, so the Go side sizes
     // values (BIT's 4 or 8 bytes) and result bounds from the same number.
     w.u32(byConn[0].layout.size[static_cast<size_t>(i)]);
+    // getCharsetNumber dereferences the character set: only ask columns
+    // that have one.
+    const int cs = c->getCharset() ? c->getCharsetNumber() : 0;
+    w.u16(static_cast<uint16_t>(cs > 0 ? cs : 0));
   }
   if (!w.p) return fail("describe buffer too small");
   return byConn;
@@ -1300,6 +1429,7 @@ int ndbgate_create_table(ndbgate_pool *pool, const char *db, const char *table, 
     r.u8();  // array type: NDB derives it from the type and length
     const uint16_t precision = r.u16(), scale = r.u16();
     r.u32();  // row slot: describe output only
+    r.u16();  // character set: strings get NDB's default (latin1)
     if (!r.ok) break;
     NdbDictionary::Column c(std::string(reinterpret_cast<const char *>(name), nameLen).c_str());
     c.setType(static_cast<NdbDictionary::Column::Type>(type));
@@ -1351,6 +1481,57 @@ int ndbgate_create_table(ndbgate_pool *pool, const char *db, const char *table, 
     setErr(err, errlen, std::string(db) + "." + table + ": " + ndbErrText(e));
     return -1;
   }
+  return 0;
+}
+
+int ndbgate_drop_table(ndbgate_pool *pool, const char *db, const char *table, char *err, int errlen) {
+  if (pool->conns.empty()) { setErr(err, errlen, "no connection"); return -1; }
+  std::lock_guard<std::mutex> g(pool->dictMu);
+  Ndb *ndb = pool->conns[0].dict;
+  if (!ndb) { setErr(err, errlen, "the cluster is unreachable"); return -1; }
+  ndb->setDatabaseName(db);
+  NdbDictionary::Dictionary *dict = ndb->getDictionary();
+  if (dict->dropTable(table) != 0) {
+    const NdbError &e = dict->getNdbError();
+    if (e.code == 709 || e.code == 723) return 1;  // no such table
+    setErr(err, errlen, std::string(db) + "." + table + ": " + ndbErrText(e));
+    return -1;
+  }
+  return 0;
+}
+
+int ndbgate_row_count(ndbgate_pool *pool, int table_id, unsigned long long *rows, char *err, int errlen) {
+  // Each fragment answers with one row holding its row count (the
+  // ROW_COUNT pseudo column, as ndb_select_count does), read dirty.
+  std::shared_lock<std::shared_mutex> rg(pool->roundMu);
+  std::lock_guard<std::mutex> g(pool->dictMu);
+  const TableRecs *r = tableOf(pool, static_cast<uint32_t>(table_id), 0);
+  Ndb *ndb = pool->conns.empty() ? nullptr : pool->conns[0].dict;
+  if (!r || !ndb) { setErr(err, errlen, "table not described, or the cluster is unreachable"); return -1; }
+  NdbTransaction *tx = ndb->startTransaction();
+  if (!tx) { setErr(err, errlen, ndbErrText(ndb->getNdbError())); return -1; }
+  Uint32 words[4];
+  NdbInterpretedCode code(r->t, words, 4);
+  NdbScanOperation *scan = tx->getNdbScanOperation(r->t);
+  Uint64 count = 0;
+  if (!scan || scan->readTuples(NdbOperation::LM_Dirty) != 0 || code.interpret_exit_last_row() != 0 ||
+      code.finalise() != 0 || scan->setInterpretedCode(&code) != 0 ||
+      !scan->getValue(NdbDictionary::Column::ROW_COUNT, reinterpret_cast<char *>(&count)) ||
+      tx->execute(NdbTransaction::NoCommit) != 0) {
+    setErr(err, errlen, ndbErrText(tx->getNdbError()));
+    ndb->closeTransaction(tx);
+    return -1;
+  }
+  unsigned long long sum = 0;
+  int rc;
+  while ((rc = scan->nextResult(true)) == 0) sum += count;
+  if (rc != 1) {
+    setErr(err, errlen, ndbErrText(tx->getNdbError()));
+    ndb->closeTransaction(tx);
+    return -1;
+  }
+  ndb->closeTransaction(tx);
+  *rows = sum;
   return 0;
 }
 
@@ -1461,6 +1642,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
   // the batch's transactions close (read-back values live until then).
   Writer w{resp, resp + resplen};
   std::vector<Txn *> leftOpen;
+  HintCount hints;
   size_t i = 0;
   while (i < txns.size()) {
     if (txns[i]->sync) {
@@ -1489,7 +1671,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
     size_t end = i;
     int prepared = 0;
     while (end < txns.size() && !txns[end]->sync && end - i < kMaxInFlight) {
-      if (prepare(ndb, ops, *txns[end])) prepared++;
+      if (prepare(ndb, ops, *txns[end], hints)) prepared++;
       end++;
     }
     // One send, then polls until NDB has answered every transaction.
@@ -1521,6 +1703,8 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
     }
     i = end;
   }
+  pool->hintedTxns.fetch_add(hints.hinted, std::memory_order_relaxed);
+  pool->primaryTxns.fetch_add(hints.primary, std::memory_order_relaxed);
   if (!leftOpen.empty()) {
     cn.abandonedTxns += static_cast<int>(leftOpen.size());
     cn.abandoned.push_back(Parked{std::move(cn.arena), std::move(leftOpen)});

@@ -20,6 +20,10 @@ void ndbgate_close(ndbgate_pool *pool);
 // ndbgate_ready: 0 when every connection sees a live data node.
 int ndbgate_ready(ndbgate_pool *pool, char *err, int errlen);
 int ndbgate_data_nodes(ndbgate_pool *pool);
+// ndbgate_hint_stats: transactions started with a key hint, and those whose
+// TC ran on the node holding the key's primary replica.
+void ndbgate_hint_stats(ndbgate_pool *pool, unsigned long long *hinted,
+                        unsigned long long *on_primary);
 // ndbgate_live_nodes: the fewest data nodes any pooled connection reaches.
 
 // Losing every data node. The NDB API reconnects only once its global
@@ -54,6 +58,16 @@ int ndbgate_refresh(ndbgate_pool *pool, int table_id, const char *db,
 int ndbgate_create_table(ndbgate_pool *pool, const char *db, const char *table,
                          const unsigned char *spec, int speclen, char *err,
                          int errlen);
+
+// ndbgate_drop_table drops db.table (tests of schema changes). 0: dropped,
+// 1: there was no such table, -1: error in err.
+int ndbgate_drop_table(ndbgate_pool *pool, const char *db, const char *table,
+                       char *err, int errlen);
+
+// ndbgate_row_count: the rows of a described table, summed from each
+// fragment's count (a dirty scan returning one row per fragment).
+int ndbgate_row_count(ndbgate_pool *pool, int table_id, unsigned long long *rows,
+                      char *err, int errlen);
 
 // ndbgate_partition: the partition of a key (every primary-key column in
 // native format, in column order, concatenated as nparts of key_lens), as

@@ -251,6 +251,7 @@ func TestDescribeMapsDecimalAndTemporalColumns(t *testing.T) {
 		w = binary.LittleEndian.AppendUint16(w, uint16(prec))
 		w = binary.LittleEndian.AppendUint16(w, uint16(scale))
 		w = binary.LittleEndian.AppendUint32(w, size)
+		w = binary.LittleEndian.AppendUint16(w, 0)
 	}
 	col("day", ndbDate, 0, 0, 3, true)
 	col("price", ndbDecimal, 12, 2, 6, false)

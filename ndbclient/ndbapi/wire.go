@@ -7,7 +7,8 @@
 // u32 table id, u16 nkey {u16 col, u32 len, native bytes}, u16 nread {u16 col},
 // u16 nset {u16 col, u8 null, u32 len, bytes}, [cond: u16 col, u8 null, u32
 // len, bytes], [add: u16 col, u64 delta, u64 initial], [append: u16 col, u32
-// len, bytes]; then u32 response bound.
+// len, bytes], [expiry (flag 32): u16 expire column, u32 now]; then u32
+// response bound.
 // Response per op: i32 ndb code, u8 status, u8 classification; on error u16 0,
 // u32 len, message, u32 affected (delete_all: rows of the batches committed
 // before the error; else 0); else u16 nvalues {u8 null, u32 len, bytes}, u32
@@ -16,7 +17,7 @@
 // nullable, u8 key flags (1 primary key, 2 distribution key), u8 array type,
 // u16 precision, u16 scale, u32 slot bytes (the column's NdbRecord row slot,
 // getSizeInBytesForRecord: the native size, a length prefix included; 0 for
-// BLOB/TEXT)}.
+// BLOB/TEXT), u16 character set number (0 for non-character columns)}.
 package ndbapi
 
 import (
@@ -138,6 +139,7 @@ func decodeDescribe(db, name string, id int, b []byte) (*tableInfo, error) {
 		at := r.u8()
 		prec, scale := int(r.u16()), int(r.u16())
 		maxBytes := int(r.u32())
+		charset := int(r.u16())
 		ct, err := columnType(nt)
 		if err != nil {
 			return nil, fmt.Errorf("%s.%s column %s: %w", db, name, cname, err)
@@ -148,6 +150,11 @@ func decodeDescribe(db, name string, id int, b []byte) (*tableInfo, error) {
 			return nil, fmt.Errorf("%s.%s column %s: BIT(%d) in a %d-byte slot (4 or 8 expected)", db, name, cname, length, maxBytes)
 		}
 		sc := ndbclient.Column{Name: cname, Type: ct, Length: length, Nullable: nullable}
+		if ct == ndbclient.TypeChar || ct == ndbclient.TypeVarchar {
+			if mb := charsetMaxBytes(charset); mb > 0 {
+				sc.Chars = length / mb
+			}
+		}
 		switch nt {
 		case ndbDecimal, ndbDecimalunsigned:
 			col.precision, col.scale = prec, scale
@@ -429,7 +436,14 @@ const (
 	flagSubtract
 	flagCreate
 	flagPrepend
+	flagExpiry
 )
+
+// expiring: op kinds that treat an expired row as missing. A write (set)
+// overwrites it either way; delete_all removes every row.
+func expiring(k ndbclient.OpKind) bool {
+	return k != ndbclient.OpWrite && k != ndbclient.OpDeleteAll
+}
 
 var kindOf = map[ndbclient.OpKind]byte{
 	ndbclient.OpRead: kindRead, ndbclient.OpInsert: kindInsert, ndbclient.OpUpdate: kindUpdate,
@@ -438,8 +452,10 @@ var kindOf = map[ndbclient.OpKind]byte{
 }
 
 // encodeRound builds the request for ops; tables resolves each op's table.
-// It returns the buffer with the response bound appended.
-func encodeRound(dst []byte, ops []*ndbclient.Op, tables func(*ndbclient.Table) (*tableInfo, error)) ([]byte, error) {
+// It returns the buffer with the response bound appended. On tables with an
+// expire column (Table.ExpireColumn), ops carry now (unix seconds): the
+// shim's programs make a row whose expiry is not after now a miss.
+func encodeRound(dst []byte, ops []*ndbclient.Op, tables func(*ndbclient.Table) (*tableInfo, error), now uint32) ([]byte, error) {
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(ops)))
 	bound := 0
 	for _, op := range ops {
@@ -468,6 +484,13 @@ func encodeRound(dst []byte, ops []*ndbclient.Op, tables func(*ndbclient.Table) 
 		}
 		if op.Prepend {
 			flags |= flagPrepend
+		}
+		expiry := op.Table.ExpireColumn
+		if expiry >= 0 && expiring(op.Kind) {
+			if expiry >= len(ti.cols) || !isExpiryType(ti.cols[expiry].ndbType) {
+				return dst, ndbclient.Errorf(ndbclient.CodeSchemaError, "%s: expire column %d must be INT or BIGINT, signed or unsigned", op.Table.FullName(), expiry)
+			}
+			flags |= flagExpiry
 		}
 		dst = append(dst, kind, byte(op.Lock), flags, 0)
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(ti.id))
@@ -514,9 +537,33 @@ func encodeRound(dst []byte, ops []*ndbclient.Op, tables func(*ndbclient.Table) 
 			binary.LittleEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
 			bound += 4 + c.maxBytes
 		}
+		if flags&flagExpiry != 0 {
+			dst = binary.LittleEndian.AppendUint16(dst, uint16(expiry))
+			dst = binary.LittleEndian.AppendUint32(dst, now)
+		}
 		bound += 8 + 2 + 4 + 4 + maxMessage + 16 // also covers an error: 6 + 2 + 4 + message + 4
 	}
 	return binary.LittleEndian.AppendUint32(dst, uint32(bound)), nil
+}
+
+// charsetMaxBytes is the longest character, in bytes, of MySQL's character
+// set number cs (a collation id, as the dictionary keeps it), or 0 when
+// unknown. utf8mb4: 45, 46, 224-247, 255-323; utf8mb3: 33, 83, 192-215;
+// single-byte sets: latin1 and the like.
+func charsetMaxBytes(cs int) int {
+	switch {
+	case cs == 45 || cs == 46 || cs >= 224 && cs <= 247 || cs >= 255 && cs <= 323:
+		return 4
+	case cs == 33 || cs == 83 || cs >= 192 && cs <= 215:
+		return 3
+	case cs == 5 || cs == 8 || cs == 11 || cs == 15 || cs == 31 || cs == 47 || cs == 48 || cs == 49 || cs == 94 || cs == 63:
+		return 1
+	}
+	return 0
+}
+
+func isExpiryType(t uint8) bool {
+	return t == ndbInt || t == ndbUnsigned || t == ndbBigint || t == ndbBigunsigned
 }
 
 func appendValue(dst []byte, ti *tableInfo, col int, v ndbclient.Value, withNull bool) ([]byte, error) {

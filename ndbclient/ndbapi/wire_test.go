@@ -24,6 +24,7 @@ func demoDescribe() []byte {
 		b = binary.LittleEndian.AppendUint16(b, 0)
 		b = binary.LittleEndian.AppendUint16(b, 0)
 		b = binary.LittleEndian.AppendUint32(b, slot)
+		b = binary.LittleEndian.AppendUint16(b, 0)
 	}
 	col("mkey", ndbVarchar, 250, false, true, 1, 251)
 	col("string_value", ndbVarbinary, 13000, true, false, 2, 13002)
@@ -72,6 +73,7 @@ func TestDecodeDescribeDistributionKey(t *testing.T) {
 		b = binary.LittleEndian.AppendUint16(b, 0)
 		b = binary.LittleEndian.AppendUint16(b, 0)
 		b = binary.LittleEndian.AppendUint32(b, 4)
+		b = binary.LittleEndian.AppendUint16(b, 0)
 	}
 	col("tenant", ndbUnsigned, 3) // primary and distribution key
 	col("id", ndbUnsigned, 1)     // primary key only
@@ -103,7 +105,8 @@ func TestDecodeDescribeBitSlot(t *testing.T) {
 		b = append(b, 0, 1, 0)
 		b = binary.LittleEndian.AppendUint16(b, 0)
 		b = binary.LittleEndian.AppendUint16(b, 0)
-		return binary.LittleEndian.AppendUint32(b, slot)
+		b = binary.LittleEndian.AppendUint32(b, slot)
+		return binary.LittleEndian.AppendUint16(b, 0)
 	}
 	ti, err := decodeDescribe("d", "t", 0, describe(40, 8))
 	require.NoError(t, err)
@@ -164,7 +167,7 @@ func TestEncodeRoundAndDecodeResults(t *testing.T) {
 		Set: []ndbclient.ColumnValue{{Column: 3, Value: ndbclient.Uint(9)}}, CondColumn: 3, CondValue: ndbclient.Uint(8)}
 	miss := &ndbclient.Op{Kind: ndbclient.OpRead, Table: ti.schema, Key: []ndbclient.Value{ndbclient.String("x")}, Read: []int{1}, Affected: 43}
 	flush := &ndbclient.Op{Kind: ndbclient.OpDeleteAll, Table: ti.schema}
-	req, err := encodeRound(nil, []*ndbclient.Op{read, cas, miss, flush}, tables)
+	req, err := encodeRound(nil, []*ndbclient.Op{read, cas, miss, flush}, tables, 0)
 	require.NoError(t, err)
 	assert.Equal(t, uint32(4), binary.LittleEndian.Uint32(req))
 	assert.Equal(t, byte(kindRead), req[4])

@@ -11,9 +11,12 @@
 package ndb
 
 import (
+	"context"
 	"os"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ndbgate/ndbgate/ndbclient"
@@ -37,4 +40,84 @@ func TestDriverSuiteOnNDB(t *testing.T) {
 		require.NoError(t, err, "the table ndbgate_test.suite has another shape: drop it, or create it with deploy/sql/ndbgate.sql")
 		return d, tbl
 	})
+}
+
+// A table with a BLOB or TEXT column is refused when described, by name:
+// the driver does not drive NdbBlob's part tables.
+func TestBlobTableRefused(t *testing.T) {
+	cs := os.Getenv("NDBGATE_TEST_CONNECTSTRING")
+	if cs == "" {
+		t.Skip("NDBGATE_TEST_CONNECTSTRING not set: no cluster to test against")
+	}
+	d, err := ndbapi.Open(ndbapi.Config{Connectstring: cs, PoolSize: 1})
+	require.NoError(t, err)
+	defer d.Close()
+	want := &ndbclient.Table{Database: "ndbgate_test", Name: "with_blob", ExpireColumn: -1,
+		Columns:    []ndbclient.Column{{Name: "id", Type: ndbclient.TypeUint32}, {Name: "doc", Type: ndbclient.TypeBlob, Nullable: true}},
+		PrimaryKey: []int{0}}
+	_, err = d.CreateNDBTable(want)
+	require.NoError(t, err)
+	_, err = d.Table("ndbgate_test", "with_blob")
+	require.Error(t, err)
+	require.Equal(t, ndbclient.CodeSchemaError, ndbclient.CodeOf(err))
+	require.Contains(t, err.Error(), "doc")
+	require.Contains(t, err.Error(), "BLOB")
+}
+
+// On a table with an expire column, an expired row is a miss for every op
+// but a write, and an insert replaces it, as on the embedded engine.
+func TestExpiredRowsAreMisses(t *testing.T) {
+	cs := os.Getenv("NDBGATE_TEST_CONNECTSTRING")
+	if cs == "" {
+		t.Skip("NDBGATE_TEST_CONNECTSTRING not set: no cluster to test against")
+	}
+	d, err := ndbapi.Open(ndbapi.Config{Connectstring: cs, PoolSize: 1})
+	require.NoError(t, err)
+	defer d.Close()
+	want := drivertest.Table("ndbgate_test", "suite")
+	_, err = d.CreateNDBTable(want)
+	require.NoError(t, err)
+	tbl, err := d.CreateTable(want)
+	require.NoError(t, err)
+	tbl.ExpireColumn = drivertest.ColExpire
+	c := ndbclient.NewClient(d)
+	key := func(k string) []ndbclient.Value { return []ndbclient.Value{ndbclient.String("exp:" + k)} }
+	run := func(op *ndbclient.Op) error {
+		require.NoError(t, c.Execute(context.Background(), &ndbclient.Batch{Ops: []*ndbclient.Op{op}}))
+		return op.Err
+	}
+	past := uint64(time.Now().Unix() - 10)
+	store := func(k string, expire uint64) {
+		require.NoError(t, run(&ndbclient.Op{Kind: ndbclient.OpWrite, Table: tbl, Key: key(k), Set: []ndbclient.ColumnValue{
+			{Column: drivertest.ColValue, Value: ndbclient.String("old")}, {Column: drivertest.ColExpire, Value: ndbclient.Uint(expire)},
+			{Column: drivertest.ColMath, Value: ndbclient.Uint(7)}, {Column: drivertest.ColCas, Value: ndbclient.Uint(1)}}}))
+	}
+	for _, k := range []string{"read", "update", "cas", "add", "append", "delete", "insert"} {
+		store(k, past)
+	}
+	store("alive", uint64(time.Now().Unix()+3600))
+	store("never", 0)
+
+	assert.ErrorIs(t, run(&ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Key: key("read"), Read: []int{drivertest.ColValue}}), ndbclient.ErrNotFound)
+	assert.ErrorIs(t, run(&ndbclient.Op{Kind: ndbclient.OpUpdate, Table: tbl, Key: key("update"),
+		Set: []ndbclient.ColumnValue{{Column: drivertest.ColValue, Value: ndbclient.String("new")}}}), ndbclient.ErrNotFound)
+	assert.ErrorIs(t, run(&ndbclient.Op{Kind: ndbclient.OpCondUpdate, Table: tbl, Key: key("cas"), CondColumn: drivertest.ColCas, CondValue: ndbclient.Uint(1),
+		Set: []ndbclient.ColumnValue{{Column: drivertest.ColValue, Value: ndbclient.String("new")}}}), ndbclient.ErrNotFound)
+	assert.ErrorIs(t, run(&ndbclient.Op{Kind: ndbclient.OpAdd, Table: tbl, Key: key("add"), AddColumn: drivertest.ColMath, Delta: 1, Read: []int{drivertest.ColMath}}), ndbclient.ErrNotFound)
+	assert.ErrorIs(t, run(&ndbclient.Op{Kind: ndbclient.OpAppend, Table: tbl, Key: key("append"), AppendColumn: drivertest.ColValue, Data: []byte("x")}), ndbclient.ErrNotFound)
+	assert.ErrorIs(t, run(&ndbclient.Op{Kind: ndbclient.OpDelete, Table: tbl, Key: key("delete")}), ndbclient.ErrNotFound)
+	ins := &ndbclient.Op{Kind: ndbclient.OpInsert, Table: tbl, Key: key("insert"), Set: []ndbclient.ColumnValue{{Column: drivertest.ColValue, Value: ndbclient.String("new")}}}
+	require.NoError(t, run(ins), "an insert replaces an expired row")
+	rd := &ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Key: key("insert"), Read: []int{drivertest.ColValue, drivertest.ColMath}}
+	require.NoError(t, run(rd))
+	assert.Equal(t, "new", string(rd.Row[0].B))
+	assert.True(t, rd.Row[1].IsNull(), "the insert made a new row, not an update of the old one")
+	assert.ErrorIs(t, run(&ndbclient.Op{Kind: ndbclient.OpInsert, Table: tbl, Key: key("alive"),
+		Set: []ndbclient.ColumnValue{{Column: drivertest.ColValue, Value: ndbclient.String("new")}}}), ndbclient.ErrDuplicate)
+	for _, k := range []string{"alive", "never"} {
+		add := &ndbclient.Op{Kind: ndbclient.OpAdd, Table: tbl, Key: key(k), AddColumn: drivertest.ColMath, Delta: 1, Read: []int{drivertest.ColMath}}
+		require.NoError(t, run(add), k)
+		assert.Equal(t, uint64(8), add.Row[0].Uint(), k)
+		require.NoError(t, run(&ndbclient.Op{Kind: ndbclient.OpAppend, Table: tbl, Key: key(k), AppendColumn: drivertest.ColValue, Data: []byte("+")}), k)
+	}
 }

@@ -1,0 +1,406 @@
+//go:build ndbapi
+
+package ndb
+
+// Fault tests: they kill and restart parts of the cluster named by
+// NDBGATE_TEST_CONNECTSTRING, so they run only with NDBGATE_TEST_FAULTS=1 as
+// well. They need ndb_mgm on PATH, the cluster's processes on this machine
+// (found through /proc), data nodes started with --ndb-nodeid=N and
+// StopOnError=0 (so a node's angel restarts it after kill -9), and
+// NoOfReplicas=2. Figures are logged (go test -v); what is asserted is that
+// nothing acknowledged is lost and that service comes back.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndbgate/ndbgate/ndbclient"
+	"github.com/ndbgate/ndbgate/ndbclient/drivertest"
+	"github.com/ndbgate/ndbgate/ndbclient/ndbapi"
+)
+
+// faultCluster skips unless fault tests were asked for, and returns the
+// connectstring.
+func faultCluster(t *testing.T) string {
+	cs := os.Getenv("NDBGATE_TEST_CONNECTSTRING")
+	if cs == "" || os.Getenv("NDBGATE_TEST_FAULTS") != "1" {
+		t.Skip("fault tests need NDBGATE_TEST_CONNECTSTRING and NDBGATE_TEST_FAULTS=1")
+	}
+	_, err := exec.LookPath("ndb_mgm")
+	require.NoError(t, err, "ndb_mgm must be on PATH")
+	return cs
+}
+
+// openClient opens a driver and a dispatcher over it, as ndbgate serve does,
+// and the suite's table.
+func openClient(t *testing.T, cs string) (*ndbapi.Driver, *ndbclient.Client, *ndbclient.Table) {
+	d, err := ndbapi.Open(ndbapi.Config{Connectstring: cs, PoolSize: 2})
+	require.NoError(t, err)
+	want := drivertest.Table("ndbgate_test", "suite")
+	_, err = d.CreateNDBTable(want)
+	require.NoError(t, err)
+	tbl, err := d.CreateTable(want)
+	require.NoError(t, err)
+	c := ndbclient.NewClientWith(d, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
+	t.Cleanup(func() { _ = c.Close() })
+	return d, c, tbl
+}
+
+func mgm(t *testing.T, cs, command string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, "ndb_mgm", "-c", cs, "-e", command).CombinedOutput()
+	return string(out)
+}
+
+// nodeStarted asks the management server whether data node id is started.
+func nodeStarted(t *testing.T, cs string, id int) bool {
+	return strings.Contains(mgm(t, cs, fmt.Sprintf("%d status", id)), ": started")
+}
+
+// procs lists the processes whose program is name, with their parent and
+// command line.
+type proc struct {
+	pid, ppid int
+	args      []string
+	dir       string
+}
+
+func procs(name string) []proc {
+	var out []proc
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(raw) == 0 {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if filepath.Base(args[0]) != name {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		ppid := 0
+		if len(fields) > 1 {
+			ppid, _ = strconv.Atoi(fields[1])
+		}
+		dir, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		out = append(out, proc{pid: pid, ppid: ppid, args: args, dir: dir})
+	}
+	return out
+}
+
+// dataNodeWorker finds the data node process of node id: the child of its
+// angel (both run the same command line).
+func dataNodeWorker(t *testing.T, id int) int {
+	for _, name := range []string{"ndbd", "ndbmtd"} {
+		all := procs(name)
+		for _, p := range all {
+			if !strings.Contains(strings.Join(p.args, " "), fmt.Sprintf("--ndb-nodeid=%d", id)) {
+				continue
+			}
+			for _, parent := range all {
+				if parent.pid == p.ppid {
+					return p.pid
+				}
+			}
+		}
+	}
+	t.Fatalf("no data node process of node %d found (start data nodes with --ndb-nodeid=N)", id)
+	return 0
+}
+
+// writeLoad writes keys prefix<g>-<i> from workers goroutines until stop is
+// closed, and returns every acknowledged key with its value, and the errors.
+type loadResult struct {
+	acked             map[string]string
+	errs              int
+	firstErr, lastErr time.Time
+	codes             map[ndbclient.Code]int
+	writes            int
+}
+
+func writeLoad(c *ndbclient.Client, tbl *ndbclient.Table, prefix string, workers int, stop <-chan struct{}) *loadResult {
+	res := &loadResult{acked: map[string]string{}, codes: map[ndbclient.Code]int{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := 0; g < workers; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				key := fmt.Sprintf("%s%d-%d", prefix, g, i)
+				val := fmt.Sprintf("v%d", i)
+				op := &ndbclient.Op{Kind: ndbclient.OpWrite, Table: tbl, Key: []ndbclient.Value{ndbclient.String(key)},
+					Set: []ndbclient.ColumnValue{{Column: drivertest.ColValue, Value: ndbclient.String(val)}}}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err := c.Execute(ctx, &ndbclient.Batch{Ops: []*ndbclient.Op{op}})
+				cancel()
+				if err == nil {
+					err = op.Err
+				}
+				now := time.Now()
+				mu.Lock()
+				res.writes++
+				if err == nil {
+					res.acked[key] = val
+				} else {
+					if res.errs == 0 {
+						res.firstErr = now
+					}
+					res.errs++
+					res.lastErr = now
+					res.codes[ndbclient.CodeOf(err)]++
+				}
+				mu.Unlock()
+				if err != nil {
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		}(g)
+	}
+	<-stop
+	wg.Wait()
+	return res
+}
+
+// lost reads every acknowledged key back and returns those missing or wrong.
+func lost(t *testing.T, c *ndbclient.Client, tbl *ndbclient.Table, acked map[string]string) []string {
+	var missing []string
+	keys := make([]string, 0, len(acked))
+	for k := range acked {
+		keys = append(keys, k)
+	}
+	for start := 0; start < len(keys); start += 128 {
+		end := min(start+128, len(keys))
+		b := &ndbclient.Batch{}
+		for _, k := range keys[start:end] {
+			b.Ops = append(b.Ops, &ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Key: []ndbclient.Value{ndbclient.String(k)}, Read: []int{drivertest.ColValue}})
+		}
+		require.NoError(t, c.Execute(context.Background(), b))
+		for i, op := range b.Ops {
+			k := keys[start+i]
+			if op.Err != nil || len(op.Row) != 1 || string(op.Row[0].B) != acked[k] {
+				missing = append(missing, fmt.Sprintf("%s (%v)", k, op.Err))
+			}
+		}
+	}
+	return missing
+}
+
+func TestOneDataNodeKilledUnderWriteLoad(t *testing.T) {
+	cs := faultCluster(t)
+	_, c, tbl := openClient(t, cs)
+	victim := 2
+	if v := os.Getenv("NDBGATE_TEST_KILL_NODE"); v != "" {
+		victim, _ = strconv.Atoi(v)
+	}
+	require.True(t, nodeStarted(t, cs, victim), "node %d must be started", victim)
+	stop := make(chan struct{})
+	done := make(chan *loadResult)
+	go func() { done <- writeLoad(c, tbl, fmt.Sprintf("kill%d-", time.Now().UnixNano()), 8, stop) }()
+	time.Sleep(2 * time.Second)
+	pid := dataNodeWorker(t, victim)
+	killedAt := time.Now()
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	// Write on through the node's absence and its restart.
+	deadline := time.Now().Add(5 * time.Minute)
+	time.Sleep(3 * time.Second)
+	for !nodeStarted(t, cs, victim) {
+		require.True(t, time.Now().Before(deadline), "node %d did not come back (is StopOnError=0 set?)", victim)
+		time.Sleep(500 * time.Millisecond)
+	}
+	restarted := time.Since(killedAt)
+	time.Sleep(2 * time.Second)
+	close(stop)
+	res := <-done
+	missing := lost(t, c, tbl, res.acked)
+	window := time.Duration(0)
+	if res.errs > 0 {
+		window = res.lastErr.Sub(res.firstErr)
+	}
+	t.Logf("kill -9 of data node %d: %d writes, %d acknowledged, %d errors %v over %v (first %v after the kill); node back after %v; lost %d",
+		victim, res.writes, len(res.acked), res.errs, res.codes, window.Round(time.Millisecond),
+		res.firstErr.Sub(killedAt).Round(time.Millisecond), restarted.Round(time.Second), len(missing))
+	require.Empty(t, missing, "acknowledged writes lost")
+	require.NotEmpty(t, res.acked)
+}
+
+func TestEveryDataNodeRestarted(t *testing.T) {
+	cs := faultCluster(t)
+	d, c, tbl := openClient(t, cs)
+	// The cluster counts as back when the management server says every data
+	// node has started; a probe goroutine records when.
+	var backAt time.Time
+	var mu sync.Mutex
+	probeStop := make(chan struct{})
+	probeDone := make(chan struct{})
+	out := mgm(t, cs, "all restart")
+	require.Contains(t, out, "restarted", out)
+	restartAt := time.Now()
+	go func() {
+		defer close(probeDone)
+		time.Sleep(time.Second) // the restart has begun
+		for {
+			select {
+			case <-probeStop:
+				return
+			default:
+			}
+			s := mgm(t, cs, "all status")
+			if strings.Count(s, ": started") >= 2 && !strings.Contains(s, "starting") && !strings.Contains(s, "not connected") {
+				mu.Lock()
+				backAt = time.Now()
+				mu.Unlock()
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	key := fmt.Sprintf("restart-%d", time.Now().UnixNano())
+	var firstFail, recovered time.Time
+	var notReadySeen bool
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		require.True(t, time.Now().Before(deadline), "ndbgate did not recover within 5 minutes of the restart")
+		if d.Ready() != nil {
+			notReadySeen = true
+		}
+		op := &ndbclient.Op{Kind: ndbclient.OpWrite, Table: tbl, Key: []ndbclient.Value{ndbclient.String(key)},
+			Set: []ndbclient.ColumnValue{{Column: drivertest.ColValue, Value: ndbclient.String("x")}}}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := c.Execute(ctx, &ndbclient.Batch{Ops: []*ndbclient.Op{op}})
+		cancel()
+		if err == nil {
+			err = op.Err
+		}
+		if err != nil && firstFail.IsZero() {
+			firstFail = time.Now()
+		}
+		if err == nil && !firstFail.IsZero() {
+			recovered = time.Now()
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	<-probeDone
+	close(probeStop)
+	mu.Lock()
+	back := backAt
+	mu.Unlock()
+	require.True(t, notReadySeen, "Ready() never reported the outage")
+	require.NoError(t, d.Ready())
+	st := d.Stats()
+	t.Logf("all data nodes restarted: writes failed from %v after the restart; the cluster was back (every node started) %v after it; ndbgate served again %v after it, %v after the cluster was back; connects %d",
+		firstFail.Sub(restartAt).Round(time.Millisecond), back.Sub(restartAt).Round(time.Millisecond),
+		recovered.Sub(restartAt).Round(time.Millisecond), recovered.Sub(back).Round(time.Millisecond), st.Connects)
+	require.GreaterOrEqual(t, st.Connects, uint64(2))
+}
+
+func TestManagementServerDown(t *testing.T) {
+	cs := faultCluster(t)
+	_, c, tbl := openClient(t, cs)
+	mgmds := procs("ndb_mgmd")
+	require.Len(t, mgmds, 1, "one ndb_mgmd on this machine")
+	m := mgmds[0]
+	require.NoError(t, syscall.Kill(m.pid, syscall.SIGKILL))
+	t.Cleanup(func() {
+		// Start it again as it was started, without --initial.
+		var args []string
+		for _, a := range m.args[1:] {
+			if a != "--initial" {
+				args = append(args, a)
+			}
+		}
+		cmd := exec.Command(m.args[0], args...)
+		cmd.Dir = m.dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		require.NoError(t, cmd.Run())
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(mgm(t, cs, "show"), "Connected to Management Server") {
+			require.True(t, time.Now().Before(deadline), "ndb_mgmd did not come back")
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+	stop := make(chan struct{})
+	done := make(chan *loadResult)
+	go func() { done <- writeLoad(c, tbl, fmt.Sprintf("mgmdown%d-", time.Now().UnixNano()), 4, stop) }()
+	time.Sleep(5 * time.Second)
+	close(stop)
+	res := <-done
+	t.Logf("management server down: %d writes, %d errors", res.writes, res.errs)
+	require.Zero(t, res.errs, "writes failed while only the management server was down: %v", res.codes)
+	require.Empty(t, lost(t, c, tbl, res.acked))
+}
+
+func TestTableDroppedAndRecreated(t *testing.T) {
+	cs := faultCluster(t)
+	d, c, _ := openClient(t, cs)
+	other, err := ndbapi.Open(ndbapi.Config{Connectstring: cs, PoolSize: 1})
+	require.NoError(t, err)
+	defer other.Close()
+	want := drivertest.Table("ndbgate_test", "schema_change")
+	_, err = other.DropNDBTable(want.Database, want.Name)
+	require.NoError(t, err)
+	_, err = other.CreateNDBTable(want)
+	require.NoError(t, err)
+	tbl, err := d.CreateTable(want)
+	require.NoError(t, err)
+	write := func() error {
+		op := &ndbclient.Op{Kind: ndbclient.OpWrite, Table: tbl, Key: []ndbclient.Value{ndbclient.String("k")},
+			Set: []ndbclient.ColumnValue{{Column: drivertest.ColValue, Value: ndbclient.String("v")}}}
+		if err := c.Execute(context.Background(), &ndbclient.Batch{Ops: []*ndbclient.Op{op}}); err != nil {
+			return err
+		}
+		return op.Err
+	}
+	require.NoError(t, write())
+	dropped, err := other.DropNDBTable(want.Database, want.Name)
+	require.NoError(t, err)
+	require.True(t, dropped)
+	droppedAt := time.Now()
+	// Requests now fail, clearly: a schema error naming the table.
+	var failure error
+	var failedAfter time.Duration
+	for time.Since(droppedAt) < 10*time.Second {
+		if failure = write(); failure != nil {
+			failedAfter = time.Since(droppedAt)
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.Error(t, failure, "writes to a dropped table kept succeeding")
+	require.Contains(t, failure.Error(), "schema_change")
+	_, err = other.CreateNDBTable(want)
+	require.NoError(t, err)
+	createdAt := time.Now()
+	for {
+		if err := write(); err == nil {
+			break
+		}
+		require.Less(t, time.Since(createdAt), time.Minute, "writes did not work again after the table was created again")
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("table dropped: first failure %v after the drop: %v; served again %v after it was created again",
+		failedAfter.Round(time.Millisecond), failure, time.Since(createdAt).Round(time.Millisecond))
+}
