@@ -41,6 +41,9 @@ func (r *Request) submit(cl *ndbclient.Client, st stage, from, to int) {
 	r.stage = st
 	r.batch.Reset()
 	r.batch.Shard = r.Shard
+	if r.abandoned.Load() {
+		r.batch.Abandon()
+	}
 	for i := from; i < to; i++ {
 		r.batch.Ops = append(r.batch.Ops, &r.ops[i])
 	}

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"sync/atomic"
+
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
@@ -121,10 +123,13 @@ type Request struct {
 	targets []keyTarget
 	ops     []ndbclient.Op
 	batch   ndbclient.Batch
-	stage   stage
-	pass    pass
-	used    int // op slots used by this request's get passes
-	spans   []textSpan
+	// abandoned: the client went away; every later stage's batch is
+	// abandoned too (Abandon).
+	abandoned atomic.Bool
+	stage     stage
+	pass      pass
+	used      int // op slots used by this request's get passes
+	spans     []textSpan
 
 	backendFrom, backendTo int // op slots of the get's backend pass
 	attempts               int
@@ -158,6 +163,15 @@ func (r *Request) Reset() {
 	r.value = r.value[:0]
 	r.targets = r.targets[:0]
 	r.attempts = 0
+	r.abandoned.Store(false)
+}
+
+// Abandon says the client went away: what the request still has queued for
+// the backend, and any later stage, is dropped unsent. Safe from any
+// goroutine; the request still completes.
+func (r *Request) Abandon() {
+	r.abandoned.Store(true)
+	r.batch.Abandon()
 }
 
 // AddKey copies a key into the request.

@@ -358,8 +358,13 @@ func (f *flight) release() {
 	flightPool.Put(f)
 }
 
-// enqueue sends r now if the lane has room, else queues it.
+// enqueue sends r now if the lane has room, else queues it; a round whose
+// caller abandoned it completes at once.
 func (l *lane) enqueue(r *round) {
+	if r.call.b.Abandoned() {
+		r.finish(ErrAbandoned)
+		return
+	}
 	l.mu.Lock()
 	if l.inFlight < l.c.cfg.RoundsPerNode {
 		l.inFlight++
@@ -375,22 +380,32 @@ func (l *lane) enqueue(r *round) {
 }
 
 // completed frees a lane slot and takes the next flight from the queue: with
-// coalescing as many queued rounds as fit in one round, else one.
+// coalescing as many queued rounds as fit in one round, else one. Rounds met
+// on the way whose callers abandoned them are dropped: they complete with
+// ErrAbandoned, unsent, so a client that hung up costs the node nothing more.
 func (l *lane) completed() *flight {
+	var dropped []*round
+	defer func() {
+		for _, r := range dropped {
+			r.finish(ErrAbandoned)
+		}
+	}()
 	l.mu.Lock()
-	if len(l.queue) == 0 {
-		l.inFlight--
-		l.mu.Unlock()
-		return nil
-	}
 	f := l.c.newFlight(l)
 	take, ops := 0, 0
 	for take < len(l.queue) {
-		n := len(l.queue[take].ops)
-		if take > 0 && (!l.c.cfg.Coalesce || ops+n > l.c.cfg.RoundSize) {
+		r := l.queue[take]
+		n := len(r.ops)
+		if r.call.b.Abandoned() {
+			dropped = append(dropped, r)
+			l.queued -= n
+			take++
+			continue
+		}
+		if len(f.rounds) > 0 && (!l.c.cfg.Coalesce || ops+n > l.c.cfg.RoundSize) {
 			break
 		}
-		f.add(l.queue[take])
+		f.add(r)
 		ops += n
 		take++
 	}
@@ -398,6 +413,12 @@ func (l *lane) completed() *flight {
 	clear(l.queue[rest:])
 	l.queue = l.queue[:rest]
 	l.queued -= ops
+	if len(f.rounds) == 0 {
+		l.inFlight--
+		l.mu.Unlock()
+		f.release()
+		return nil
+	}
 	l.mu.Unlock()
 	return f
 }

@@ -460,3 +460,42 @@ func TestInlineDriverSkipsAdmission(t *testing.T) {
 	}
 	assert.ErrorIs(t, sc.Execute(context.Background(), &over), ndbclient.ErrOverloaded)
 }
+
+// A batch abandoned while it waits in a node's queue completes with
+// ErrAbandoned and is never sent; one queued beside it still runs, and the
+// in-flight bound gets its room back.
+func TestDispatchDropsAbandonedQueuedBatches(t *testing.T) {
+	e, tbl := newEngine(t, 1, 10)
+	rec := &recorder{Driver: e, hold: make(chan struct{})}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: true, Coalesce: false, MaxInFlight: 3})
+	submit := func(name string) (*ndbclient.Batch, chan error) {
+		b := &ndbclient.Batch{Ops: []*ndbclient.Op{readOp(tbl, name)}}
+		ch := make(chan error, 1)
+		c.Submit(b, func(_ *ndbclient.Batch, err error) { ch <- err })
+		return b, ch
+	}
+	first, firstDone := submit("k1") // sent, held by the driver
+	gone, goneDone := submit("k2")   // queued behind it
+	kept, keptDone := submit("k3")   // queued too
+	gone.Abandon()
+	rec.hold <- struct{}{} // the first round completes; the lane moves on
+	require.NoError(t, <-firstDone)
+	require.NoError(t, first.Ops[0].Err)
+	assert.ErrorIs(t, <-goneDone, ndbclient.ErrAbandoned)
+	assert.ErrorIs(t, gone.Ops[0].Err, ndbclient.ErrAbandoned)
+	rec.hold <- struct{}{}
+	require.NoError(t, <-keptDone)
+	require.NoError(t, kept.Ops[0].Err)
+	rounds, _ := rec.take()
+	assert.Equal(t, []int{1, 1}, rounds, "the abandoned batch was never sent")
+	close(rec.hold)
+	// Its ops left the in-flight count: three fit again.
+	var waits []chan error
+	for i := 0; i < 3; i++ {
+		_, ch := submit(fmt.Sprintf("k%d", 4+i))
+		waits = append(waits, ch)
+	}
+	for _, ch := range waits {
+		require.NoError(t, <-ch)
+	}
+}

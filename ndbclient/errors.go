@@ -77,6 +77,9 @@ var (
 	ErrNotNumeric      = &Error{Code: CodeNotNumeric}
 	ErrTooLarge        = &Error{Code: CodeTooLarge}
 	ErrUnavailable     = &Error{Code: CodeUnavailable}
+	// ErrAbandoned completes the ops of an abandoned batch that were never
+	// sent (Batch.Abandon).
+	ErrAbandoned = &Error{Code: CodeUnavailable, Message: "not sent: the client went away"}
 )
 
 // Errorf builds an *Error with a formatted message. Not for hot paths.

@@ -1,5 +1,7 @@
 package ndbclient
 
+import "sync/atomic"
+
 // OpKind is the kind of one operation.
 type OpKind uint8
 
@@ -143,7 +145,19 @@ type Batch struct {
 	// Shard is the caller's metrics shard: its event loop's, or 0 (shared)
 	// for callers with none (internal/shardmetrics). Reset keeps it.
 	Shard int
+	// abandoned: nobody waits for the answer any more (the client hung up),
+	// so rounds still queued for it are dropped unsent.
+	abandoned atomic.Bool
 }
 
 // Reset empties the batch, keeping capacity and Shard.
-func (b *Batch) Reset() { b.Ops = b.Ops[:0]; b.Hint = "" }
+func (b *Batch) Reset() { b.Ops = b.Ops[:0]; b.Hint = ""; b.abandoned.Store(false) }
+
+// Abandon says nobody will read the batch's results: what of it still waits
+// in a node's queue completes at once with ErrAbandoned instead of being
+// sent. Ops already sent run; the caller's completion still runs. Safe from
+// any goroutine.
+func (b *Batch) Abandon() { b.abandoned.Store(true) }
+
+// Abandoned reports whether Abandon was called since the last Reset.
+func (b *Batch) Abandoned() bool { return b.abandoned.Load() }

@@ -52,7 +52,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	case "ndb-create-tables":
-		cfg, err := loadConfig(args[1:], os.LookupEnv, stderr)
+		rest, recreate := withoutFlag(args[1:], "--recreate")
+		cfg, err := loadConfig(rest, os.LookupEnv, stderr)
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
@@ -60,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			err = errors.New("ndb-create-tables needs --ndb-connectstring (or ndb.connectstring)")
 		}
 		if err == nil {
-			err = createNDBTables(cfg, newLogger(cfg.Log, stderr), stdout)
+			err = createNDBTables(cfg, recreate, newLogger(cfg.Log, stderr), stdout)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "ndbgate: %v\n", err)
@@ -80,10 +81,11 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   ndbgate serve [--config FILE] [--memcache ADDR] [--rest ADDR] [--grpc ADDR]
                 [--item-size-max N] [--memory-limit N] [--ndb-connectstring CS] ...
-  ndbgate ndb-create-tables --ndb-connectstring CS [--config FILE]
+  ndbgate ndb-create-tables --ndb-connectstring CS [--config FILE] [--recreate]
                 creates, through NdbDictionary, the tables the config needs
                 that the cluster lacks (for clusters without a MySQL server;
-                a mysqld does not see tables made this way)
+                a mysqld does not see tables made this way); --recreate drops
+                them first, so they start empty
   ndbgate version
 
 Run "ndbgate serve --help" for every flag.
@@ -214,3 +216,18 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 
 // shutdownGrace bounds how long in-flight requests may take after a signal.
 const shutdownGrace = 10 * time.Second
+
+// withoutFlag returns args without every occurrence of flag, and whether it
+// was there.
+func withoutFlag(args []string, flag string) ([]string, bool) {
+	var out []string
+	found := false
+	for _, a := range args {
+		if a == flag {
+			found = true
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, found
+}

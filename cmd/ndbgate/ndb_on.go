@@ -25,7 +25,7 @@ func openNDB(cfg config.Config, log *slog.Logger) (ndbclient.Driver, error) {
 
 // createNDBTables creates, through NdbDictionary, each table the config needs
 // that the cluster lacks: for clusters without a MySQL server.
-func createNDBTables(cfg config.Config, log *slog.Logger, stdout io.Writer) error {
+func createNDBTables(cfg config.Config, recreate bool, log *slog.Logger, stdout io.Writer) error {
 	tables, err := tablesToCreate(cfg)
 	if err != nil {
 		return err
@@ -36,6 +36,11 @@ func createNDBTables(cfg config.Config, log *slog.Logger, stdout io.Writer) erro
 	}
 	defer d.Close()
 	for _, t := range tables {
+		if recreate {
+			if _, err := d.DropNDBTable(t.Database, t.Name); err != nil {
+				return err
+			}
+		}
 		created, err := d.CreateNDBTable(t)
 		if err != nil {
 			return err

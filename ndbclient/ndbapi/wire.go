@@ -371,10 +371,18 @@ func decodeNative(c *column, b []byte) ndbclient.Value {
 	case ndbBigunsigned:
 		return ndbclient.Uint(binary.LittleEndian.Uint64(b))
 	case ndbBit:
+		// NDB fills only the column's bits of its words; the rest of the
+		// record slot is whatever the buffer held (seen live: BIT(12)).
+		var v uint64
 		if nativeSize(c) == 4 {
-			return ndbclient.Uint(uint64(binary.LittleEndian.Uint32(b)))
+			v = uint64(binary.LittleEndian.Uint32(b))
+		} else {
+			v = binary.LittleEndian.Uint64(b)
 		}
-		return ndbclient.Uint(binary.LittleEndian.Uint64(b))
+		if c.length > 0 && c.length < 64 {
+			v &= 1<<uint(c.length) - 1
+		}
+		return ndbclient.Uint(v)
 	case ndbYear:
 		return ndbclient.Uint(uint64(b[0]) + 1900)
 	case ndbFloat:

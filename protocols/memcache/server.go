@@ -283,6 +283,9 @@ func (s *Server) unadmit() {
 func (s *Server) release(cs *connState) {
 	cs.closed.Store(true)
 	for _, p := range cs.queue {
+		if p.req != nil { // nobody will read its reply: drop what is not sent yet
+			p.req.Abandon()
+		}
 		if p.elsewhere { // its reply will never be flushed
 			p.elsewhere = false
 			s.handoffs.Add(cs.shard, handoffsSettled, 1)

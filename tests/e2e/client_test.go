@@ -201,15 +201,15 @@ var clientCases = []struct {
 		require.NoError(t, mc.Add(&memcache.Item{Key: "c:ttl", Value: []byte("back")}))
 		requireItem(t, mc, "c:ttl", "back", 0)
 	}},
-	{"large value near 1 MiB", func(t *testing.T, mc *memcache.Client) {
+	{"large value near the item size limit", func(t *testing.T, mc *memcache.Client) {
 		rng := rand.New(rand.NewSource(1))
-		big := make([]byte, 1<<20-1024)
+		big := make([]byte, valueMax()-1024) // near 1 MiB; near 13500 bytes on NDB
 		rng.Read(big)
 		require.NoError(t, mc.Set(&memcache.Item{Key: "c:big", Value: big, Flags: 77}))
 		it, err := mc.Get("c:big")
 		require.NoError(t, err)
 		require.Equal(t, uint32(77), it.Flags)
-		require.True(t, bytes.Equal(big, it.Value), "1 MiB value corrupted (got %d bytes)", len(it.Value))
+		require.True(t, bytes.Equal(big, it.Value), "large value corrupted (got %d bytes)", len(it.Value))
 		// Twice the limit is refused, and the old value is gone (memcached unlinks it).
 		err = mc.Set(&memcache.Item{Key: "c:big", Value: make([]byte, 2<<20)})
 		require.Error(t, err)

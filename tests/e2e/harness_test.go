@@ -11,6 +11,13 @@
 //
 //	NDBGATE_BIN   use this prebuilt binary instead of building ./cmd/ndbgate
 //	CI=true       a missing tool (python3, pymemcache, memccapable) fails instead of skipping
+//	NDBGATE_TEST_CONNECTSTRING
+//	              live mode: every server runs on this NDB cluster
+//	              (--ndb-connectstring), built with -tags ndbapi unless
+//	              NDBGATE_BIN is given (CGO_CPPFLAGS/CGO_LDFLAGS name the NDB
+//	              install). Tables missing from the cluster are created first
+//	              (ndbgate ndb-create-tables). Tests of what only the embedded
+//	              engine has (memory limit, simulated nodes) skip, saying why.
 package e2e
 
 import (
@@ -82,7 +89,11 @@ func runMain(m *testing.M) int {
 	if err != nil {
 		buildErr = fmt.Errorf("go tool not found: %w", err)
 	} else {
-		cmd := exec.CommandContext(ctx, goTool, "build", "-o", ndbgateBin, "./cmd/ndbgate")
+		args := []string{"build", "-o", ndbgateBin}
+		if liveCluster() != "" {
+			args = append(args, "-tags", "ndbapi")
+		}
+		cmd := exec.CommandContext(ctx, goTool, append(args, "./cmd/ndbgate")...)
 		cmd.Dir = repoRoot
 		out, err := cmd.CombinedOutput()
 		if err != nil {
@@ -117,6 +128,58 @@ func requireBinary(t testing.TB) {
 	if buildErr != nil {
 		t.Fatalf("ndbgate binary not available: %v", buildErr)
 	}
+}
+
+// liveCluster is the NDB connectstring of live mode, or "".
+func liveCluster() string { return os.Getenv("NDBGATE_TEST_CONNECTSTRING") }
+
+// valueMax is the largest value the ndbgate servers under test store:
+// memcached's 1 MiB item on the embedded engine; on a live cluster the
+// default container's VARBINARY(13500) (ndbmemcache's demo_table, within
+// NDB's row size limit), since the driver does not drive NdbBlob.
+func valueMax() int {
+	if liveCluster() != "" {
+		return ndbValueMax
+	}
+	return 1 << 20
+}
+
+const ndbValueMax = 13500
+
+// onNDB: tg is an ndbgate server running on a live cluster.
+func onNDB(tg *target) bool { return liveCluster() != "" && !tg.isReference() }
+
+// toolEnv tells the Python and Node suites what the server they test
+// stores, and on what.
+func toolEnv(ndb bool, extra ...string) []string {
+	backend, max := "embedded", 1<<20
+	if ndb {
+		backend, max = "ndb", ndbValueMax
+	}
+	return cleanEnv(append(extra, "NDBGATE_TEST_BACKEND="+backend, "NDBGATE_TEST_VALUE_MAX="+strconv.Itoa(max))...)
+}
+
+// embeddedOnly skips a test of a feature only the embedded engine has when
+// the servers run on a live cluster.
+func embeddedOnly(t testing.TB, why string) {
+	t.Helper()
+	if liveCluster() != "" {
+		t.Skipf("live NDB cluster: %s", why)
+	}
+}
+
+// createLiveTables runs ndbgate ndb-create-tables --recreate, so the server
+// about to start finds every table it needs, empty, as a fresh embedded
+// engine would be.
+func createLiveTables(args []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ndbgateBin, append([]string{"ndb-create-tables", "--recreate"}, args...)...)
+	cmd.Env = cleanEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("ndbgate ndb-create-tables %q: %v\n%s", args, err, out)
+	}
+	return nil
 }
 
 // inCI reports whether missing tools must fail rather than skip.
@@ -218,6 +281,12 @@ func launchServer(t testing.TB, extraArgs []string) (*server, error) {
 		output:       &syncBuffer{},
 		done:         make(chan struct{}),
 		restTLS:      containsArg(extraArgs, "--api-tls"),
+	}
+	if cs := liveCluster(); cs != "" {
+		extraArgs = append([]string{"--ndb-connectstring", cs}, extraArgs...)
+		if err := createLiveTables(extraArgs); err != nil {
+			return nil, err
+		}
 	}
 	args := append([]string{"serve", "--memcache", s.memcacheAddr, "--rest", s.restAddr, "--grpc", ""}, extraArgs...)
 	s.cmd = exec.Command(ndbgateBin, args...)

@@ -57,6 +57,7 @@ func oomValue(i int) string {
 // nothing stored before was lost or changed, that the refusal is stable, and
 // that deletes make room for new writes.
 func TestOutOfMemoryNoEviction(t *testing.T) {
+	embeddedOnly(t, "--memory-limit bounds the embedded engine; NDB's DataMemory is the cluster's")
 	s := startServer(t, "--config", writeFile(t, "oom.yaml", oomConfig))
 	c := dialRaw(t, s.memcacheAddr)
 	const oomReply = "SERVER_ERROR out of memory storing object\r\n"
@@ -270,7 +271,9 @@ func TestSlowReaderGetsEveryReplyInOrder(t *testing.T) {
 	c := dialRaw(t, s.memcacheAddr)
 	// Values under the raw-write bound (64 KiB), so that replies take both
 	// paths: raw while the queue is empty, gnet's once it is not.
-	const keys, size, gets = 4, 56 << 10, 440 // 24 MiB of replies
+	// On a live cluster values are smaller (valueMax) and there are more gets.
+	keys, size := 4, min(56<<10, valueMax()-500)
+	gets := (24 << 20) / size // 24 MiB of replies
 	values := make([]string, keys)
 	for k := range values {
 		values[k] = strings.Repeat(fmt.Sprintf("value-%d|", k), size/8)

@@ -5,6 +5,7 @@ import os
 import socket
 
 import pytest
+from server_env import BACKEND
 from meta_memcache import (
     CacheClient,
     Key,
@@ -65,6 +66,10 @@ def test_meta_multi_get_and_modes(mclient):
     assert mclient.set("mm:new", 1, ttl=60, set_mode=SetMode.ADD) is True
 
 
+@pytest.mark.skipif(
+    BACKEND == "ndb",
+    reason="meta-memcache-socket parses cas tokens as 32-bit; on NDB ndbgate's cas starts at the clock in microseconds (unique across restarts)",
+)
 def test_meta_cas(mclient):
     assert mclient.set("mm:c", "v1", ttl=60) is True
     value, cas = mclient.get_cas("mm:c")
@@ -92,6 +97,7 @@ def test_meta_lease_on_miss(mclient):
     assert mclient.get_or_lease("mm:l", lease_policy=policy) == "filled"
 
 
+@pytest.mark.skipif(BACKEND == "ndb", reason="stale items are item state, which NDB rows do not carry")
 def test_meta_invalidate_serves_stale(mclient):
     # Invalidation with a stale TTL (md I T) keeps the old value: the first
     # reader wins the recache (sees a miss), later readers get the stale value

@@ -3,6 +3,7 @@
 import time
 
 import pytest
+from server_env import VALUE_MAX
 from pymemcache.exceptions import MemcacheClientError, MemcacheIllegalInputError
 from pymemcache.serde import pickle_serde
 from pymemcache.client.base import Client
@@ -164,6 +165,7 @@ def test_key_validation(client):
 
 
 def test_large_value(client):
-    big = bytes(range(256)) * 4092  # 1047552 bytes, just under 1 MiB
+    # 1047552 bytes, just under 1 MiB, or under the server's largest value
+    big = bytes(range(256)) * min(4092, (VALUE_MAX - 100) // 256)
     assert client.set(b"py:big", big) is True
     assert client.get(b"py:big") == big
