@@ -46,18 +46,9 @@ func faultCluster(t *testing.T) string {
 // and an empty table of the suite's shape, ndbgate_test.faults (write loads
 // fill DataMemory otherwise).
 func openClient(t *testing.T, cs string) (*ndbapi.Driver, *ndbclient.Client, *ndbclient.Table) {
-	d, err := ndbapi.Open(ndbapi.Config{Connectstring: cs, PoolSize: 2})
-	require.NoError(t, err)
-	want := drivertest.Table("ndbgate_test", "faults")
-	_, err = d.DropNDBTable(want.Database, want.Name)
-	require.NoError(t, err)
-	_, err = d.CreateNDBTable(want)
-	require.NoError(t, err)
-	tbl, err := d.CreateTable(want)
-	require.NoError(t, err)
-	c := ndbclient.NewClientWith(d, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
-	t.Cleanup(func() { _ = c.Close() })
-	return d, c, tbl
+	d := openDriver(t, cs, 2)
+	tbl := suiteTable(t, d, "faults", true)
+	return d, ndbclient.NewClientWith(d, ndbclient.DispatchConfig{Lanes: true, Coalesce: true}), tbl
 }
 
 func mgm(t *testing.T, cs, command string) string {
@@ -375,16 +366,12 @@ func TestManagementServerDown(t *testing.T) {
 
 func TestTableDroppedAndRecreated(t *testing.T) {
 	cs := faultCluster(t)
-	d, c, _ := openClient(t, cs)
-	other, err := ndbapi.Open(ndbapi.Config{Connectstring: cs, PoolSize: 1})
-	require.NoError(t, err)
-	defer other.Close()
+	_, c, _ := openClient(t, cs)
+	other := openDriver(t, cs, 1)
+	// other makes the table anew; c's driver serves it.
+	suiteTable(t, other, "schema_change", true)
 	want := drivertest.Table("ndbgate_test", "schema_change")
-	_, err = other.DropNDBTable(want.Database, want.Name)
-	require.NoError(t, err)
-	_, err = other.CreateNDBTable(want)
-	require.NoError(t, err)
-	tbl, err := d.CreateTable(want)
+	tbl, err := c.Driver().CreateTable(want)
 	require.NoError(t, err)
 	write := func() error {
 		op := &ndbclient.Op{Kind: ndbclient.OpWrite, Table: tbl, Key: []ndbclient.Value{ndbclient.String("k")},

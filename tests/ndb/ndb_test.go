@@ -25,37 +25,55 @@ import (
 )
 
 func TestDriverSuiteOnNDB(t *testing.T) {
+	cs := connectstring(t)
+	drivertest.Run(t, "suite:", func(t *testing.T) (ndbclient.Driver, *ndbclient.Table) {
+		d := openDriver(t, cs, 2)
+		return d, suiteTable(t, d, "suite", false)
+	})
+}
+
+// connectstring is the cluster's, or skips the test.
+func connectstring(t *testing.T) string {
 	cs := os.Getenv("NDBGATE_TEST_CONNECTSTRING")
 	if cs == "" {
 		t.Skip("NDBGATE_TEST_CONNECTSTRING not set: no cluster to test against")
 	}
-	drivertest.Run(t, "suite:", func(t *testing.T) (ndbclient.Driver, *ndbclient.Table) {
-		d, err := ndbapi.Open(ndbapi.Config{Connectstring: cs, PoolSize: 2})
+	return cs
+}
+
+// openDriver opens the NDB driver with pool connections, closed when the
+// test ends.
+func openDriver(t *testing.T, cs string, pool int) *ndbapi.Driver {
+	d, err := ndbapi.Open(ndbapi.Config{Connectstring: cs, PoolSize: pool})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+// suiteTable makes sure ndbgate_test.<name> exists with the driver suite's
+// columns (created through NdbDictionary when missing; dropped first when
+// empty is set) and returns the driver's schema of it.
+func suiteTable(t *testing.T, d *ndbapi.Driver, name string, empty bool) *ndbclient.Table {
+	want := drivertest.Table("ndbgate_test", name)
+	if empty {
+		_, err := d.DropNDBTable(want.Database, want.Name)
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = d.Close() })
-		want := drivertest.Table("ndbgate_test", "suite")
-		_, err = d.CreateNDBTable(want)
-		require.NoError(t, err)
-		tbl, err := d.CreateTable(want)
-		require.NoError(t, err, "the table ndbgate_test.suite has another shape: drop it, or create it with deploy/sql/ndbgate.sql")
-		return d, tbl
-	})
+	}
+	_, err := d.CreateNDBTable(want)
+	require.NoError(t, err)
+	tbl, err := d.CreateTable(want)
+	require.NoError(t, err, "ndbgate_test.%s has another shape: drop it, or create it with deploy/sql/ndbgate.sql", name)
+	return tbl
 }
 
 // A table with a BLOB or TEXT column is refused when described, by name:
 // the driver does not drive NdbBlob's part tables.
 func TestBlobTableRefused(t *testing.T) {
-	cs := os.Getenv("NDBGATE_TEST_CONNECTSTRING")
-	if cs == "" {
-		t.Skip("NDBGATE_TEST_CONNECTSTRING not set: no cluster to test against")
-	}
-	d, err := ndbapi.Open(ndbapi.Config{Connectstring: cs, PoolSize: 1})
-	require.NoError(t, err)
-	defer d.Close()
+	d := openDriver(t, connectstring(t), 1)
 	want := &ndbclient.Table{Database: "ndbgate_test", Name: "with_blob", ExpireColumn: -1,
 		Columns:    []ndbclient.Column{{Name: "id", Type: ndbclient.TypeUint32}, {Name: "doc", Type: ndbclient.TypeBlob, Nullable: true}},
 		PrimaryKey: []int{0}}
-	_, err = d.CreateNDBTable(want)
+	_, err := d.CreateNDBTable(want)
 	require.NoError(t, err)
 	_, err = d.Table("ndbgate_test", "with_blob")
 	require.Error(t, err)
@@ -67,18 +85,8 @@ func TestBlobTableRefused(t *testing.T) {
 // On a table with an expire column, an expired row is a miss for every op
 // but a write, and an insert replaces it, as on the embedded engine.
 func TestExpiredRowsAreMisses(t *testing.T) {
-	cs := os.Getenv("NDBGATE_TEST_CONNECTSTRING")
-	if cs == "" {
-		t.Skip("NDBGATE_TEST_CONNECTSTRING not set: no cluster to test against")
-	}
-	d, err := ndbapi.Open(ndbapi.Config{Connectstring: cs, PoolSize: 1})
-	require.NoError(t, err)
-	defer d.Close()
-	want := drivertest.Table("ndbgate_test", "suite")
-	_, err = d.CreateNDBTable(want)
-	require.NoError(t, err)
-	tbl, err := d.CreateTable(want)
-	require.NoError(t, err)
+	d := openDriver(t, connectstring(t), 1)
+	tbl := suiteTable(t, d, "suite", false)
 	tbl.ExpireColumn = drivertest.ColExpire
 	c := ndbclient.NewClient(d)
 	key := func(k string) []ndbclient.Value { return []ndbclient.Value{ndbclient.String("exp:" + k)} }
