@@ -292,6 +292,13 @@ func buildRoutes(cfg config.Config, backend, local *ndbclient.Client, itemMax in
 			if err != nil {
 				return nil, fmt.Errorf("container %q: %w", kp.Container, err)
 			}
+			if name := specs[kp.Container].ExpireColumn; t.ExpireColumn < 0 && name != "" {
+				// A dictionary's table (NDB) knows no expiry: the container
+				// says which column holds it, so the driver (and a local
+				// cache made from t) makes expired rows misses, as the
+				// embedded engine does.
+				t.ExpireColumn = t.ColumnIndex(name)
+			}
 			if local != nil {
 				if _, err := ensureTable(local, t); err != nil {
 					return nil, fmt.Errorf("container %q (local cache): %w", kp.Container, err)
@@ -299,12 +306,6 @@ func buildRoutes(cfg config.Config, backend, local *ndbclient.Client, itemMax in
 			}
 			if c, err = gateway.NewContainer(specs[kp.Container], t); err != nil {
 				return nil, err
-			}
-			if t.ExpireColumn < 0 && c.ExpireColumn >= 0 {
-				// A dictionary's table (NDB) knows no expiry: the container
-				// says which column holds it, so the driver makes expired
-				// rows misses, as the embedded engine does.
-				t.ExpireColumn = c.ExpireColumn
 			}
 			built[kp.Container] = c
 		}
