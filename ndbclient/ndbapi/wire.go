@@ -694,6 +694,11 @@ func mapError(code int, status, class uint8, msg string) error {
 		c = ndbclient.CodeUnknownResult
 	case class == classOverload:
 		c = ndbclient.CodeOverloaded
+	case (class == classNodeShutdown || class == classNodeRecovery) && status == statusTemporary:
+		// A node failure aborted the transaction (286, 4010): nothing was
+		// applied, and another node has taken over, so the dispatcher may
+		// retry it (seen live: a data node killed under write load).
+		c = ndbclient.CodeTemporary
 	case class == classNodeShutdown || class == classNodeRecovery:
 		c = ndbclient.CodeUnavailable
 	case status == statusTemporary || class == classTemporaryRes || class == classTimeout || class == classInternalTemp:

@@ -234,7 +234,9 @@ func TestMapError(t *testing.T) {
 		{626, 2, classNoDataFound, ndbclient.CodeNotFound},
 		{630, 2, classConstraint, ndbclient.CodeDuplicate},
 		{266, statusTemporary, classTimeout, ndbclient.CodeTemporary},
-		{4010, statusTemporary, classNodeRecovery, ndbclient.CodeUnavailable},
+		{4010, statusTemporary, classNodeRecovery, ndbclient.CodeTemporary}, // aborted by a node failure: retried
+		{286, statusTemporary, classNodeRecovery, ndbclient.CodeTemporary},
+		{4021, 2, classNodeShutdown, ndbclient.CodeUnavailable},
 		{4012, statusUnknownResult, classUnknownResult, ndbclient.CodeUnknownResult},
 		{410, statusTemporary, classOverload, ndbclient.CodeOverloaded},
 		{723, 2, classSchema, ndbclient.CodeSchemaError},

@@ -144,6 +144,12 @@ type loadResult struct {
 	firstErr, lastErr time.Time
 	codes             map[ndbclient.Code]int
 	writes            int
+	samples           []errorAt // the first errors, with when they came
+}
+
+type errorAt struct {
+	at  time.Time
+	err error
 }
 
 func writeLoad(c *ndbclient.Client, tbl *ndbclient.Table, prefix string, workers int, stop <-chan struct{}) *loadResult {
@@ -182,6 +188,9 @@ func writeLoad(c *ndbclient.Client, tbl *ndbclient.Table, prefix string, workers
 					res.errs++
 					res.lastErr = now
 					res.codes[ndbclient.CodeOf(err)]++
+					if len(res.samples) < 20 {
+						res.samples = append(res.samples, errorAt{now, err})
+					}
 				}
 				mu.Unlock()
 				if err != nil {
@@ -256,13 +265,16 @@ func TestOneDataNodeKilledUnderWriteLoad(t *testing.T) {
 	close(stop)
 	res := <-done
 	missing := lost(t, c, tbl, res.acked)
-	window := time.Duration(0)
+	errs := "no errors"
 	if res.errs > 0 {
-		window = res.lastErr.Sub(res.firstErr)
+		errs = fmt.Sprintf("%d errors %v over %v, the first %v after the kill", res.errs, res.codes,
+			res.lastErr.Sub(res.firstErr).Round(time.Millisecond), res.firstErr.Sub(killedAt).Round(time.Millisecond))
 	}
-	t.Logf("kill -9 of data node %d: %d writes, %d acknowledged, %d errors %v over %v (first %v after the kill); node back after %v; lost %d",
-		victim, res.writes, len(res.acked), res.errs, res.codes, window.Round(time.Millisecond),
-		res.firstErr.Sub(killedAt).Round(time.Millisecond), restarted.Round(time.Second), len(missing))
+	t.Logf("kill -9 of data node %d: %d writes, %d acknowledged, %s; node back after %v; lost %d",
+		victim, res.writes, len(res.acked), errs, restarted.Round(time.Second), len(missing))
+	for _, e := range res.samples {
+		t.Logf("  %v after the kill: %v", e.at.Sub(killedAt).Round(time.Millisecond), e.err)
+	}
 	require.Empty(t, missing, "acknowledged writes lost")
 	require.NotEmpty(t, res.acked)
 }
