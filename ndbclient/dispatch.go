@@ -391,6 +391,11 @@ func (l *lane) completed() *flight {
 		}
 	}()
 	l.mu.Lock()
+	if len(l.queue) == 0 {
+		l.inFlight--
+		l.mu.Unlock()
+		return nil
+	}
 	f := l.c.newFlight(l)
 	take, ops := 0, 0
 	for take < len(l.queue) {
