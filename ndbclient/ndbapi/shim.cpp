@@ -484,6 +484,14 @@ void shimError(NdbError &err, int code, NdbError::Classification cl, const char 
   err.message = msg;
 }
 
+// expiryValid: the expire column is an INT or BIGINT of the row record
+// (wire.go checks the type).
+bool expiryValid(const Op &op) {
+  const Layout &l = op.recs->layout;
+  return inRecord(l, op.expireCol) && l.prefix[op.expireCol] == 0 &&
+         (l.size[op.expireCol] == 4 || l.size[op.expireCol] == 8);
+}
+
 // fillRow writes the op's key (every primary-key column, nothing else) and
 // the values it sets into op.in, marking the set columns in op.setMask, and
 // checks the condition value.
@@ -511,6 +519,7 @@ bool fillRow(Op &op, NdbError &err) {
   const bool hasCond = (op.flags & fHasCond) || op.kind == kCondUpdate;
   if (!bad && hasCond && !inRecord(l, op.cond.col)) bad = "condition column not in the table's row record";
   if (!bad && hasCond && !op.cond.null) bad = badValue(l, op.cond);  // NDB reads it by its own length
+  if (!bad && (op.flags & fExpiry) && !expiryValid(op)) bad = "the expire column is not an INT or BIGINT";
   if (bad) shimError(err, kErrBadValue, NdbError::ApplicationError, bad);
   return bad == nullptr;
 }
@@ -525,12 +534,23 @@ NdbError notSent(const NdbError &in) {
 }
 
 // startTx starts a transaction on the node holding the key's primary
-// replica: the key record and row are the TC hint (the API hashes the
-// distribution-key columns; a null xfrmbuf lets it allocate one when a
-// character column needs it). fillRow has put every primary-key column in
-// op.in (NDB tables always have a primary key, a hidden one if need be).
-NdbTransaction *startTx(Ndb *ndb, const Op &op) {
-  return ndb->startTransaction(op.recs->key, op.in, nullptr, 0);
+// replica, as startTransaction(keyRecord, keyRow) does (Ndb.cpp): the API
+// hashes the distribution-key columns of the key row (a null xfrmbuf lets it
+// allocate one when a character column needs it) and the table maps the hash
+// to a partition. Done here, the key is hashed once and the partition is
+// kept for the TC-on-primary count (onPrimary). fillRow has put every
+// primary-key column in op.in (NDB tables always have a primary key, a
+// hidden one if need be). On failure nothing was sent.
+NdbTransaction *startTx(Ndb *ndb, const Op &op, Uint32 &partition, NdbError &err) {
+  Uint32 hash = 0;
+  if (const int rc = Ndb::computeHash(&hash, op.recs->key, op.in, nullptr, 0)) {
+    err = notSent(ndb->getNdbError(rc));
+    return nullptr;
+  }
+  partition = op.recs->t->getPartitionId(hash);
+  NdbTransaction *tx = ndb->startTransaction(op.recs->t, partition);
+  if (!tx) err = notSent(ndb->getNdbError());
+  return tx;
 }
 
 NdbOperation::LockMode lockOf(uint8_t l) {
@@ -590,14 +610,6 @@ uint32_t programWords(const Op &op) {
   return kProgramWords + (hasCond ? (op.cond.len + 3) / 4 : 0) + ((op.flags & fExpiry) ? 16 : 0);
 }
 
-// expiryValid: the expire column is an INT or BIGINT of the row record
-// (wire.go checks the type).
-bool expiryValid(const Op &op) {
-  const Layout &l = op.recs->layout;
-  return inRecord(l, op.expireCol) && l.prefix[op.expireCol] == 0 &&
-         (l.size[op.expireCol] == 4 || l.size[op.expireCol] == 8);
-}
-
 // branchIfAlive jumps to alive unless the row has expired: its expire column
 // is NULL, 0, or after now, as memcached's items (the embedded engine's rule).
 // branch_col_lt(v, col) jumps when v < the column's value.
@@ -614,8 +626,8 @@ bool branchIfAlive(NdbInterpretedCode &c, const Op &op, Uint32 alive) {
 // expired (else exit kExitAlive), so the insert after it in the same
 // transaction finds no row, as it would on the embedded engine.
 bool attachPurge(Op &op, NdbOperation::OperationOptions &opts, NdbError &err) {
-  if (!op.codeMem || op.code || !expiryValid(op)) {
-    shimError(err, kErrBadValue, NdbError::ApplicationError, "no program room, or the expire column is not an INT or BIGINT");
+  if (!op.codeMem || op.code) {
+    shimError(err, 4000, NdbError::InternalError, "no room staged for the interpreted program");
     return false;
   }
   op.code = new (op.codeMem)
@@ -648,11 +660,7 @@ bool attachProgram(Op &op, NdbOperation::OperationOptions &opts, NdbError &err) 
   NdbInterpretedCode &c = *op.code;
   Uint32 label = 0;
   bool ok = true;
-  if (op.flags & fExpiry) {
-    if (!expiryValid(op)) {
-      shimError(err, kErrBadValue, NdbError::ApplicationError, "the expire column is not an INT or BIGINT");
-      return false;
-    }
+  if (op.flags & fExpiry) {  // fillRow checked the column
     const Uint32 alive = label++;
     ok = branchIfAlive(c, op, alive) && c.interpret_exit_nok(kExitExpired) == 0 &&
          c.def_label(static_cast<int>(alive)) == 0;
@@ -821,13 +829,10 @@ bool runAppend(Ndb *ndb, Op &op, NdbError &err) {
     return false;
   }
   if (!fillRow(op, err)) return false;
-  const bool expiry = (op.flags & fExpiry) != 0;
-  if (expiry && !expiryValid(op)) {
-    shimError(err, kErrBadValue, NdbError::ApplicationError, "the expire column is not an INT or BIGINT");
-    return false;
-  }
-  NdbTransaction *tx = startTx(ndb, op);
-  if (!tx) { err = notSent(ndb->getNdbError()); return false; }
+  const bool expiry = (op.flags & fExpiry) != 0;  // fillRow checked the column
+  Uint32 partition = 0;
+  NdbTransaction *tx = startTx(ndb, op, partition, err);
+  if (!tx) return false;
   setBit(op.readMask, ac);
   if (expiry) setBit(op.readMask, op.expireCol);
   const NdbOperation *rd = tx->readTuple(r.key, op.in, r.row, op.out, NdbOperation::LM_Exclusive, op.readMask);
@@ -1033,11 +1038,9 @@ void failOps(std::vector<Op> &ops, const Txn &t, const NdbError &e) {
 // onPrimary: the transaction's TC runs on the node that the dictionary lists
 // first for the key's partition, its primary replica. That list is what
 // startTransaction's hint chooses by, and what the dispatcher's lanes use.
-bool onPrimary(NdbTransaction *tx, const Op &op) {
-  Uint32 hash = 0;
-  if (Ndb::computeHash(&hash, op.recs->key, op.in, nullptr, 0) != 0) return false;
+bool onPrimary(NdbTransaction *tx, const Op &op, Uint32 partition) {
   Uint32 nodes[4];
-  if (op.recs->t->getFragmentNodes(op.recs->t->getPartitionId(hash), nodes, 4) == 0) return false;
+  if (op.recs->t->getFragmentNodes(partition, nodes, 4) == 0) return false;
   return nodes[0] == tx->getConnectedNodeId();
 }
 
@@ -1059,13 +1062,14 @@ bool prepare(Ndb *ndb, std::vector<Op> &ops, Txn &t, HintCount &hints) {
     }
     if (!fillRow(op, e)) { failOps(ops, t, e); return false; }
   }
-  t.tx = startTx(ndb, ops[static_cast<size_t>(t.first)]);
+  Uint32 partition = 0;
+  t.tx = startTx(ndb, ops[static_cast<size_t>(t.first)], partition, e);
   if (!t.tx) {
-    failOps(ops, t, notSent(ndb->getNdbError()));
+    failOps(ops, t, e);
     return false;
   }
   hints.hinted++;
-  if (onPrimary(t.tx, ops[static_cast<size_t>(t.first)])) hints.primary++;
+  if (onPrimary(t.tx, ops[static_cast<size_t>(t.first)], partition)) hints.primary++;
   // A transaction of one op ignores nothing; a linked run aborts as a whole.
   const NdbOperation::AbortOption ao = t.first == t.last ? NdbOperation::AO_IgnoreError : NdbOperation::AbortOnError;
   bool ok = true;

@@ -7,8 +7,9 @@ package ndb
 // well. They need ndb_mgm on PATH, the cluster's processes on this machine
 // (found through /proc), data nodes started with --ndb-nodeid=N, and
 // NoOfReplicas=2. A killed node is started again by its angel
-// (StopOnError=0), or by the test when the angel gave up. Figures are logged (go test -v); what is asserted is that
-// nothing acknowledged is lost and that service comes back.
+// (StopOnError=0), or by the test when the angel gave up. Figures are logged
+// (go test -v); what is asserted is that nothing acknowledged is lost and
+// that service comes back.
 
 import (
 	"context"
