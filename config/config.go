@@ -164,6 +164,9 @@ type Container struct {
 	CasColumn    string   `yaml:"cas_column"`
 	ExpireColumn string   `yaml:"expire_column"`
 	MathColumn   string   `yaml:"math_column"`
+	// StateColumn: a BIGINT UNSIGNED column where the NDB driver keeps
+	// memcached's item state (the meta protocol's h, l and W/X/Z flags).
+	StateColumn string `yaml:"state_column"`
 	// Eviction: LRU-evict rows of this container's table when the embedded
 	// engine's memory limit is reached (cache semantics). Default true.
 	Eviction *bool `yaml:"eviction"`

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"fmt"
+
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
@@ -39,14 +41,40 @@ type ContainerSpec struct {
 	Name                                             string
 	KeyColumns, ValueColumns                         []string
 	FlagsColumn, CasColumn, ExpireColumn, MathColumn string
+	// StateColumn is where a backend without item state of its own (NDB)
+	// keeps it (ndbclient.Table.StateColumn). StateOptional: use it only if
+	// the table has it.
+	StateColumn   string
+	StateOptional bool
 }
+
+// StateColumnName is the item state column of ndbgate's own tables (the
+// default container's, when its table has it).
+const StateColumnName = "item_state"
 
 // DefaultContainerSpec is the column mapping of ndbmemcache's demo container.
 func DefaultContainerSpec() ContainerSpec {
 	return ContainerSpec{
 		Name: DefaultContainerName, KeyColumns: []string{"mkey"}, ValueColumns: []string{"string_value"},
 		FlagsColumn: "flags", CasColumn: "cas_value", ExpireColumn: "expire_time", MathColumn: "math_value",
+		// ndbmemcache's demo_table has no such column; ALTER TABLE can add
+		// it (deploy/sql).
+		StateColumn: StateColumnName, StateOptional: true,
 	}
+}
+
+// StateColumnOf is the state column spec names in t ("" for none), or an
+// error when a column it requires is missing or of the wrong type.
+func StateColumnOf(spec ContainerSpec, t *ndbclient.Table) (string, error) {
+	if spec.StateColumn == "" || spec.StateOptional && t.ColumnIndex(spec.StateColumn) < 0 {
+		return "", nil
+	}
+	probe := *t
+	probe.StateColumn = spec.StateColumn
+	if err := probe.Validate(); err != nil {
+		return "", fmt.Errorf("container %q: %w", spec.Name, err)
+	}
+	return spec.StateColumn, nil
 }
 
 // NewContainer resolves a spec's column names against t.

@@ -95,9 +95,12 @@ type Op struct {
 	// transactions short; an op's own failure fails the whole run.
 	TxnWithNext bool
 
-	// Item state, memcached's per-item bookkeeping, kept by caching engines (the
-	// embedded engine). Drivers without it ignore these inputs and leave Meta
-	// zero and Won false. Writes start a row's state afresh unless KeepState.
+	// Item state, memcached's per-item bookkeeping. The embedded engine keeps
+	// it with each item; the NDB driver in the table's StateColumn, and
+	// there a read records its access at most once a minute, as memcached's
+	// item time. Without a state column drivers ignore these inputs and
+	// leave Meta zero and Won false. Writes start a row's state afresh
+	// unless KeepState.
 	NoBump    bool   // read: no LRU bump, no fetched mark, no last-access update
 	Lease     bool   // read hit: try to win the recache token (see Won)
 	RecacheAt uint32 // with Lease: also win if the row expires before this (unix s)
@@ -107,7 +110,8 @@ type Op struct {
 
 	// Results, set by the driver.
 	Err error
-	// Meta is the row's state before a read (or before a write's change).
+	// Meta is the row's state before a read (or, on the embedded engine,
+	// before a write's change).
 	Meta ItemMeta
 	// Won: the read took the row's recache token, because the row is stale or
 	// expires before RecacheAt and nobody holds the token yet.

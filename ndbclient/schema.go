@@ -107,6 +107,11 @@ type Table struct {
 	// ExpireColumn is the index of an unsigned column holding an absolute Unix
 	// expiry time (0 = never); a row past it is a miss. -1 for none.
 	ExpireColumn int
+	// StateColumn names a BIGINT UNSIGNED column where a driver without
+	// item state of its own (NDB) keeps the Op's item state: fetched, stale,
+	// recache token, last access. "" for none. Make it nullable, so that
+	// ALTER TABLE can add it online. The embedded engine ignores it.
+	StateColumn string
 }
 
 // FullName is "database.table".
@@ -173,6 +178,27 @@ func (t *Table) Validate() error {
 	}
 	if t.ExpireColumn >= 0 && !t.Columns[t.ExpireColumn].Type.IsInteger() {
 		return Errorf(CodeSchemaError, "table %s: expire column %q must be an integer", t.FullName(), t.Columns[t.ExpireColumn].Name)
+	}
+	return t.validateStateColumn()
+}
+
+// validateStateColumn: the state column, if named, is a BIGINT UNSIGNED
+// outside the primary key.
+func (t *Table) validateStateColumn() error {
+	if t.StateColumn == "" {
+		return nil
+	}
+	i := t.ColumnIndex(t.StateColumn)
+	if i < 0 {
+		return Errorf(CodeSchemaError, "table %s: item state column %q is not a column of it", t.FullName(), t.StateColumn)
+	}
+	if c := t.Columns[i]; c.Type != TypeUint64 {
+		return Errorf(CodeSchemaError, "table %s: item state column %q must be a BIGINT UNSIGNED, not %s", t.FullName(), c.Name, c.Type)
+	}
+	for _, k := range t.PrimaryKey {
+		if k == i {
+			return Errorf(CodeSchemaError, "table %s: item state column %q cannot be part of the primary key", t.FullName(), t.StateColumn)
+		}
 	}
 	return nil
 }

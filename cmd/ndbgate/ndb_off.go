@@ -19,6 +19,6 @@ func openNDB(config.Config, *slog.Logger) (ndbclient.Driver, error) {
 		"or drop --ndb-connectstring to run on the embedded engine")
 }
 
-func createNDBTables(config.Config, bool, *slog.Logger, io.Writer) error {
+func createNDBTables(config.Config, tableOptions, *slog.Logger, io.Writer) error {
 	return errors.New("this ndbgate binary has no NDB support: build one with `make build-ndb`")
 }

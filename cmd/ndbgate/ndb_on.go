@@ -25,8 +25,8 @@ func openNDB(cfg config.Config, log *slog.Logger) (ndbclient.Driver, error) {
 
 // createNDBTables creates, through NdbDictionary, each table the config needs
 // that the cluster lacks: for clusters without a MySQL server.
-func createNDBTables(cfg config.Config, recreate bool, log *slog.Logger, stdout io.Writer) error {
-	tables, err := tablesToCreate(cfg)
+func createNDBTables(cfg config.Config, opts tableOptions, log *slog.Logger, stdout io.Writer) error {
+	tables, err := tablesToCreate(cfg, opts.itemState)
 	if err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func createNDBTables(cfg config.Config, recreate bool, log *slog.Logger, stdout 
 	}
 	defer d.Close()
 	for _, t := range tables {
-		if recreate {
+		if opts.recreate {
 			if _, err := d.DropNDBTable(t.Database, t.Name); err != nil {
 				return err
 			}

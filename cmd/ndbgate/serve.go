@@ -267,6 +267,7 @@ func buildRoutes(cfg config.Config, backend, local *ndbclient.Client, itemMax in
 		specs[c.Name] = gateway.ContainerSpec{
 			Name: c.Name, KeyColumns: c.KeyColumns, ValueColumns: c.ValueColumns,
 			FlagsColumn: c.FlagsColumn, CasColumn: c.CasColumn, ExpireColumn: c.ExpireColumn, MathColumn: c.MathColumn,
+			StateColumn: c.StateColumn,
 		}
 		t := memcacheShape(c, itemMax)
 		tables[c.Name] = t
@@ -298,6 +299,11 @@ func buildRoutes(cfg config.Config, backend, local *ndbclient.Client, itemMax in
 				// cache made from t) makes expired rows misses, as the
 				// embedded engine does.
 				t.ExpireColumn = t.ColumnIndex(name)
+			}
+			// Where NDB keeps item state; the embedded engine (and so a
+			// local cache) keeps its own and ignores it.
+			if t.StateColumn, err = gateway.StateColumnOf(specs[kp.Container], t); err != nil {
+				return nil, err
 			}
 			if local != nil {
 				if _, err := ensureTable(local, t); err != nil {
@@ -336,6 +342,7 @@ func memcacheShape(c config.Container, itemMax int) *ndbclient.Table {
 	add(c.CasColumn, ndbclient.TypeUint64, false)
 	t.ExpireColumn = add(c.ExpireColumn, ndbclient.TypeUint32, false)
 	add(c.MathColumn, ndbclient.TypeUint64, true)
+	add(c.StateColumn, ndbclient.TypeUint64, true)
 	return t
 }
 

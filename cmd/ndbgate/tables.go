@@ -56,10 +56,23 @@ func tableSchema(tc config.Table) (*ndbclient.Table, error) {
 // NDB's row size limit of about 14000 bytes.
 const ndbValueLength = 13500
 
+// tableOptions are ndb-create-tables' flags.
+type tableOptions struct {
+	recreate  bool // drop each table first, so that it starts empty
+	itemState bool // give the default container's table an item state column
+}
+
 // tablesToCreate lists every table the configuration needs from the backend:
-// each container's (memcache-shaped) and each declared table.
-func tablesToCreate(cfg config.Config) ([]*ndbclient.Table, error) {
-	out := []*ndbclient.Table{gateway.DemoTable(ndbValueLength)}
+// each container's (memcache-shaped) and each declared table. With
+// itemState, the default container's table has ndbgate's item_state column
+// (gateway.DefaultContainerSpec uses it when the table has it). It is not
+// there by default: ndbmemcache's shape, and a read then never writes.
+func tablesToCreate(cfg config.Config, itemState bool) ([]*ndbclient.Table, error) {
+	demo := gateway.DemoTable(ndbValueLength)
+	if itemState {
+		demo.Columns = append(demo.Columns, ndbclient.Column{Name: gateway.StateColumnName, Type: ndbclient.TypeUint64, Nullable: true})
+	}
+	out := []*ndbclient.Table{demo}
 	for _, c := range cfg.Containers {
 		out = append(out, memcacheShape(c, ndbValueLength))
 	}

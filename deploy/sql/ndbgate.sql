@@ -1,5 +1,7 @@
 -- Tables ndbgate expects in an NDB cluster (run through any mysqld of the
--- cluster). ndbgate never creates NDB tables itself.
+-- cluster). `ndbgate serve` never creates NDB tables; `ndbgate
+-- ndb-create-tables` makes the same through NdbDictionary for a cluster
+-- without a mysqld.
 
 CREATE DATABASE IF NOT EXISTS ndbmemcache;
 
@@ -13,6 +15,11 @@ CREATE TABLE IF NOT EXISTS ndbmemcache.demo_table (
   math_value   BIGINT UNSIGNED,
   PRIMARY KEY (mkey) USING HASH
 ) ENGINE = NDBCLUSTER;
+-- Optional: the meta protocol's item state (h, l, W/X/Z leases, stale
+-- items) needs a column to live in. The first read of each version then
+-- also writes it. Online:
+--   ALTER TABLE ndbmemcache.demo_table ADD COLUMN item_state BIGINT UNSIGNED
+--     NULL COLUMN_FORMAT DYNAMIC, ALGORITHM=INPLACE;
 
 -- The driver behaviour suite's table (tests/ndb, ndbclient/drivertest).
 CREATE DATABASE IF NOT EXISTS ndbgate_test;
@@ -23,6 +30,18 @@ CREATE TABLE IF NOT EXISTS ndbgate_test.suite (
   cas_value    BIGINT UNSIGNED,
   expire_time  INT UNSIGNED,
   math_value   BIGINT UNSIGNED,
+  PRIMARY KEY (mkey) USING HASH
+) ENGINE = NDBCLUSTER;
+
+-- The item state suite's table (tests/ndb).
+CREATE TABLE IF NOT EXISTS ndbgate_test.items (
+  mkey         VARCHAR(250) NOT NULL,
+  string_value VARBINARY(2048),
+  flags        INT UNSIGNED,
+  cas_value    BIGINT UNSIGNED,
+  expire_time  INT UNSIGNED,
+  math_value   BIGINT UNSIGNED,
+  item_state   BIGINT UNSIGNED,
   PRIMARY KEY (mkey) USING HASH
 ) ENGINE = NDBCLUSTER;
 

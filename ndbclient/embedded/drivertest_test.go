@@ -19,3 +19,14 @@ func TestDriverSuite(t *testing.T) {
 		return e, tbl
 	})
 }
+
+// TestItemStateSuite: the engine keeps item state itself, and answers as
+// the NDB driver does from its state column (tests/ndb runs the same).
+func TestItemStateSuite(t *testing.T) {
+	drivertest.RunItemState(t, "state:", func(t *testing.T) (ndbclient.Driver, *ndbclient.Table) {
+		e := newEngine(t, Config{Nodes: 2})
+		tbl, err := e.CreateTable(drivertest.StateTable("test", "items"))
+		require.NoError(t, err)
+		return e, tbl
+	})
+}

@@ -77,11 +77,12 @@ type work struct {
 }
 
 type executor struct {
-	d    *Driver
-	conn int
-	ch   chan work
-	req  []byte
-	resp []byte
+	d     *Driver
+	conn  int
+	ch    chan work
+	req   []byte
+	resp  []byte
+	state stateRound
 }
 
 // Open connects to the cluster.
@@ -342,12 +343,53 @@ func (e *executor) run() {
 	}
 }
 
-// round encodes, makes the one cgo call, and decodes.
+// round runs a batch: one cgo call, unless ops keep item state in a state
+// column (state.go), which may add a read before and conditional updates
+// after.
 func (e *executor) round(b *ndbclient.Batch) error {
-	var err error
-	e.req, err = encodeRound(e.req[:0], b.Ops, e.d.info, uint32(time.Now().Unix()))
+	now := uint32(time.Now().Unix())
+	st := &e.state
+	stateful, err := st.plan(b.Ops, e.d.info, now)
 	if err != nil {
 		for _, op := range b.Ops {
+			op.Err = err
+		}
+		return nil
+	}
+	if !stateful {
+		return e.call(b.Ops, nil, now)
+	}
+	if pre := st.preReads(b.Ops); pre != nil {
+		if err := e.call(pre, nil, now); err != nil {
+			return e.fail(b.Ops, err)
+		}
+		st.applyPreReads(b.Ops)
+	}
+	err = e.call(b.Ops, st.extra, now)
+	st.afterRound(b.Ops)
+	for attempt := 0; err == nil && len(st.steps) > 0 && attempt < stateAttempts; attempt++ {
+		// A step that fails changes no answer: the read was served.
+		if e.call(st.stepOps(b.Ops), nil, now) != nil || !st.afterSteps(b.Ops) {
+			break
+		}
+	}
+	return err
+}
+
+// fail gives every op err, which the round returns.
+func (e *executor) fail(ops []*ndbclient.Op, err error) error {
+	for _, op := range ops {
+		op.Err = err
+	}
+	return err
+}
+
+// call encodes ops, makes the one cgo call, and decodes.
+func (e *executor) call(ops []*ndbclient.Op, extra []stateExtra, now uint32) error {
+	var err error
+	e.req, err = encodeRound(e.req[:0], ops, extra, e.d.info, now)
+	if err != nil {
+		for _, op := range ops {
 			op.Err = err
 		}
 		return nil
@@ -362,14 +404,10 @@ func (e *executor) round(b *ndbclient.Batch) error {
 		(*C.uchar)(unsafe.Pointer(&e.req[0])), C.int(len(e.req)),
 		(*C.uchar)(unsafe.Pointer(&e.resp[0])), C.int(len(e.resp)), &errBuf[0], C.int(len(errBuf)))
 	if n < 0 {
-		err := ndbclient.Errorf(ndbclient.CodeInternal, "NDB shim: %s", C.GoString(&errBuf[0]))
-		for _, op := range b.Ops {
-			op.Err = err
-		}
-		return err
+		return e.fail(ops, ndbclient.Errorf(ndbclient.CodeInternal, "NDB shim: %s", C.GoString(&errBuf[0])))
 	}
-	err = decodeResults(e.resp[:int(n)], b.Ops, e.d.described)
-	for _, t := range staleSchema(b.Ops) {
+	err = decodeResults(e.resp[:int(n)], ops, extra, e.d.described)
+	for _, t := range staleSchema(ops) {
 		e.d.refreshLater(t)
 	}
 	return err

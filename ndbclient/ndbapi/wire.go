@@ -463,10 +463,17 @@ var kindOf = map[ndbclient.OpKind]byte{
 // It returns the buffer with the response bound appended. On tables with an
 // expire column (Table.ExpireColumn), ops carry now (unix seconds): the
 // shim's programs make a row whose expiry is not after now a miss.
-func encodeRound(dst []byte, ops []*ndbclient.Op, tables func(*ndbclient.Table) (*tableInfo, error), now uint32) ([]byte, error) {
+//
+// extra, nil or one per op, adds the driver's own item-state columns
+// (state.go) to an op's reads and sets.
+func encodeRound(dst []byte, ops []*ndbclient.Op, extra []stateExtra, tables func(*ndbclient.Table) (*tableInfo, error), now uint32) ([]byte, error) {
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(ops)))
 	bound := 0
-	for _, op := range ops {
+	for i, op := range ops {
+		var x stateExtra
+		if extra != nil {
+			x = extra[i]
+		}
 		ti, err := tables(op.Table)
 		if err != nil {
 			return dst, err
@@ -509,14 +516,28 @@ func encodeRound(dst []byte, ops []*ndbclient.Op, tables func(*ndbclient.Table) 
 				return dst, err
 			}
 		}
-		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(op.Read)))
-		for _, c := range op.Read {
+		nread := len(op.Read) + x.reads()
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(nread))
+		for j := 0; j < nread; j++ {
+			c := readColumn(op, x, j)
+			if c < 0 || c >= len(ti.cols) {
+				return dst, ndbclient.Errorf(ndbclient.CodeInvalidArgument, "read column %d out of range", c)
+			}
 			dst = binary.LittleEndian.AppendUint16(dst, uint16(c))
 			bound += 5 + ti.cols[c].maxBytes
 		}
-		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(op.Set)))
+		nset := len(op.Set)
+		if x.set {
+			nset++
+		}
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(nset))
 		for _, s := range op.Set {
 			if dst, err = appendValue(dst, ti, s.Column, s.Value, true); err != nil {
+				return dst, err
+			}
+		}
+		if x.set {
+			if dst, err = appendValue(dst, ti, x.col, ndbclient.Uint(x.value), true); err != nil {
 				return dst, err
 			}
 		}
@@ -597,9 +618,15 @@ func appendValue(dst []byte, ti *tableInfo, col int, v ndbclient.Value, withNull
 }
 
 // decodeResults fills each op's result from the shim's response.
-func decodeResults(b []byte, ops []*ndbclient.Op, tables func(*ndbclient.Table) (*tableInfo, error)) error {
+// extra is what encodeRound was given: values past an op's Read projection
+// are its state columns.
+func decodeResults(b []byte, ops []*ndbclient.Op, extra []stateExtra, tables func(*ndbclient.Table) (*tableInfo, error)) error {
 	r := reader{b: b}
-	for _, op := range ops {
+	for k, op := range ops {
+		var x stateExtra
+		if extra != nil {
+			x = extra[k]
+		}
 		if !r.ok() {
 			break
 		}
@@ -638,11 +665,12 @@ func decodeResults(b []byte, ops []*ndbclient.Op, tables func(*ndbclient.Table) 
 			sp = append(sp, s)
 		}
 		for i, s := range sp {
-			if s.null || i >= len(op.Read) {
+			c := readColumn(op, x, i)
+			if s.null || c < 0 || c >= len(ti.cols) {
 				op.Row = append(op.Row, ndbclient.Null())
 				continue
 			}
-			op.Row = append(op.Row, decodeNative(&ti.cols[op.Read[i]], op.RowBuf[s.start:s.end]))
+			op.Row = append(op.Row, decodeNative(&ti.cols[c], op.RowBuf[s.start:s.end]))
 		}
 		affected := r.u32()
 		if op.Kind != ndbclient.OpRead {

@@ -11,10 +11,18 @@ import (
 )
 
 // demoDescribe is the shim's describe output for ndbmemcache's demo table.
-func demoDescribe() []byte {
+func demoDescribe() []byte { return describeDemo(false) }
+
+// describeDemo is demo_table's description, with ndbgate's item_state
+// column at the end when withState.
+func describeDemo(withState bool) []byte {
 	var b []byte
 	b = binary.LittleEndian.AppendUint32(b, 8)
-	b = binary.LittleEndian.AppendUint16(b, 6)
+	if withState {
+		b = binary.LittleEndian.AppendUint16(b, 7)
+	} else {
+		b = binary.LittleEndian.AppendUint16(b, 6)
+	}
 	col := func(name string, typ uint8, length uint32, null, pk bool, array uint8, slot uint32) {
 		b = binary.LittleEndian.AppendUint16(b, uint16(len(name)))
 		b = append(b, name...)
@@ -32,6 +40,9 @@ func demoDescribe() []byte {
 	col("cas_value", ndbBigunsigned, 1, true, false, 0, 8)
 	col("expire_time", ndbUnsigned, 1, true, false, 0, 4)
 	col("math_value", ndbBigunsigned, 1, true, false, 0, 8)
+	if withState {
+		col("item_state", ndbBigunsigned, 1, true, false, 0, 8)
+	}
 	return b
 }
 
@@ -162,6 +173,37 @@ func TestNativeValues(t *testing.T) {
 	assert.Equal(t, ndbclient.CodeTooLarge, ndbclient.CodeOf(err))
 }
 
+// shimResponse builds a response as the shim writes it.
+type shimResponse struct{ b []byte }
+
+// ok adds a successful op's values (nil: NULL).
+func (w *shimResponse) ok(vals ...[]byte) {
+	w.b = binary.LittleEndian.AppendUint32(w.b, 0)
+	w.b = append(w.b, 0, 0)
+	w.b = binary.LittleEndian.AppendUint16(w.b, uint16(len(vals)))
+	for _, v := range vals {
+		if v == nil {
+			w.b = append(w.b, 1)
+			w.b = binary.LittleEndian.AppendUint32(w.b, 0)
+			continue
+		}
+		w.b = append(w.b, 0)
+		w.b = binary.LittleEndian.AppendUint32(w.b, uint32(len(v)))
+		w.b = append(w.b, v...)
+	}
+	w.b = binary.LittleEndian.AppendUint32(w.b, 1)
+}
+
+// fail adds a failed op.
+func (w *shimResponse) fail(code int32, status, class uint8, msg string, affected uint32) {
+	w.b = binary.LittleEndian.AppendUint32(w.b, uint32(code))
+	w.b = append(w.b, status, class)
+	w.b = binary.LittleEndian.AppendUint16(w.b, 0)
+	w.b = binary.LittleEndian.AppendUint32(w.b, uint32(len(msg)))
+	w.b = append(w.b, msg...)
+	w.b = binary.LittleEndian.AppendUint32(w.b, affected)
+}
+
 func TestEncodeRoundAndDecodeResults(t *testing.T) {
 	ti, err := decodeDescribe("ndbmemcache", "demo_table", 7, demoDescribe())
 	require.NoError(t, err)
@@ -171,44 +213,22 @@ func TestEncodeRoundAndDecodeResults(t *testing.T) {
 		Set: []ndbclient.ColumnValue{{Column: 3, Value: ndbclient.Uint(9)}}, CondColumn: 3, CondValue: ndbclient.Uint(8)}
 	miss := &ndbclient.Op{Kind: ndbclient.OpRead, Table: ti.schema, Key: []ndbclient.Value{ndbclient.String("x")}, Read: []int{1}, Affected: 43}
 	flush := &ndbclient.Op{Kind: ndbclient.OpDeleteAll, Table: ti.schema}
-	req, err := encodeRound(nil, []*ndbclient.Op{read, cas, miss, flush}, tables, 0)
+	req, err := encodeRound(nil, []*ndbclient.Op{read, cas, miss, flush}, nil, tables, 0)
 	require.NoError(t, err)
 	assert.Equal(t, uint32(4), binary.LittleEndian.Uint32(req))
 	assert.Equal(t, byte(kindRead), req[4])
 	assert.Equal(t, uint32(7), binary.LittleEndian.Uint32(req[8:]), "table id")
 
 	// A response as the shim writes it.
-	var resp []byte
-	ok := func(vals ...[]byte) {
-		resp = binary.LittleEndian.AppendUint32(resp, 0)
-		resp = append(resp, 0, 0)
-		resp = binary.LittleEndian.AppendUint16(resp, uint16(len(vals)))
-		for _, v := range vals {
-			if v == nil {
-				resp = append(resp, 1)
-				resp = binary.LittleEndian.AppendUint32(resp, 0)
-				continue
-			}
-			resp = append(resp, 0)
-			resp = binary.LittleEndian.AppendUint32(resp, uint32(len(v)))
-			resp = append(resp, v...)
-		}
-		resp = binary.LittleEndian.AppendUint32(resp, 1)
-	}
-	fail := func(code int32, status, class uint8, msg string, affected uint32) {
-		resp = binary.LittleEndian.AppendUint32(resp, uint32(code))
-		resp = append(resp, status, class)
-		resp = binary.LittleEndian.AppendUint16(resp, 0)
-		resp = binary.LittleEndian.AppendUint32(resp, uint32(len(msg)))
-		resp = append(resp, msg...)
-		resp = binary.LittleEndian.AppendUint32(resp, affected)
-	}
+	var w shimResponse
+	ok, fail := w.ok, w.fail
 	ok([]byte{5, 0, 'h', 'e', 'l', 'l', 'o'}, nil)
 	fail(exitCondFailed, 2, 5, "interpreted program exit", 0)
 	fail(626, 2, classNoDataFound, "Tuple did not exist", 0)
 	fail(266, statusTemporary, classTimeout, "Time-out in NDB", 1000) // a later batch of the flush failed
 	cas.Affected = 9
-	require.NoError(t, decodeResults(resp, []*ndbclient.Op{read, cas, miss, flush}, tables))
+	resp := w.b
+	require.NoError(t, decodeResults(resp, []*ndbclient.Op{read, cas, miss, flush}, nil, tables))
 	require.NoError(t, read.Err)
 	require.Len(t, read.Row, 2)
 	assert.Equal(t, "hello", string(read.Row[0].B))
@@ -221,8 +241,8 @@ func TestEncodeRoundAndDecodeResults(t *testing.T) {
 	assert.Equal(t, ndbclient.CodeTemporary, ndbclient.CodeOf(flush.Err))
 	assert.Equal(t, uint64(1000), flush.Affected, "rows of the batches committed before the failure")
 
-	assert.Error(t, decodeResults(resp[:10], []*ndbclient.Op{read, cas, miss, flush}, tables), "truncated response")
-	assert.Error(t, decodeResults(resp[:len(resp)-2], []*ndbclient.Op{read, cas, miss, flush}, tables), "error without its count")
+	assert.Error(t, decodeResults(resp[:10], []*ndbclient.Op{read, cas, miss, flush}, nil, tables), "truncated response")
+	assert.Error(t, decodeResults(resp[:len(resp)-2], []*ndbclient.Op{read, cas, miss, flush}, nil, tables), "error without its count")
 }
 
 func TestMapError(t *testing.T) {
@@ -271,6 +291,6 @@ func FuzzDecode(f *testing.F) {
 			{Kind: ndbclient.OpRead, Table: ti.schema, Read: []int{0}},
 			{Kind: ndbclient.OpAppend, Table: ti.schema, Read: []int{0}, AppendColumn: 0},
 		}
-		_ = decodeResults(resp, ops, tables)
+		_ = decodeResults(resp, ops, nil, tables)
 	})
 }

@@ -168,13 +168,14 @@ func embeddedOnly(t testing.TB, why string) {
 	}
 }
 
-// createLiveTables runs ndbgate ndb-create-tables --recreate, so the server
-// about to start finds every table it needs, empty, as a fresh embedded
-// engine would be.
+// createLiveTables runs ndbgate ndb-create-tables --recreate --item-state,
+// so the server about to start finds every table it needs, empty, as a
+// fresh embedded engine would be, and keeps the meta protocol's item state
+// as the engine does.
 func createLiveTables(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, ndbgateBin, append([]string{"ndb-create-tables", "--recreate"}, args...)...)
+	cmd := exec.CommandContext(ctx, ndbgateBin, append([]string{"ndb-create-tables", "--recreate", "--item-state"}, args...)...)
 	cmd.Env = cleanEnv()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("ndbgate ndb-create-tables %q: %v\n%s", args, err, out)

@@ -10,7 +10,6 @@ import (
 // replies memcached documents in protocol.txt. It runs against memcached too,
 // so every expectation below is memcached's own.
 func TestMetaConversation(t *testing.T) {
-	embeddedOnly(t, "the conversation checks item state (h, l, W/X/Z leases, stale items), which NDB rows do not carry (ndbclient/ndbapi/README.md)")
 	forEachTarget(t, func(t *testing.T, tg *target) {
 		c := dialRaw(t, tg.addr)
 		cas := regexp.MustCompile(`^HD c(\d+)\r\n$`)
@@ -117,7 +116,6 @@ func TestMetaConversation(t *testing.T) {
 // E (explicit cas), md x, ms N (append autovivify), mg C. Expectations follow
 // memcached's current protocol.txt.
 func TestMetaNewerFlags(t *testing.T) {
-	embeddedOnly(t, "the W/X flags are item state, which NDB rows do not carry (ndbclient/ndbapi/README.md)")
 	s := startServer(t)
 	c := dialRaw(t, s.memcacheAddr)
 	c.roundTrip("ms e:a 1 E777 c\r\nx\r\n", "HD c777\r\n")

@@ -45,8 +45,9 @@ func TestPymemcache(t *testing.T) {
 		require.NoError(t, err, "pytest failed against %s", tg.name)
 		assert.Regexp(t, regexp.MustCompile(`(?m)^\d+ passed`), out.String(), "pytest summary")
 		if onNDB(tg) {
-			// Two need what NDB rows do not carry (test_meta_memcache.py says which).
-			assert.Regexp(t, regexp.MustCompile(`(?m)^\d+ passed, 2 skipped`), out.String(), "only the two NDB skips")
+			// One client parses cas as 32-bit, and ndbgate's cas on NDB is
+			// wider (test_meta_memcache.py says why).
+			assert.Regexp(t, regexp.MustCompile(`(?m)^\d+ passed, 1 skipped`), out.String(), "only the one NDB skip")
 		} else {
 			assert.NotContains(t, out.String(), "skipped", "no test may be skipped when the server is given")
 		}

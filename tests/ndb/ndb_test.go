@@ -32,6 +32,23 @@ func TestDriverSuiteOnNDB(t *testing.T) {
 	})
 }
 
+// TestItemStateOnNDB: the meta protocol's item state, kept in the table's
+// state column, answers as the embedded engine does (its CI test runs the
+// same suite).
+func TestItemStateOnNDB(t *testing.T) {
+	cs := connectstring(t)
+	drivertest.RunItemState(t, "state:", func(t *testing.T) (ndbclient.Driver, *ndbclient.Table) {
+		d := openDriver(t, cs, 2)
+		want := drivertest.StateTable("ndbgate_test", "items")
+		_, err := d.CreateNDBTable(want)
+		require.NoError(t, err)
+		tbl, err := d.CreateTable(want)
+		require.NoError(t, err, "ndbgate_test.items has another shape: drop it")
+		tbl.ExpireColumn, tbl.StateColumn = want.ExpireColumn, want.StateColumn
+		return d, tbl
+	})
+}
+
 // connectstring is the cluster's, or skips the test.
 func connectstring(t *testing.T) string {
 	cs := os.Getenv("NDBGATE_TEST_CONNECTSTRING")

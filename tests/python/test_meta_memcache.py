@@ -97,7 +97,6 @@ def test_meta_lease_on_miss(mclient):
     assert mclient.get_or_lease("mm:l", lease_policy=policy) == "filled"
 
 
-@pytest.mark.skipif(BACKEND == "ndb", reason="stale items are item state, which NDB rows do not carry")
 def test_meta_invalidate_serves_stale(mclient):
     # Invalidation with a stale TTL (md I T) keeps the old value: the first
     # reader wins the recache (sees a miss), later readers get the stale value

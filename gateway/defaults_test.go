@@ -1,0 +1,50 @@
+package gateway_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndbgate/ndbgate/gateway"
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+func TestStateColumnOf(t *testing.T) {
+	demo := gateway.DemoTable(100)
+	withState := gateway.DemoTable(100)
+	withState.Columns = append(withState.Columns, ndbclient.Column{Name: gateway.StateColumnName, Type: ndbclient.TypeUint64, Nullable: true})
+
+	def := gateway.DefaultContainerSpec()
+	name, err := gateway.StateColumnOf(def, demo)
+	require.NoError(t, err)
+	assert.Empty(t, name, "ndbmemcache's demo_table has none: the default container does without")
+	name, err = gateway.StateColumnOf(def, withState)
+	require.NoError(t, err)
+	assert.Equal(t, gateway.StateColumnName, name, "the default container uses it when the table has it")
+
+	named := gateway.ContainerSpec{Name: "c", StateColumn: "item_state"}
+	_, err = gateway.StateColumnOf(named, demo)
+	require.Error(t, err, "a container that names one needs it")
+	assert.Contains(t, err.Error(), `container "c"`)
+	assert.Contains(t, err.Error(), `"item_state"`)
+
+	wrongType := gateway.ContainerSpec{Name: "c", StateColumn: "flags"}
+	_, err = gateway.StateColumnOf(wrongType, demo)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "BIGINT UNSIGNED")
+
+	inKey := gateway.ContainerSpec{Name: "c", StateColumn: "mkey"}
+	_, err = gateway.StateColumnOf(inKey, demo)
+	require.Error(t, err, "a VARCHAR key column is neither the type nor allowed")
+
+	counters := &ndbclient.Table{Database: "d", Name: "counters", ExpireColumn: -1, PrimaryKey: []int{0},
+		Columns: []ndbclient.Column{{Name: "id", Type: ndbclient.TypeUint64}, {Name: "v", Type: ndbclient.TypeVarbinary, Length: 10}}}
+	_, err = gateway.StateColumnOf(gateway.ContainerSpec{Name: "c", StateColumn: "id"}, counters)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "primary key")
+
+	none, err := gateway.StateColumnOf(gateway.ContainerSpec{Name: "c"}, demo)
+	require.NoError(t, err)
+	assert.Empty(t, none)
+}
