@@ -206,6 +206,25 @@ func (d *Driver) DropNDBTable(database, name string) (dropped bool, err error) {
 	return rc == 0, nil
 }
 
+// AddNDBColumn adds a nullable column of type typ (a fixed-size type) to
+// database.name online, as ALTER TABLE ... ADD COLUMN ... ALGORITHM=INPLACE
+// does. For tests of schema changes while serving.
+func (d *Driver) AddNDBColumn(database, name, column string, typ ndbclient.ColumnType) error {
+	nt, _, _, _, err := ndbTypeOf(ndbclient.Column{Name: column, Type: typ, Nullable: true})
+	if err != nil {
+		return err
+	}
+	cdb, ctab, ccol := C.CString(database), C.CString(name), C.CString(column)
+	defer C.free(unsafe.Pointer(cdb))
+	defer C.free(unsafe.Pointer(ctab))
+	defer C.free(unsafe.Pointer(ccol))
+	var errBuf [512]C.char
+	if C.ndbgate_add_column(d.pool, cdb, ctab, ccol, C.int(nt), &errBuf[0], C.int(len(errBuf))) < 0 {
+		return ndbclient.Errorf(ndbclient.CodeSchemaError, "add column %s to %s.%s: %s", column, database, name, C.GoString(&errBuf[0]))
+	}
+	return nil
+}
+
 func (d *Driver) info(t *ndbclient.Table) (*tableInfo, error) {
 	ti, gone, at, err := d.lookup(t)
 	if err != nil {

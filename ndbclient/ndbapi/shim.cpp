@@ -1504,6 +1504,36 @@ int ndbgate_drop_table(ndbgate_pool *pool, const char *db, const char *table, ch
   return 0;
 }
 
+int ndbgate_add_column(ndbgate_pool *pool, const char *db, const char *table, const char *column, int type,
+                       char *err, int errlen) {
+  if (pool->conns.empty()) { setErr(err, errlen, "no connection"); return -1; }
+  std::lock_guard<std::mutex> g(pool->dictMu);
+  Ndb *ndb = pool->conns[0].dict;
+  if (!ndb) { setErr(err, errlen, "the cluster is unreachable"); return -1; }
+  ndb->setDatabaseName(db);
+  NdbDictionary::Dictionary *dict = ndb->getDictionary();
+  const NdbDictionary::Table *old = dict->getTable(table);
+  if (!old) {
+    setErr(err, errlen, std::string(db) + "." + table + ": " + ndbErrText(dict->getNdbError()));
+    return -1;
+  }
+  NdbDictionary::Table altered(*old);
+  NdbDictionary::Column c(column);
+  c.setType(static_cast<NdbDictionary::Column::Type>(type));
+  c.setNullable(true);
+  c.setDynamic(true);  // a column added online is dynamic (COLUMN_FORMAT DYNAMIC)
+  altered.addColumn(c);
+  if (!dict->supportedAlterTable(*old, altered)) {
+    setErr(err, errlen, std::string(db) + "." + table + ": NDB cannot add column " + column + " online");
+    return -1;
+  }
+  if (dict->alterTable(*old, altered) != 0) {
+    setErr(err, errlen, std::string(db) + "." + table + ": " + ndbErrText(dict->getNdbError()));
+    return -1;
+  }
+  return 0;
+}
+
 int ndbgate_row_count(ndbgate_pool *pool, int table_id, unsigned long long *rows, char *err, int errlen) {
   // Each fragment answers with one row holding its row count (the
   // ROW_COUNT pseudo column, as ndb_select_count does), read dirty.

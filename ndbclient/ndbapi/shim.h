@@ -64,6 +64,11 @@ int ndbgate_create_table(ndbgate_pool *pool, const char *db, const char *table,
 int ndbgate_drop_table(ndbgate_pool *pool, const char *db, const char *table,
                        char *err, int errlen);
 
+// ndbgate_add_column adds a nullable column of NdbDictionary type `type` to
+// db.table online (tests of schema changes while serving). 0: added.
+int ndbgate_add_column(ndbgate_pool *pool, const char *db, const char *table,
+                       const char *column, int type, char *err, int errlen);
+
 // ndbgate_row_count: the rows of a described table, summed from each
 // fragment's count (a dirty scan returning one row per fragment).
 int ndbgate_row_count(ndbgate_pool *pool, int table_id, unsigned long long *rows,

@@ -424,3 +424,60 @@ func TestTableDroppedAndRecreated(t *testing.T) {
 	t.Logf("table dropped: first failure %v after the drop: %v; served again %v after it was created again",
 		failedAfter.Round(time.Millisecond), failure, time.Since(createdAt).Round(time.Millisecond))
 }
+
+// TestColumnAddedOnline adds a column to a table while it takes writes, as
+// ALTER TABLE ... ADD COLUMN ... ALGORITHM=INPLACE does: the item state
+// column that an existing ndbmemcache table needs for the meta protocol's
+// item state. Serving goes on, nothing acknowledged is lost, and a driver
+// opened afterwards (ndbgate restarted) keeps item state in the new column.
+func TestColumnAddedOnline(t *testing.T) {
+	cs := faultCluster(t)
+	_, c, tbl := openClient(t, cs)
+	other := openDriver(t, cs, 1)
+	stop := make(chan struct{})
+	done := make(chan *loadResult)
+	go func() { done <- writeLoad(c, tbl, fmt.Sprintf("alter%d-", time.Now().UnixNano()), 4, stop) }()
+	time.Sleep(time.Second)
+	start := time.Now()
+	require.NoError(t, other.AddNDBColumn(tbl.Database, tbl.Name, "item_state", ndbclient.TypeUint64))
+	took := time.Since(start)
+	time.Sleep(2 * time.Second)
+	close(stop)
+	res := <-done
+	t.Logf("column added online in %v under 4 writers: %d writes, %d errors %v; first error %v after the start",
+		took.Round(time.Millisecond), res.writes, res.errs, res.codes, errWindowStart(res, start))
+	require.Empty(t, lost(t, c, tbl, res.acked))
+	require.Zero(t, res.errs, "writes failed while a column was added online: %v", res.samples)
+	require.Positive(t, res.writes)
+
+	// The serving driver goes on with the shape it had; a driver opened now
+	// sees the column, and keeps item state in it.
+	fresh := openDriver(t, cs, 1)
+	now, err := fresh.Table(tbl.Database, tbl.Name)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, now.ColumnIndex("item_state"), 0, "the new column is described")
+	now.StateColumn = "item_state"
+	var key string
+	for k := range res.acked {
+		key = k
+		break
+	}
+	read := func() *ndbclient.Op {
+		op := &ndbclient.Op{Kind: ndbclient.OpRead, Table: now, Key: []ndbclient.Value{ndbclient.String(key)}, Read: []int{drivertest.ColValue}}
+		require.NoError(t, fresh.Execute(context.Background(), &ndbclient.Batch{Ops: []*ndbclient.Op{op}}))
+		require.NoError(t, op.Err)
+		return op
+	}
+	first := read()
+	require.False(t, first.Meta.Fetched, "a row from before the column has no state yet")
+	require.Equal(t, res.acked[key], string(first.Row[0].B))
+	require.True(t, read().Meta.Fetched, "the first read recorded itself in the new column")
+}
+
+// errWindowStart is how long after start the first error came, or 0.
+func errWindowStart(res *loadResult, start time.Time) time.Duration {
+	if res.errs == 0 {
+		return 0
+	}
+	return res.firstErr.Sub(start).Round(time.Millisecond)
+}
