@@ -1377,6 +1377,18 @@ std::vector<TableRecs> describeInto(ndbgate_pool *pool, const char *db, const ch
   if (!w.p) return fail("describe buffer too small");
   return byConn;
 }
+// dictOn is the dictionary of the pool's dictionary Ndb, on database db, for
+// the create, drop and alter calls; the caller holds dictMu. Null, with err
+// set, while the cluster is unreachable (detached).
+NdbDictionary::Dictionary *dictOn(ndbgate_pool *pool, const char *db, char *err, int errlen) {
+  Ndb *ndb = pool->conns[0].dict;
+  if (!ndb) {
+    setErr(err, errlen, "the cluster is unreachable");
+    return nullptr;
+  }
+  ndb->setDatabaseName(db);
+  return ndb->getDictionary();
+}
 
 }  // namespace
 
@@ -1476,9 +1488,8 @@ int ndbgate_create_table(ndbgate_pool *pool, const char *db, const char *table, 
     tab.setFragmentCount(partitions);
   }
   std::lock_guard<std::mutex> g(pool->dictMu);
-  Ndb *ndb = pool->conns[0].dict;
-  ndb->setDatabaseName(db);
-  NdbDictionary::Dictionary *dict = ndb->getDictionary();
+  NdbDictionary::Dictionary *dict = dictOn(pool, db, err, errlen);
+  if (!dict) return -1;
   if (dict->createTable(tab) != 0) {
     const NdbError &e = dict->getNdbError();
     if (e.code == 721 || e.code == 746) return 1;  // exists
@@ -1491,10 +1502,8 @@ int ndbgate_create_table(ndbgate_pool *pool, const char *db, const char *table, 
 int ndbgate_drop_table(ndbgate_pool *pool, const char *db, const char *table, char *err, int errlen) {
   if (pool->conns.empty()) { setErr(err, errlen, "no connection"); return -1; }
   std::lock_guard<std::mutex> g(pool->dictMu);
-  Ndb *ndb = pool->conns[0].dict;
-  if (!ndb) { setErr(err, errlen, "the cluster is unreachable"); return -1; }
-  ndb->setDatabaseName(db);
-  NdbDictionary::Dictionary *dict = ndb->getDictionary();
+  NdbDictionary::Dictionary *dict = dictOn(pool, db, err, errlen);
+  if (!dict) return -1;
   if (dict->dropTable(table) != 0) {
     const NdbError &e = dict->getNdbError();
     if (e.code == 709 || e.code == 723) return 1;  // no such table
@@ -1508,10 +1517,8 @@ int ndbgate_add_column(ndbgate_pool *pool, const char *db, const char *table, co
                        char *err, int errlen) {
   if (pool->conns.empty()) { setErr(err, errlen, "no connection"); return -1; }
   std::lock_guard<std::mutex> g(pool->dictMu);
-  Ndb *ndb = pool->conns[0].dict;
-  if (!ndb) { setErr(err, errlen, "the cluster is unreachable"); return -1; }
-  ndb->setDatabaseName(db);
-  NdbDictionary::Dictionary *dict = ndb->getDictionary();
+  NdbDictionary::Dictionary *dict = dictOn(pool, db, err, errlen);
+  if (!dict) return -1;
   const NdbDictionary::Table *old = dict->getTable(table);
   if (!old) {
     setErr(err, errlen, std::string(db) + "." + table + ": " + ndbErrText(dict->getNdbError()));
