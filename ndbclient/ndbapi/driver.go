@@ -378,6 +378,7 @@ func (e *executor) round(b *ndbclient.Batch) error {
 	if !stateful {
 		return e.call(b.Ops, nil, now)
 	}
+	defer st.release()
 	if pre := st.preReads(b.Ops); pre != nil {
 		if err := e.call(pre, nil, now); err != nil {
 			return e.fail(b.Ops, err)

@@ -622,17 +622,25 @@ bool branchIfAlive(NdbInterpretedCode &c, const Op &op, Uint32 alive) {
          c.branch_col_lt(now, width, op.expireCol, alive) == 0;
 }
 
+// newProgram makes op's interpreted program in the room stageRows gave it
+// (null, with err set, when there is none or it is taken).
+NdbInterpretedCode *newProgram(Op &op, NdbError &err) {
+  if (!op.codeMem || op.code) {
+    shimError(err, 4000, NdbError::InternalError, "no room staged for the interpreted program");
+    return nullptr;
+  }
+  op.code = new (op.codeMem)
+      NdbInterpretedCode(op.recs->t, reinterpret_cast<Uint32 *>(op.codeMem + kCodeObjBytes), op.codeWords);
+  return op.code;
+}
+
 // attachPurge makes an insert's purge program: delete the row only if it has
 // expired (else exit kExitAlive), so the insert after it in the same
 // transaction finds no row, as it would on the embedded engine.
 bool attachPurge(Op &op, NdbOperation::OperationOptions &opts, NdbError &err) {
-  if (!op.codeMem || op.code) {
-    shimError(err, 4000, NdbError::InternalError, "no room staged for the interpreted program");
-    return false;
-  }
-  op.code = new (op.codeMem)
-      NdbInterpretedCode(op.recs->t, reinterpret_cast<Uint32 *>(op.codeMem + kCodeObjBytes), op.codeWords);
-  NdbInterpretedCode &c = *op.code;
+  NdbInterpretedCode *code = newProgram(op, err);
+  if (!code) return false;
+  NdbInterpretedCode &c = *code;
   const Uint32 alive = 0;
   if (!(branchIfAlive(c, op, alive) && c.interpret_exit_ok() == 0 && c.def_label(static_cast<int>(alive)) == 0 &&
         c.interpret_exit_nok(kExitAlive) == 0 && c.finalise() == 0)) {
@@ -651,13 +659,9 @@ bool attachPurge(Op &op, NdbOperation::OperationOptions &opts, NdbError &err) {
 // stageRows gave the op; a buffer given to NdbInterpretedCode cannot grow,
 // so a program longer than programWords would fail with 4518.
 bool attachProgram(Op &op, NdbOperation::OperationOptions &opts, NdbError &err) {
-  if (!op.codeMem || op.code) {
-    shimError(err, 4000, NdbError::InternalError, "no room staged for the interpreted program");
-    return false;
-  }
-  op.code = new (op.codeMem)
-      NdbInterpretedCode(op.recs->t, reinterpret_cast<Uint32 *>(op.codeMem + kCodeObjBytes), op.codeWords);
-  NdbInterpretedCode &c = *op.code;
+  NdbInterpretedCode *code = newProgram(op, err);
+  if (!code) return false;
+  NdbInterpretedCode &c = *code;
   Uint32 label = 0;
   bool ok = true;
   if (op.flags & fExpiry) {  // fillRow checked the column

@@ -344,6 +344,14 @@ func (r *stateRound) afterSteps(ops []*ndbclient.Op) bool {
 	return len(r.steps) > 0
 }
 
+// release drops the work ops' references to the caller's keys and tables:
+// a driver keeps nothing of an op after its round.
+func (r *stateRound) release() {
+	for k := range r.work {
+		r.work[k].Key, r.work[k].Table = nil, nil
+	}
+}
+
 // resetWork makes r.work n cleared ops (keeping their buffers) and r.workPt
 // pointers to them.
 func (r *stateRound) resetWork(n int) {
