@@ -473,7 +473,7 @@ func (r *round) finish(batchErr error) {
 // or its result is unknown and the whole round only read. A round is retried
 // whole: its transactions cannot be split.
 func (r *round) retryable() bool {
-	temporary, unknown, writes := false, false, false
+	temporary, unknown, wrote := false, false, false
 	for _, op := range r.ops {
 		switch CodeOf(op.Err) {
 		case CodeTemporary:
@@ -481,12 +481,12 @@ func (r *round) retryable() bool {
 		case CodeUnknownResult:
 			unknown = true
 		}
-		if op.Kind != OpRead {
-			writes = true
+		if writes(op) {
+			wrote = true
 		}
 	}
 	if unknown {
-		return !writes
+		return !wrote
 	}
 	return temporary && !r.hasApplied()
 }
@@ -496,12 +496,17 @@ func (r *round) retryable() bool {
 // only read) go again.
 func (r *round) hasApplied() bool {
 	for _, op := range r.ops {
-		if op.Kind != OpRead && op.Err == nil {
+		if writes(op) && op.Err == nil {
 			return true
 		}
 	}
 	return false
 }
+
+// writes: op changes the row. A read that won the recache token wrote the
+// token into the row's state; read again, it would find the token taken and
+// nobody would hold it.
+func writes(op *Op) bool { return op.Kind != OpRead || op.Won }
 
 func (k *call) complete() {
 	c, b, done, err := k.c, k.b, k.done, k.err

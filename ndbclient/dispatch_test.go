@@ -360,6 +360,45 @@ func TestDispatchNeverRetriesUnknownWrites(t *testing.T) {
 	assert.Equal(t, ndbclient.CodeTemporary, ndbclient.CodeOf(m.Ops[1].Err))
 }
 
+// A read that won the recache token changed the row: a retry for a
+// neighbour's Temporary would read again, find the token taken, and leave
+// nobody holding it.
+func TestDispatchKeepsATokenWon(t *testing.T) {
+	e, tbl := newEngine(t, 1, 10)
+	invalidate := &ndbclient.Op{Kind: ndbclient.OpUpdate, Table: tbl, Key: key("k1"), KeepState: true, MarkStale: true,
+		Set: []ndbclient.ColumnValue{{Column: 1, Value: ndbclient.String("v1")}}}
+	require.NoError(t, e.Execute(context.Background(), &ndbclient.Batch{Ops: []*ndbclient.Op{invalidate}}))
+	require.NoError(t, invalidate.Err)
+
+	neighbour := readOp(tbl, "k2")
+	flaky := func(op *ndbclient.Op, attempt int) error {
+		if op == neighbour && attempt == 1 {
+			return errTemporary
+		}
+		return nil
+	}
+	rec := &recorder{Driver: e, inject: flaky}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{RetryBase: 100 * time.Microsecond})
+	lease := readOp(tbl, "k1")
+	lease.Lease = true
+	b := ndbclient.Batch{Ops: []*ndbclient.Op{lease, neighbour}}
+	require.NoError(t, submitWait(t, c, &b))
+	require.NoError(t, lease.Err)
+	assert.True(t, lease.Won, "the token stays with the read that won it")
+	assert.True(t, lease.Meta.Stale)
+	assert.Equal(t, 1, rec.attemptsOf(lease), "not read again")
+	assert.Equal(t, ndbclient.CodeTemporary, ndbclient.CodeOf(neighbour.Err), "the neighbour's failure is answered, not retried")
+
+	// Without a token won, the same round is retried and both succeed.
+	again := readOp(tbl, "k3")
+	again.Lease = true
+	neighbour = readOp(tbl, "k4")
+	b2 := ndbclient.Batch{Ops: []*ndbclient.Op{again, neighbour}}
+	require.NoError(t, submitWait(t, c, &b2))
+	requireValues(t, b2.Ops, []string{"k3", "k4"})
+	assert.Equal(t, 2, rec.attemptsOf(again))
+}
+
 func TestDispatchPerOpErrorsIsolated(t *testing.T) {
 	e, tbl := newEngine(t, 4, 50)
 	rec := &recorder{Driver: e, later: 2 * time.Millisecond}
