@@ -100,8 +100,9 @@ type Op struct {
 	// there a read records its access at most once a minute, as memcached's
 	// item time. Without a state column drivers ignore these inputs and
 	// leave Meta zero and Won false. Writes start a row's state afresh
-	// unless KeepState.
-	NoBump    bool   // read: no LRU bump, no fetched mark, no last-access update
+	// unless KeepState, and record their access (on NDB, an update that
+	// keeps the state records it once a minute, as a read).
+	NoBump    bool   // read: no LRU bump, no fetched mark, no last-access update; kept-state update: no last-access update
 	Lease     bool   // read hit: try to win the recache token (see Won)
 	RecacheAt uint32 // with Lease: also win if the row expires before this (unix s)
 	KeepState bool   // update: keep the row's state (touch)

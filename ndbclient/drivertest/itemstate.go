@@ -133,12 +133,34 @@ func RunItemState(t *testing.T, prefix string, open func(t *testing.T) (ndbclien
 			Set: []ndbclient.ColumnValue{{Column: ColExpire, Value: ndbclient.Uint(0)}}}).Err)
 		assert.True(t, get(t, "touch", nil).Meta.Fetched)
 	})
+	t.Run("touch, incr and md I record their access", func(t *testing.T) {
+		// An access two minutes ago, set in the state column directly (a
+		// driver that keeps the state itself ignores the column).
+		long := uint64(time.Now().Unix()) - 120
+		for _, write := range []struct {
+			name string
+			op   *ndbclient.Op
+		}{
+			{"touch", &ndbclient.Op{Kind: ndbclient.OpUpdate, KeepState: true, Set: []ndbclient.ColumnValue{{Column: ColExpire, Value: ndbclient.Uint(0)}}}},
+			{"incr", &ndbclient.Op{Kind: ndbclient.OpAdd, KeepState: true, AddColumn: ColMath, Delta: 1, Read: []int{ColMath}}},
+			{"md I", &ndbclient.Op{Kind: ndbclient.OpUpdate, KeepState: true, MarkStale: true, Set: []ndbclient.ColumnValue{{Column: ColCas, Value: ndbclient.Uint(3)}}}},
+		} {
+			key := "access:" + write.name
+			store(t, key, 0, func(o *ndbclient.Op) { o.Set = append(o.Set, ndbclient.ColumnValue{Column: ColMath, Value: ndbclient.Uint(1)}) })
+			require.NoError(t, exec(t, &ndbclient.Op{Kind: ndbclient.OpUpdate, Table: tbl, Key: k(key), KeepState: true, NoBump: true,
+				Set: []ndbclient.ColumnValue{{Column: ColState, Value: ndbclient.Uint(long)}}}).Err)
+			before := uint32(time.Now().Unix())
+			write.op.Table, write.op.Key = tbl, k(key)
+			require.NoError(t, exec(t, write.op).Err, write.name)
+			assert.GreaterOrEqual(t, get(t, key, func(o *ndbclient.Op) { o.NoBump = true }).Meta.LastAccess, before, "%s records its access", write.name)
+		}
+	})
 	t.Run("concurrent readers: exactly one wins the token", func(t *testing.T) {
 		const readers, rounds = 8, 5
 		for r := 0; r < rounds; r++ {
 			store(t, "race", 0, nil)
 			invalidate(t, "race")
-			var won atomic.Int32
+			var won, toldTaken atomic.Int32
 			var wg sync.WaitGroup
 			start := make(chan struct{})
 			for i := 0; i < readers; i++ {
@@ -147,14 +169,20 @@ func RunItemState(t *testing.T, prefix string, open func(t *testing.T) (ndbclien
 					defer wg.Done()
 					<-start
 					op := &ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Key: k("race"), Read: []int{ColValue}, Lease: true}
-					if err := d.Execute(context.Background(), &ndbclient.Batch{Ops: []*ndbclient.Op{op}}); err == nil && op.Err == nil && op.Won {
+					if err := d.Execute(context.Background(), &ndbclient.Batch{Ops: []*ndbclient.Op{op}}); err != nil || op.Err != nil {
+						return
+					}
+					if op.Won {
 						won.Add(1)
+					} else if op.Meta.TokenSent {
+						toldTaken.Add(1)
 					}
 				}()
 			}
 			close(start)
 			wg.Wait()
 			assert.Equal(t, int32(1), won.Load(), "round %d: one winner of %d readers", r, readers)
+			assert.Equal(t, int32(readers-1), toldTaken.Load(), "round %d: every loser is told the token is taken (Z)", r)
 		}
 	})
 }

@@ -379,17 +379,20 @@ func (e *executor) round(b *ndbclient.Batch) error {
 		return e.call(b.Ops, nil, now)
 	}
 	defer st.release()
-	if pre := st.preReads(b.Ops); pre != nil {
+	ops := b.Ops
+	if pre := st.preReads(ops); pre != nil {
 		if err := e.call(pre, nil, now); err != nil {
-			return e.fail(b.Ops, err)
+			return e.fail(ops, err)
 		}
-		st.applyPreReads(b.Ops)
+		if ops = st.applyPreReads(ops); len(ops) == 0 {
+			return nil
+		}
 	}
-	err = e.call(b.Ops, st.extra, now)
-	st.afterRound(b.Ops)
+	err = e.call(ops, st.extra, now)
+	st.afterRound(ops)
 	for attempt := 0; err == nil && len(st.steps) > 0 && attempt < stateAttempts; attempt++ {
-		// A step that fails changes no answer: the read was served.
-		if e.call(st.stepOps(b.Ops), nil, now) != nil || !st.afterSteps(b.Ops) {
+		// A step that fails changes no answer: the op was served.
+		if e.call(st.stepOps(ops), nil, now) != nil || !st.afterSteps(ops) {
 			break
 		}
 	}

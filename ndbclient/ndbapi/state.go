@@ -8,6 +8,10 @@ package ndbapi
 // the flags above them. A NULL column (a row written before the column was
 // added, or by another application) is a row with no state yet.
 //
+// Above the flags, a 29-bit tag drawn for each new version tells versions
+// apart: the state's conditional updates compare the whole value, and two
+// versions written in the same second would otherwise have equal states.
+//
 // The cost stays off the common path:
 //   - a write that starts a new version sets the column with its other
 //     columns: no extra round trip;
@@ -19,10 +23,15 @@ package ndbapi
 //     trip, a conditional update of the column from the value just read,
 //     so two readers cannot both take the token: the one whose condition
 //     fails reads again and finds the token gone;
+//   - an update that keeps the state (touch, incr) reads the column back
+//     in its transaction and, like a read, records its access when the
+//     recorded one is a minute old;
 //   - an update that keeps the state but marks it stale (meta delete with
 //     I) reads the column first.
 
 import (
+	"math/rand/v2"
+
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
@@ -31,12 +40,14 @@ const (
 	stateFetched uint64 = 1 << 32
 	stateStale   uint64 = 1 << 33
 	stateToken   uint64 = 1 << 34
+	stateTag     uint64 = 1<<64 - 1<<35 // tells versions apart
 
 	// bumpInterval: a read records its access when the recorded one is at
 	// least this old (seconds), as memcached's ITEM_UPDATE_INTERVAL.
 	bumpInterval = 60
-	// stateAttempts bounds the rounds of state work after a round: a
-	// conditional update that lost a race to take the token reads again.
+	// stateAttempts bounds the rounds of state work after a round. A read
+	// that lost a race for the token reads the state again and tries once
+	// more, so two tries for the token fit in the bound.
 	stateAttempts = 4
 )
 
@@ -93,9 +104,10 @@ func metaOf(v uint64) ndbclient.ItemMeta {
 	}
 }
 
-// freshState is the state a write gives a new version of its row.
-func freshState(op *ndbclient.Op, now uint32) uint64 {
-	v := uint64(now)
+// freshState is the state a write gives a new version of its row; tag is
+// the version's (stateTag bits).
+func freshState(op *ndbclient.Op, now uint32, tag uint64) uint64 {
+	v := uint64(now) | tag&stateTag
 	if op.MarkStale {
 		v |= stateStale
 	}
@@ -106,12 +118,10 @@ func freshState(op *ndbclient.Op, now uint32) uint64 {
 }
 
 // keptState is the state an update that keeps the row's state leaves: old
-// with the update's marks applied (old may be a NULL column's 0).
+// with the update's marks applied and its access recorded (old may be a
+// NULL column's 0).
 func keptState(old uint64, op *ndbclient.Op, now uint32) uint64 {
-	v := old
-	if v&stateTime == 0 {
-		v |= uint64(now)
-	}
+	v := old&^stateTime | uint64(now)
 	if op.MarkStale {
 		v = v&^stateToken | stateStale
 	}
@@ -133,12 +143,18 @@ func readState(old uint64, op *ndbclient.Op, expire uint64, now uint32, bump boo
 		token = true
 	}
 	if bump && !op.NoBump {
-		next |= stateFetched
-		if last := uint32(old & stateTime); last == 0 || now >= last+bumpInterval {
-			next = next&^stateTime | uint64(now)
-		}
+		next = accessed(next|stateFetched, now)
 	}
 	return next, token
+}
+
+// accessed is state v with an access at now recorded, when the recorded one
+// is none or a minute old or more.
+func accessed(v uint64, now uint32) uint64 {
+	if last := uint32(v & stateTime); last == 0 || now >= last+bumpInterval {
+		v = v&^stateTime | uint64(now)
+	}
+	return v
 }
 
 // stateColumn is the index of op's table's state column in ti, or -1. A
@@ -178,7 +194,10 @@ type stateRound struct {
 	buf   []stateExtra // extra's storage
 	now   uint32
 
-	pre    []int // ops whose update needs the state read first (kept state)
+	pre    []int           // ops whose update needs the state read first (kept state)
+	tags   uint64          // the last version tag drawn, 0 before the first
+	goOn   []*ndbclient.Op // the ops left after failed pre-reads
+	goOnX  []stateExtra    // and their extras
 	steps  []stateStep
 	next   []stateStep
 	work   []ndbclient.Op // the ops of the current step or pre-read round
@@ -220,13 +239,28 @@ func (r *stateRound) plan(ops []*ndbclient.Op, tables func(*ndbclient.Table) (*t
 		case ndbclient.OpInsert, ndbclient.OpWrite, ndbclient.OpUpdate, ndbclient.OpCondUpdate, ndbclient.OpAdd, ndbclient.OpAppend:
 			switch {
 			case !op.KeepState:
-				x.set, x.value = true, freshState(op, now)
+				x.set, x.value = true, freshState(op, now, r.newTag())
 			case op.MarkStale || op.TokenSent:
 				r.pre = append(r.pre, i)
+			case !op.NoBump && (op.Kind == ndbclient.OpUpdate || op.Kind == ndbclient.OpCondUpdate || op.Kind == ndbclient.OpAdd):
+				// Read the state back in the update's transaction, to
+				// record the access after it when that is due.
+				x.read = true
 			}
 		}
 	}
 	return r.extra != nil, nil
+}
+
+// newTag draws the tag of a new version: a counter from a random start, so
+// that versions written by this executor, or by other gateways, in the
+// same second differ.
+func (r *stateRound) newTag() uint64 {
+	if r.tags == 0 {
+		r.tags = rand.Uint64()
+	}
+	r.tags++
+	return r.tags << 35
 }
 
 // preReads returns the reads of the state that kept-state updates need
@@ -244,20 +278,54 @@ func (r *stateRound) preReads(ops []*ndbclient.Op) []*ndbclient.Op {
 	return r.workPt
 }
 
-// applyPreReads sets each kept-state update's state from its pre-read. A
-// row that was not found gets nothing: the update finds no row either.
-func (r *stateRound) applyPreReads(ops []*ndbclient.Op) {
+// applyPreReads sets each kept-state update's state from its pre-read, and
+// returns the ops that go on into the round (ops itself when all do), with
+// r.extra following them. A row that was not found gets no state: the
+// update finds no row either. A pre-read that failed otherwise fails its
+// update, and the rest of the update's transaction, which stay out of the
+// round: an update sent without the state would drop the stale mark it
+// was asked for. Nothing was applied, so a Temporary failure is retried.
+func (r *stateRound) applyPreReads(ops []*ndbclient.Op) []*ndbclient.Op {
+	failed := false
 	for k, i := range r.pre {
 		w := &r.work[k]
-		if w.Err != nil || len(w.Row) != 1 {
-			continue
+		switch {
+		case w.Err == nil && len(w.Row) == 1:
+			x := &r.extra[i]
+			x.set, x.value = true, keptState(w.Row[0].Uint(), ops[i], r.now)
+		case w.Err != nil && ndbclient.CodeOf(w.Err) != ndbclient.CodeNotFound:
+			ops[i].Err, failed = w.Err, true
 		}
-		x := &r.extra[i]
-		x.set, x.value = true, keptState(w.Row[0].Uint(), ops[i], r.now)
 	}
+	if !failed {
+		return ops
+	}
+	r.goOn, r.goOnX = r.goOn[:0], r.goOnX[:0]
+	for start := 0; start < len(ops); {
+		end := start // the transaction is ops[start:end+1]
+		for end < len(ops)-1 && ops[end].TxnWithNext {
+			end++
+		}
+		var err error
+		for _, op := range ops[start : end+1] {
+			if op.Err != nil {
+				err = op.Err
+			}
+		}
+		for j := start; j <= end; j++ {
+			if err != nil {
+				ops[j].Err = err
+				continue
+			}
+			r.goOn, r.goOnX = append(r.goOn, ops[j]), append(r.goOnX, r.extra[j])
+		}
+		start = end + 1
+	}
+	r.extra = r.goOnX
+	return r.goOn
 }
 
-// afterRound reads the state of each op that read it, sets the op's Meta
+// afterRound reads the state of each op that read it, sets a read's Meta
 // and strips the extra values from its Row, and plans the updates of the
 // states that change.
 func (r *stateRound) afterRound(ops []*ndbclient.Op) {
@@ -274,6 +342,12 @@ func (r *stateRound) afterRound(ops []*ndbclient.Op) {
 			expire = op.Row[len(op.Read)+1]
 		}
 		op.Row = op.Row[:len(op.Read)]
+		if op.Kind != ndbclient.OpRead { // a kept-state update read it back
+			if old := state.Uint(); accessed(old, r.now) != old {
+				r.steps = append(r.steps, stateStep{op: i, null: state.IsNull(), old: old, next: accessed(old, r.now)})
+			}
+			continue
+		}
 		op.Meta = metaOf(state.Uint())
 		r.plant(&r.steps, i, op, state, expire, true)
 	}
@@ -329,7 +403,12 @@ func (r *stateRound) afterSteps(ops []*ndbclient.Op) bool {
 				if len(w.Row) > 1 {
 					expire = w.Row[1]
 				}
-				// Another change won the race; the token may still be free.
+				// Another change won the race. Someone else holds the
+				// token now (Z for this reader, as memcached would answer
+				// it after the winner), or it may still be free.
+				if w.Row[0].Uint()&stateToken != 0 {
+					op.Meta.TokenSent = true
+				}
 				r.plant(&r.next, s.op, op, w.Row[0], expire, false)
 			}
 		case w.Err == nil:
@@ -344,12 +423,14 @@ func (r *stateRound) afterSteps(ops []*ndbclient.Op) bool {
 	return len(r.steps) > 0
 }
 
-// release drops the work ops' references to the caller's keys and tables:
-// a driver keeps nothing of an op after its round.
+// release drops the references to the caller's ops, keys and tables that
+// the round's work kept: a driver keeps nothing of an op after its round.
 func (r *stateRound) release() {
 	for k := range r.work {
 		r.work[k].Key, r.work[k].Table = nil, nil
 	}
+	clear(r.goOn)
+	r.goOn = r.goOn[:0]
 }
 
 // resetWork makes r.work n cleared ops (keeping their buffers) and r.workPt

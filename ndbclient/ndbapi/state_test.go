@@ -59,15 +59,46 @@ func TestReadStateFollowsTheEmbeddedEngineAccessOnceAMinute(t *testing.T) {
 }
 
 func TestWriteStates(t *testing.T) {
-	assert.Equal(t, uint64(stateNow), freshState(&ndbclient.Op{}, stateNow), "a new version starts afresh")
-	assert.Equal(t, uint64(stateNow)|stateStale, freshState(&ndbclient.Op{MarkStale: true}, stateNow), "ms I with an older cas")
-	assert.Equal(t, uint64(stateNow)|stateToken, freshState(&ndbclient.Op{TokenSent: true}, stateNow), "mg N vivifies with the token taken")
+	assert.Equal(t, uint64(stateNow), freshState(&ndbclient.Op{}, stateNow, 0), "a new version starts afresh")
+	assert.Equal(t, uint64(stateNow)|stateStale, freshState(&ndbclient.Op{MarkStale: true}, stateNow, 0), "ms I with an older cas")
+	assert.Equal(t, uint64(stateNow)|stateToken, freshState(&ndbclient.Op{TokenSent: true}, stateNow, 0), "mg N vivifies with the token taken")
 	invalidate := &ndbclient.Op{KeepState: true, MarkStale: true}
-	assert.Equal(t, stateWhile|stateFetched|stateStale, keptState(stateWhile|stateFetched|stateToken, invalidate, stateNow),
-		"md I: stale, the token released, fetched and access kept")
+	const tag = 5 << 35
+	assert.Equal(t, tag|uint64(stateNow)|stateFetched|stateStale, keptState(tag|stateWhile|stateFetched|stateToken, invalidate, stateNow),
+		"md I: stale, the token released, fetched and the version's tag kept, the access recorded")
 	assert.Equal(t, uint64(stateNow)|stateStale, keptState(0, invalidate, stateNow), "md I on a row with no state yet")
-	m := metaOf(stateWhile | stateFetched | stateToken)
-	assert.Equal(t, ndbclient.ItemMeta{LastAccess: uint32(stateWhile), Fetched: true, TokenSent: true}, m)
+	m := metaOf(tag | stateWhile | stateFetched | stateToken)
+	assert.Equal(t, ndbclient.ItemMeta{LastAccess: uint32(stateWhile), Fetched: true, TokenSent: true}, m, "the tag is no part of the meta")
+}
+
+// Two versions written in the same second must not have equal states: a
+// reader's conditional update planned on the first would apply to the second
+// (ABA), marking a version fetched that nobody read.
+func TestVersionsWrittenInOneSecondDiffer(t *testing.T) {
+	_, tables := stateTables(t)
+	ti, _ := tables(nil)
+	set := func() *ndbclient.Op {
+		return &ndbclient.Op{Kind: ndbclient.OpWrite, Table: ti.schema, Key: []ndbclient.Value{ndbclient.String("k")},
+			Set: []ndbclient.ColumnValue{{Column: colValue, Value: ndbclient.String("v")}}}
+	}
+	seen := map[uint64]bool{}
+	var a, b stateRound // two executors, or two gateways
+	for i := 0; i < 100; i++ {
+		for _, r := range []*stateRound{&a, &b} {
+			_, err := r.plan([]*ndbclient.Op{set()}, tables, stateNow)
+			require.NoError(t, err)
+			v := r.extra[0].value
+			assert.Equal(t, uint64(stateNow), v&^stateTag, "the time, no flags")
+			assert.False(t, seen[v], "state %#x given twice", v)
+			seen[v] = true
+		}
+	}
+	// The bump and the token keep the tag: they are the same version.
+	v := uint64(7)<<35 | stateWhile
+	next, _ := readState(v, &ndbclient.Op{Kind: ndbclient.OpRead}, 0, stateNow, true)
+	assert.Equal(t, uint64(7)<<35, next&stateTag)
+	assert.Equal(t, uint64(7)<<35|uint64(stateNow), accessed(uint64(7)<<35|uint64(stateNow-60), stateNow))
+	assert.Equal(t, uint64(7)<<35|uint64(stateNow-59), accessed(uint64(7)<<35|uint64(stateNow-59), stateNow), "within the minute: kept")
 }
 
 // stateTables is demo_table with item_state as its state column.
@@ -97,8 +128,9 @@ func TestStateRoundAddsColumnsToReadsAndWrites(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, stateful)
 	assert.Equal(t, stateExtra{read: true, readExpire: true, col: colState, expireCol: colExpire}, r.extra[0])
-	assert.Equal(t, stateExtra{set: true, col: colState, value: uint64(stateNow)}, r.extra[1])
-	assert.Equal(t, stateExtra{col: colState}, r.extra[2], "touch keeps the state: nothing to add")
+	assert.Equal(t, uint64(stateNow), r.extra[1].value&^stateTag)
+	assert.Equal(t, stateExtra{set: true, col: colState, value: r.extra[1].value}, r.extra[1])
+	assert.Equal(t, stateExtra{read: true, col: colState}, r.extra[2], "touch keeps the state and reads it back")
 	assert.Equal(t, []int{3}, r.pre, "md I reads the state first")
 
 	pre := r.preReads(ops)
@@ -106,8 +138,8 @@ func TestStateRoundAddsColumnsToReadsAndWrites(t *testing.T) {
 	assert.Equal(t, ndbclient.OpRead, pre[0].Kind)
 	assert.Equal(t, []int{colState}, pre[0].Read)
 	pre[0].Row = append(pre[0].Row, ndbclient.Uint(stateWhile|stateFetched|stateToken))
-	r.applyPreReads(ops)
-	assert.Equal(t, stateExtra{set: true, col: colState, value: stateWhile | stateFetched | stateStale}, r.extra[3])
+	assert.Equal(t, ops, r.applyPreReads(ops))
+	assert.Equal(t, stateExtra{set: true, col: colState, value: uint64(stateNow) | stateFetched | stateStale}, r.extra[3])
 
 	// On the wire: the read asks for its projection, then state and expiry;
 	// the writes carry the state after their own columns.
@@ -124,14 +156,17 @@ func TestStateRoundAddsColumnsToReadsAndWrites(t *testing.T) {
 	// Back from the shim: the extra values are the state's, not the caller's.
 	var w shimResponse
 	w.ok([]byte("v"), binary.LittleEndian.AppendUint64(nil, stateWhile|stateFetched|stateStale), binary.LittleEndian.AppendUint32(nil, 0))
-	for range ops[1:] {
-		w.ok()
-	}
+	w.ok()                                                               // set
+	w.ok(binary.LittleEndian.AppendUint64(nil, stateWhile|stateFetched)) // touch, its state read back
+	w.ok()                                                               // md I
+	w.ok()                                                               // delete
 	require.NoError(t, decodeResults(w.b, ops, r.extra, tables))
 	r.afterRound(ops)
 	require.Len(t, get.Row, 1)
 	assert.Equal(t, ndbclient.ItemMeta{LastAccess: uint32(stateWhile), Fetched: true, Stale: true}, get.Meta)
-	require.Len(t, r.steps, 1, "a stale item's token is free: one conditional update")
+	assert.Empty(t, touch.Row, "the state stays out of the touch's row")
+	assert.Equal(t, ndbclient.ItemMeta{}, touch.Meta)
+	require.Len(t, r.steps, 1, "a stale item's token is free: one conditional update; the touch's access within the minute is kept")
 	assert.Equal(t, stateStep{op: 0, token: true, old: stateWhile | stateFetched | stateStale, next: stateWhile | stateFetched | stateStale | stateToken}, r.steps[0])
 
 	steps := r.stepOps(ops)
@@ -152,7 +187,74 @@ func TestStateRoundAddsColumnsToReadsAndWrites(t *testing.T) {
 	again[0].Row = append(again[0].Row[:0], ndbclient.Uint(stateWhile|stateFetched|stateStale|stateToken), ndbclient.Uint(0))
 	assert.False(t, r.afterSteps(ops), "nothing left to take")
 	assert.False(t, get.Won)
+	assert.True(t, get.Meta.TokenSent, "the loser answers Z, as it would after the winner on memcached")
+	assert.True(t, get.Meta.Stale)
 }
+
+func TestKeptStateUpdateRecordsItsAccessOnceAMinute(t *testing.T) {
+	ti, tables := stateTables(t)
+	incr := &ndbclient.Op{Kind: ndbclient.OpAdd, Table: ti.schema, Key: []ndbclient.Value{ndbclient.String("k")},
+		KeepState: true, AddColumn: colValue, Delta: 1, Read: []int{colValue}}
+	ops := []*ndbclient.Op{incr}
+	var r stateRound
+	_, err := r.plan(ops, tables, stateNow)
+	require.NoError(t, err)
+	assert.Equal(t, stateExtra{read: true, col: colState}, r.extra[0])
+	const tag = 3 << 35
+	incr.Row = append(incr.Row, ndbclient.Uint(8), ndbclient.Uint(tag|uint64(stateNow-60)|stateFetched))
+	r.afterRound(ops)
+	assert.Equal(t, []ndbclient.Value{ndbclient.Uint(8)}, incr.Row)
+	require.Equal(t, []stateStep{{op: 0, old: tag | uint64(stateNow-60) | stateFetched, next: tag | uint64(stateNow) | stateFetched}}, r.steps)
+	u := r.stepOps(ops)[0]
+	assert.Equal(t, ndbclient.OpCondUpdate, u.Kind)
+	u.Err = ndbclient.ErrConditionFailed
+	assert.False(t, r.afterSteps(ops), "a state changed since is left as it is")
+	assert.False(t, incr.Won)
+
+	// gat's update: its read records the access, the update does not again.
+	gatTouch := &ndbclient.Op{Kind: ndbclient.OpUpdate, Table: ti.schema, Key: incr.Key, KeepState: true, NoBump: true}
+	stateful, err := r.plan([]*ndbclient.Op{gatTouch}, tables, stateNow)
+	require.NoError(t, err)
+	assert.True(t, stateful)
+	assert.Equal(t, stateExtra{col: colState}, r.extra[0])
+}
+
+// A pre-read that fails (other than NotFound) fails its md I, which must not
+// go out without the state: it would answer HD and never mark the item stale.
+// The rest of its transaction stays out with it; other ops go on.
+func TestFailedPreReadKeepsItsUpdateOutOfTheRound(t *testing.T) {
+	ti, tables := stateTables(t)
+	k := func(s string) []ndbclient.Value { return []ndbclient.Value{ndbclient.String(s)} }
+	invalidate := func(key string) *ndbclient.Op {
+		return &ndbclient.Op{Kind: ndbclient.OpUpdate, Table: ti.schema, Key: k(key), KeepState: true, MarkStale: true}
+	}
+	get := &ndbclient.Op{Kind: ndbclient.OpRead, Table: ti.schema, Key: k("a"), Read: []int{colValue}}
+	linked := &ndbclient.Op{Kind: ndbclient.OpRead, Table: ti.schema, Key: k("b"), TxnWithNext: true}
+	bad, missing, good := invalidate("b"), invalidate("c"), invalidate("d")
+	ops := []*ndbclient.Op{get, linked, bad, missing, good}
+	var r stateRound
+	_, err := r.plan(ops, tables, stateNow)
+	require.NoError(t, err)
+	pre := r.preReads(ops)
+	require.Len(t, pre, 3)
+	pre[0].Err = errTemporaryForTest
+	pre[1].Err = ndbclient.ErrNotFound
+	pre[2].Row = append(pre[2].Row, ndbclient.Uint(stateWhile))
+
+	goOn := r.applyPreReads(ops)
+	assert.Equal(t, []*ndbclient.Op{get, missing, good}, goOn)
+	require.Len(t, r.extra, 3, "the extras follow the ops that go on")
+	assert.True(t, r.extra[0].read)
+	assert.False(t, r.extra[1].set, "a missing row: the update finds none either")
+	assert.Equal(t, uint64(stateNow)|stateStale, r.extra[2].value)
+	assert.Equal(t, errTemporaryForTest, bad.Err)
+	assert.Equal(t, errTemporaryForTest, linked.Err, "its transaction fails with it")
+	assert.NoError(t, get.Err)
+	r.release()
+	assert.Empty(t, r.goOn)
+}
+
+var errTemporaryForTest = &ndbclient.Error{Code: ndbclient.CodeTemporary, NativeCode: 266, Message: "time-out"}
 
 func TestStateRoundTakesTheTokenOnce(t *testing.T) {
 	ti, tables := stateTables(t)

@@ -38,7 +38,7 @@ func TestDriverSuiteOnNDB(t *testing.T) {
 func TestItemStateOnNDB(t *testing.T) {
 	cs := connectstring(t)
 	drivertest.RunItemState(t, "state:", func(t *testing.T) (ndbclient.Driver, *ndbclient.Table) {
-		d := openDriver(t, cs, 2)
+		d := openDriver(t, cs, 8) // one connection per racing reader
 		want := drivertest.StateTable("ndbgate_test", "items")
 		_, err := d.CreateNDBTable(want)
 		require.NoError(t, err)
