@@ -69,6 +69,15 @@ func StateColumnOf(spec ContainerSpec, t *ndbclient.Table) (string, error) {
 	if spec.StateColumn == "" || spec.StateOptional && t.ColumnIndex(spec.StateColumn) < 0 {
 		return "", nil
 	}
+	roles := []string{spec.FlagsColumn, spec.CasColumn, spec.ExpireColumn, spec.MathColumn}
+	roles = append(append(roles, spec.KeyColumns...), spec.ValueColumns...)
+	for _, name := range roles {
+		if name == spec.StateColumn {
+			// The driver overwrites the state on every new version and
+			// every recorded access: sharing a column corrupts both.
+			return "", ndbclient.Errorf(ndbclient.CodeSchemaError, "container %q: state column %q is also the container's key, value, flags, cas, expire or math column; give the item state a column of its own", spec.Name, spec.StateColumn)
+		}
+	}
 	probe := *t
 	probe.StateColumn = spec.StateColumn
 	if err := probe.Validate(); err != nil {

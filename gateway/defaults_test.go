@@ -44,6 +44,14 @@ func TestStateColumnOf(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "primary key")
 
+	for _, role := range []string{"cas_value", "math_value"} { // both BIGINT UNSIGNED
+		shared := gateway.DefaultContainerSpec()
+		shared.StateColumn, shared.StateOptional = role, false
+		_, err = gateway.StateColumnOf(shared, demo)
+		require.Error(t, err, "%s: the state would overwrite it", role)
+		assert.Contains(t, err.Error(), "a column of its own")
+	}
+
 	none, err := gateway.StateColumnOf(gateway.ContainerSpec{Name: "c"}, demo)
 	require.NoError(t, err)
 	assert.Empty(t, none)
