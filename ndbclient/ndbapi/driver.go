@@ -193,8 +193,12 @@ func (d *Driver) CreateNDBTable(want *ndbclient.Table) (created bool, err error)
 }
 
 // DropNDBTable drops database.name from the NDB dictionary; false when there
-// was no such table. For tests of schema changes while serving.
+// was no such table. For tests of schema changes while serving, from a
+// driver other than the serving one (see alterable).
 func (d *Driver) DropNDBTable(database, name string) (dropped bool, err error) {
+	if err := d.alterable(database, name); err != nil {
+		return false, err
+	}
 	cdb, ctab := C.CString(database), C.CString(name)
 	defer C.free(unsafe.Pointer(cdb))
 	defer C.free(unsafe.Pointer(ctab))
@@ -208,8 +212,16 @@ func (d *Driver) DropNDBTable(database, name string) (dropped bool, err error) {
 
 // AddNDBColumn adds a nullable column of type typ (a fixed-size type) to
 // database.name online, as ALTER TABLE ... ADD COLUMN ... ALGORITHM=INPLACE
-// does. For tests of schema changes while serving.
+// does. For tests of schema changes while serving, from a driver other than
+// the serving one (see alterable).
 func (d *Driver) AddNDBColumn(database, name, column string, typ ndbclient.ColumnType) error {
+	if err := d.alterable(database, name); err != nil {
+		return err
+	}
+	if !(typ >= ndbclient.TypeInt8 && typ <= ndbclient.TypeDouble || typ == ndbclient.TypeDate || typ == ndbclient.TypeYear) {
+		// The shim sets a type only: no length, precision or charset.
+		return ndbclient.Errorf(ndbclient.CodeInvalidArgument, "add column %s to %s.%s: only integer, FLOAT, DOUBLE, DATE and YEAR columns can be added here", column, database, name)
+	}
 	nt, _, _, _, err := ndbTypeOf(ndbclient.Column{Name: column, Type: typ, Nullable: true})
 	if err != nil {
 		return err
@@ -221,6 +233,20 @@ func (d *Driver) AddNDBColumn(database, name, column string, typ ndbclient.Colum
 	var errBuf [512]C.char
 	if C.ndbgate_add_column(d.pool, cdb, ctab, ccol, C.int(nt), &errBuf[0], C.int(len(errBuf))) < 0 {
 		return ndbclient.Errorf(ndbclient.CodeSchemaError, "add column %s to %s.%s: %s", column, database, name, C.GoString(&errBuf[0]))
+	}
+	return nil
+}
+
+// alterable refuses a schema change to a table this driver has described:
+// the change invalidates the dictionary objects its rounds use, under
+// them. A serving gateway sees another driver's change through NDB's
+// schema-version errors and describes the table again.
+func (d *Driver) alterable(database, name string) error {
+	d.mu.RLock()
+	described := d.byName[database+"."+name] != nil
+	d.mu.RUnlock()
+	if described {
+		return ndbclient.Errorf(ndbclient.CodeInvalidArgument, "%s.%s is in use by this driver: change its schema from another one", database, name)
 	}
 	return nil
 }

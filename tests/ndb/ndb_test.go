@@ -146,3 +146,24 @@ func TestExpiredRowsAreMisses(t *testing.T) {
 		require.NoError(t, run(&ndbclient.Op{Kind: ndbclient.OpAppend, Table: tbl, Key: key(k), AppendColumn: drivertest.ColValue, Data: []byte("+")}), k)
 	}
 }
+
+// A driver refuses to change the schema of a table it has described: the
+// change would invalidate the dictionary objects its own rounds use. Column
+// types it cannot size are refused before the dictionary is asked.
+func TestSchemaChangesRefusedOnADescribedTable(t *testing.T) {
+	d := openDriver(t, connectstring(t), 1)
+	tbl := suiteTable(t, d, "suite", false)
+	err := d.AddNDBColumn(tbl.Database, tbl.Name, "extra", ndbclient.TypeUint64)
+	require.Equal(t, ndbclient.CodeInvalidArgument, ndbclient.CodeOf(err))
+	require.Contains(t, err.Error(), "another")
+	_, err = d.DropNDBTable(tbl.Database, tbl.Name)
+	require.Equal(t, ndbclient.CodeInvalidArgument, ndbclient.CodeOf(err))
+
+	other := openDriver(t, connectstring(t), 1)
+	err = other.AddNDBColumn(tbl.Database, tbl.Name, "extra", ndbclient.TypeVarchar)
+	require.Equal(t, ndbclient.CodeInvalidArgument, ndbclient.CodeOf(err))
+	require.Contains(t, err.Error(), "only integer")
+	got, err := d.Table(tbl.Database, tbl.Name)
+	require.NoError(t, err)
+	require.Equal(t, -1, got.ColumnIndex("extra"), "nothing was added")
+}
