@@ -58,6 +58,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	lim := cfg.API.Limits
 	rows := rowapi.New(backend, rowapi.Limits{MaxBatch: lim.MaxBatch, MaxFilters: lim.MaxFilters, MaxColumns: lim.MaxColumns, MaxIdentifier: lim.MaxIdentifier})
+	for _, c := range svc.Containers() {
+		// A row-API write to a container's table is a memcache write too.
+		rows.Keep(c.Table.Database, c.Table.Name, svc.RowInvariants(c))
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler, collectors.MetricsGC)), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

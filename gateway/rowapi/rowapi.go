@@ -95,12 +95,27 @@ type Limits struct {
 // DefaultLimits are RonDB's.
 var DefaultLimits = Limits{MaxBatch: 256, MaxFilters: 64, MaxColumns: 256, MaxIdentifier: 64}
 
+// Invariants are what a row-API write must keep in a table that backs a
+// memcache container (gateway.Service.RowInvariants makes them): without
+// them a REST write would leave memcache's CAS as it was, and a later
+// memcache cas would overwrite the acknowledged write.
+type Invariants struct {
+	Container string
+	// Managed columns are the container's to set; a write naming one is
+	// refused.
+	Managed []string
+	// Keep adds the container's own columns to a write's sets (a new CAS,
+	// the counter made coherent with the value) and returns them.
+	Keep func(t *ndbclient.Table, set []ndbclient.ColumnValue) []ndbclient.ColumnValue
+}
+
 // Service runs row operations on one ndbclient.Client.
 type Service struct {
 	cl     *ndbclient.Client
 	limits Limits
 	mu     sync.RWMutex
 	tables map[tableKey]*tableInfo
+	kept   map[tableKey]*Invariants // set before serving, read-only after
 }
 
 // New makes a Service; zero limits take DefaultLimits' values.
@@ -117,7 +132,12 @@ func New(cl *ndbclient.Client, l Limits) *Service {
 	if l.MaxIdentifier <= 0 {
 		l.MaxIdentifier = DefaultLimits.MaxIdentifier
 	}
-	return &Service{cl: cl, limits: l, tables: map[tableKey]*tableInfo{}}
+	return &Service{cl: cl, limits: l, tables: map[tableKey]*tableInfo{}, kept: map[tableKey]*Invariants{}}
+}
+
+// Keep makes writes to db.table keep inv. Call it before serving.
+func (s *Service) Keep(db, table string, inv Invariants) {
+	s.kept[tableKey{db, table}] = &inv
 }
 
 // Limits returns the limits in effect.
@@ -354,7 +374,8 @@ func (s *Service) prepare(who *auth.Principal, op *Op, no *ndbclient.Op, keyBuf 
 		return nil, nil, invalid("%s takes no read columns", op.Method)
 	}
 	no.Kind = map[Method]ndbclient.OpKind{MethodWrite: ndbclient.OpWrite, MethodInsert: ndbclient.OpInsert, MethodUpdate: ndbclient.OpUpdate}[op.Method]
-	set := make([]ndbclient.ColumnValue, 0, len(op.Values))
+	inv := s.kept[tableKey{op.DB, op.Table}]
+	set := make([]ndbclient.ColumnValue, 0, len(op.Values)+2)
 	seen := make(map[int]bool, len(op.Values))
 	for _, f := range op.Values {
 		c, err := ti.column(f.Column, l)
@@ -366,6 +387,9 @@ func (s *Service) prepare(who *auth.Principal, op *Op, no *ndbclient.Op, keyBuf 
 		}
 		if seen[c] {
 			return nil, nil, invalid("value column %q is given twice", f.Column)
+		}
+		if inv != nil && slices.Contains(inv.Managed, f.Column) {
+			return nil, nil, invalid("value column %q is kept by memcache container %q: ndbgate sets it on every write", f.Column, inv.Container)
 		}
 		seen[c] = true
 		v, err := DecodeValue(&t.Columns[c], f.Value)
@@ -385,6 +409,9 @@ func (s *Service) prepare(who *auth.Principal, op *Op, no *ndbclient.Op, keyBuf 
 				return nil, nil, invalid("%s: NOT NULL column %q needs a value", op.Method, t.Columns[c].Name)
 			}
 		}
+	}
+	if inv != nil {
+		set = inv.Keep(t, set)
 	}
 	no.Set = set
 	return ti, nil, nil
