@@ -97,6 +97,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			BatchSyscalls: cfg.Memcache.IOUringOn(),
 			TLSAddr:       mcfg.TLSAddr,
 			TLS:           mcfg.TLS,
+			PartialBytes:  partialBudget(int64(cfg.Embedded.MemoryLimit), itemMax),
 		}, svc, log)
 		go func() {
 			if err := mc.Serve(); err != nil {
@@ -322,6 +323,18 @@ func buildRoutes(cfg config.Config, backend, local *ndbclient.Client, itemMax in
 		routes = append(routes, gateway.Route{Prefix: kp.Prefix, Container: c, Policy: policy})
 	}
 	return routes, nil
+}
+
+// partialBudget is what memcache connections may hold, together, of values
+// still arriving: memcache.DefaultPartialBytes, or a quarter of the memory
+// limit when that is less (memcached allocates a value before reading it,
+// within -m), but room for two of the largest items at least.
+func partialBudget(memoryLimit int64, itemMax int) int64 {
+	budget := int64(memcache.DefaultPartialBytes)
+	if memoryLimit > 0 {
+		budget = min(budget, memoryLimit/4)
+	}
+	return max(budget, 2*int64(itemMax)+4096)
 }
 
 // memcacheShape is the table the embedded engine creates for a container that

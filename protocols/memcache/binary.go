@@ -196,9 +196,13 @@ func (p *Parser) ParseBinary(buf []byte, cmd *Command) Result {
 	if maxItem <= 0 {
 		maxItem = 1 << 20
 	}
-	if isStore && valueLen > maxItem {
+	total := binHeaderLen + bodyLen
+	// Refused for its size, or for the memory to receive it.
+	tooLarge := valueLen > maxItem
+	noRoom := !tooLarge && len(buf) < total && p.MaxBuffered > 0 && total > p.MaxBuffered
+	if isStore && (tooLarge || noRoom) {
 		if len(buf) < head {
-			return Result{Status: StatusNeedMore}
+			return Result{Status: StatusNeedMore, Need: total}
 		}
 		cmd.Kind = CmdSet
 		if op != opSet && op != opSetQ {
@@ -206,13 +210,16 @@ func (p *Parser) ParseBinary(buf []byte, cmd *Command) Result {
 		}
 		cmd.Keys = append(cmd.Keys[:0], key())
 		p.keys = cmd.Keys[:0]
-		r := fail(statusTooLarge, head, valueLen, false)
+		status := uint16(statusTooLarge)
+		if noRoom {
+			status = statusOutOfMemory
+		}
+		r := fail(status, head, valueLen, false)
 		r.TooLarge = true
 		return r
 	}
-	total := binHeaderLen + bodyLen
 	if len(buf) < total {
-		return Result{Status: StatusNeedMore}
+		return Result{Status: StatusNeedMore, Need: total}
 	}
 	if keyLen > 0 {
 		cmd.Keys = append(cmd.Keys[:0], key())

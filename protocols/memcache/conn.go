@@ -37,6 +37,11 @@ type connState struct {
 	// yielded: serve stopped after its per-call command budget with input
 	// left, and has asked to be called again.
 	yielded bool
+	// partial is what this connection holds of the server's budget for
+	// storage commands still arriving; waitingFor is, after serveLoop, the
+	// length of the command it stopped in (0: none).
+	partial    int64
+	waitingFor int
 }
 
 // loopScratch is what a connection needs only while it is being served: the
@@ -189,7 +194,12 @@ func (cs *connState) serve(buf []byte) int {
 		cs.closeAfter = true
 		return len(buf)
 	}
+	// A command still arriving may take what is left of the server's
+	// budget, and what this connection already holds for it.
+	cs.scratch.parser.MaxBuffered = max(1, int(cs.srv.partialBytes()-cs.srv.partial.Load()+cs.partial))
+	cs.waitingFor = 0
 	used := cs.serveLoop(buf)
+	cs.holdPartial(int64(max(cs.waitingFor, len(buf)-used)))
 	cs.closeRun()
 	if cs.yielded {
 		cs.yielded = false
@@ -243,6 +253,7 @@ func (cs *connState) serveLoop(buf []byte) int {
 		}
 		switch res.Status {
 		case StatusNeedMore:
+			cs.waitingFor = res.Need
 			return used
 		case StatusError:
 			cs.closeRun()
@@ -300,6 +311,24 @@ func (cs *connState) serveLoop(buf []byte) int {
 		}
 	}
 	return used
+}
+
+// holdPartial makes what the connection holds of the server's budget for
+// commands still arriving n bytes: the unparsed input, or the whole of the
+// command it waits for.
+func (cs *connState) holdPartial(n int64) {
+	if n != cs.partial {
+		cs.srv.partial.Add(n - cs.partial)
+		cs.partial = n
+	}
+}
+
+// partialBytes is the budget for commands still arriving.
+func (s *Server) partialBytes() int64 {
+	if s.cfg.PartialBytes > 0 {
+		return s.cfg.PartialBytes
+	}
+	return DefaultPartialBytes
 }
 
 // blocked reports whether a barrier command is still running.

@@ -130,7 +130,12 @@ func (p *Parser) meta(kind CommandKind, buf []byte, lineLen int, line []byte, w 
 		}
 		total := lineLen + swallow
 		if len(buf) < total {
-			return Result{Status: StatusNeedMore}
+			if p.MaxBuffered > 0 && total > p.MaxBuffered {
+				r := refuse(replyOutOfMemory)
+				r.TooLarge = true
+				return r
+			}
+			return Result{Status: StatusNeedMore, Need: total}
 		}
 		if buf[total-2] != '\r' || buf[total-1] != '\n' {
 			return errorAt(total, replyBadDataChunk)

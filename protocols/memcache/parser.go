@@ -29,9 +29,13 @@ type Result struct {
 	Swallow int
 	// Close is set when memcached would close the connection.
 	Close bool
-	// TooLarge marks a storage command refused for its size; memcached then also
-	// drops the old item of a set so a stale value is never served.
+	// TooLarge marks a storage command refused for its size (over the item
+	// size, or more than MaxBuffered to receive); memcached then also drops
+	// the old item of a set so a stale value is never served.
 	TooLarge bool
+	// Need is, with StatusNeedMore, the length of the whole command when its
+	// header says it (a storage command's data block); 0 when unknown.
+	Need int
 }
 
 const (
@@ -51,6 +55,12 @@ const (
 // The zero value is ready to use; MaxItemSize 0 means 1 MiB.
 type Parser struct {
 	MaxItemSize int
+	// MaxBuffered, when > 0, is how long a storage command may be whose data
+	// block has not all arrived: a longer one is refused as memcached refuses
+	// a value it has no memory for, and its data swallowed, rather than held
+	// while it arrives. The connection sets it from the server's budget for
+	// partly received values.
+	MaxBuffered int
 	keys        [][]byte
 	words       [maxWords + 1][]byte
 	reply       []byte             // scratch for binary error replies
@@ -311,8 +321,11 @@ func (p *Parser) storage(kind CommandKind, buf []byte, lineLen int, w [][]byte, 
 	}
 	total := lineLen + swallow
 	if len(buf) < total {
+		if p.MaxBuffered > 0 && total > p.MaxBuffered {
+			return quiet(Result{Status: StatusError, N: lineLen, Reply: replyOutOfMemory, Swallow: swallow, TooLarge: true})
+		}
 		cmd.Keys = cmd.Keys[:0]
-		return Result{Status: StatusNeedMore}
+		return Result{Status: StatusNeedMore, Need: total}
 	}
 	if buf[total-2] != '\r' || buf[total-1] != '\n' {
 		cmd.Keys = cmd.Keys[:0]

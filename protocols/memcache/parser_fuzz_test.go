@@ -17,7 +17,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("gat 0 a b c\r\ngats 1 d\r\n"), uint16(10))
 	f.Add([]byte("cas k 0 0 1 18446744073709551615 noreply\r\nx\r\n"), uint16(40))
 	f.Fuzz(func(t *testing.T, in []byte, cut uint16) {
-		p := Parser{MaxItemSize: 1 << 16}
+		// Half the runs bound the values still arriving (MaxBuffered).
+		p := Parser{MaxItemSize: 1 << 16, MaxBuffered: int(cut%2) * int(cut%512)}
 		var cmd Command
 		off := 0
 		for steps := 0; off < len(in) && steps < 1000; steps++ {
@@ -30,6 +31,9 @@ func FuzzParse(f *testing.F) {
 				if res.N != 0 {
 					t.Fatalf("need-more consumed %d", res.N)
 				}
+				if res.Need != 0 && (res.Need <= len(in)-off || p.MaxBuffered > 0 && res.Need > p.MaxBuffered) {
+					t.Fatalf("need-more for %d bytes with %d here, %d allowed", res.Need, len(in)-off, p.MaxBuffered)
+				}
 				return
 			case StatusOK:
 				if res.N == 0 {
@@ -40,8 +44,7 @@ func FuzzParse(f *testing.F) {
 				// anything else.
 				whole := in[off : off+res.N]
 				c := int(cut) % (len(whole) + 1)
-				var p2 Parser
-				p2.MaxItemSize = p.MaxItemSize
+				p2 := Parser{MaxItemSize: p.MaxItemSize, MaxBuffered: p.MaxBuffered}
 				var cmd2 Command
 				if r2 := p2.Parse(whole[:c], &cmd2); c < len(whole) && r2.Status == StatusOK && r2.N != c {
 					t.Fatalf("prefix of %d parsed as %d bytes", c, r2.N)
@@ -87,7 +90,7 @@ func checkCommand(t *testing.T, cmd *Command) {
 
 func knownReply(r []byte) bool {
 	for _, k := range [][]byte{replyError, replyBadFormat, replyBadDataChunk, replyDeleteUsage,
-		replyInvalidDelta, replyInvalidExptime, replyTooLarge,
+		replyInvalidDelta, replyInvalidExptime, replyTooLarge, replyOutOfMemory,
 		replyFlagsTooLongMg, replyFlagsTooLong, replyDuplicateFlag, replyInvalidOrDupFlag, replyInvalidFlag,
 		replyBadToken, replyKeyDecode, replyMTokenLength, replyBadInitial, replyBadDelta, replyOpaqueTooLong,
 		replyBadMsMode, replyBadMaMode} {
@@ -126,8 +129,7 @@ func FuzzParseMeta(f *testing.F) {
 				}
 				whole := in[off : off+res.N]
 				c := int(cut) % (len(whole) + 1)
-				var p2 Parser
-				p2.MaxItemSize = p.MaxItemSize
+				p2 := Parser{MaxItemSize: p.MaxItemSize, MaxBuffered: p.MaxBuffered}
 				var cmd2 Command
 				if r2 := p2.Parse(whole[:c], &cmd2); c < len(whole) && r2.Status == StatusOK && r2.N != c {
 					t.Fatalf("prefix of %d parsed as %d bytes", c, r2.N)

@@ -50,7 +50,15 @@ type Config struct {
 	// BatchSyscalls lets each epoll loop run a turn's reads, and its replies,
 	// as one io_uring_enter each where the kernel allows it (uring_linux.go).
 	BatchSyscalls bool
+	// PartialBytes bounds the bytes all connections together hold of
+	// storage commands still arriving (a value is held whole until it is all
+	// here). A value that would go over is refused as memcached refuses one
+	// it has no memory for, and swallowed. 0 means DefaultPartialBytes.
+	PartialBytes int64
 }
+
+// DefaultPartialBytes is PartialBytes when not set.
+const DefaultPartialBytes = 64 << 20
 
 // Event loop names (Config.EventLoop).
 const (
@@ -85,6 +93,9 @@ type Server struct {
 
 	currConns, totalConns, rejectedConns atomic.Int64
 	verbosity                            atomic.Int64
+	// partial is what connections hold of storage commands still arriving
+	// (connState.partial), against cfg.PartialBytes.
+	partial atomic.Int64
 
 	// gnetLoops gives each gnet event loop its metrics shard and scratch.
 	gnetLoopsMu sync.Mutex
@@ -282,6 +293,7 @@ func (s *Server) unadmit() {
 
 func (s *Server) release(cs *connState) {
 	cs.closed.Store(true)
+	cs.holdPartial(0)
 	for _, p := range cs.queue {
 		if p.req != nil { // nobody will read its reply: drop what is not sent yet
 			p.req.Abandon()
