@@ -139,13 +139,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("rest listener %s: %w (pick another --rest address, or --rest '' to turn it off)", cfg.Listeners.REST, err)
 		}
-		api := rest.New(rest.Options{Rows: rows, KV: svc, Keys: keys, MaxBody: int64(lim.MaxBody), MaxMultiGet: lim.MaxMultiGet, Logger: log})
+		api := rest.New(rest.Options{Rows: rows, KV: svc, Keys: keys, MaxBody: int64(lim.MaxBody), MaxMultiGet: lim.MaxMultiGet, Logger: log,
+			Extra: opsHandlers(reg, svc)})
 		if apiTLS != nil {
 			ln = tls.NewListener(ln, apiTLS)
 		}
 		// A client that trickles its body or idles on a connection is cut off;
 		// bodies are bounded by api.limits.max_body.
-		hs = &http.Server{Handler: httpHandler(reg, svc, api), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		hs = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 			IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 		go func() {
 			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -187,32 +188,34 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 
 func memcacheVersion() string { return "1.6.0-ndbgate-" + version }
 
-func httpHandler(reg *prometheus.Registry, svc *gateway.Service, api http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/", api)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if err := svc.Health(); err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = fmt.Fprintf(w, `{"status":"stuck","error":%q}`, err.Error())
-			return
-		}
-		_, _ = w.Write([]byte(`{"status":"ok"}`))
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if err := svc.Ready(); err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = fmt.Fprintf(w, `{"status":"unavailable","error":%q}`, err.Error())
-			return
-		}
-		// Ready with data nodes down is still ready (replicas cover them);
-		// say how many are live so an operator sees a degraded cluster.
-		st := svc.DriverStats()
-		_, _ = fmt.Fprintf(w, `{"status":"ready","data_nodes":%d,"live_data_nodes":%d,"connects":%d}`, st.Nodes, st.LiveNodes, st.Connects)
-	})
-	return mux
+// opsHandlers are the GET routes served beside the REST API. The API routes
+// them (rest.Options.Extra): an http.ServeMux in front would redirect paths
+// holding "//", "/./" or "/../", which KV keys may hold.
+func opsHandlers(reg *prometheus.Registry, svc *gateway.Service) map[string]http.Handler {
+	return map[string]http.Handler{
+		"/metrics": promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		"/healthz": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if err := svc.Health(); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = fmt.Fprintf(w, `{"status":"stuck","error":%q}`, err.Error())
+				return
+			}
+			_, _ = w.Write([]byte(`{"status":"ok"}`))
+		}),
+		"/readyz": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if err := svc.Ready(); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = fmt.Fprintf(w, `{"status":"unavailable","error":%q}`, err.Error())
+				return
+			}
+			// Ready with data nodes down is still ready (replicas cover them);
+			// say how many are live so an operator sees a degraded cluster.
+			st := svc.DriverStats()
+			_, _ = fmt.Fprintf(w, `{"status":"ready","data_nodes":%d,"live_data_nodes":%d,"connects":%d}`, st.Nodes, st.LiveNodes, st.Connects)
+		}),
+	}
 }
 
 func newEmbedded(cfg config.Config) *embedded.Engine {

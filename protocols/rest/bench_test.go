@@ -77,3 +77,38 @@ func BenchmarkPKReadBatch100(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "keys/s")
 }
+
+// The KV API's GET and PUT of one key.
+func BenchmarkKVGet(b *testing.B) {
+	h := newTestHandler(b)
+	req := httptest.NewRequest(http.MethodPut, "/v1/kv/default/memtier-7", strings.NewReader(strings.Repeat("x", 32)))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	if w.Code != http.StatusNoContent {
+		b.Fatalf("%d %s", w.Code, w.Body)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodGet, "/v1/kv/default/memtier-7", nil)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			b.Fatalf("%d %s", w.Code, w.Body)
+		}
+	}
+}
+
+func BenchmarkKVPut(b *testing.B) {
+	h := newTestHandler(b)
+	body := strings.NewReader(strings.Repeat("x", 32))
+	b.ReportAllocs()
+	for b.Loop() {
+		body.Reset(strings.Repeat("x", 32))
+		req := httptest.NewRequest(http.MethodPut, "/v1/kv/default/memtier-7", body)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusNoContent {
+			b.Fatalf("%d %s", w.Code, w.Body)
+		}
+	}
+}

@@ -50,6 +50,8 @@ func TestStatusOf(t *testing.T) {
 	}{
 		{badf("x"), 400, "BadRequest"},
 		{&http.MaxBytesError{Limit: 1}, 413, "BodyTooLarge"},
+		{&routeError{status: 404, msg: "no route"}, 404, "NotFound"},
+		{&routeError{status: 405, msg: "wrong method"}, 405, "MethodNotAllowed"},
 		{auth.ErrNoKey, 401, "Unauthenticated"},
 		{auth.ErrBadKey, 401, "Unauthenticated"},
 		{auth.ErrDenied, 403, "PermissionDenied"},

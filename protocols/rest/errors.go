@@ -14,14 +14,29 @@ import (
 func statusOf(err error) (int, string) {
 	var br *badRequest
 	var tooBig *http.MaxBytesError
+	var re *routeError
 	switch {
 	case errors.As(err, &br):
 		return http.StatusBadRequest, "BadRequest"
+	case errors.As(err, &re):
+		if re.status == http.StatusMethodNotAllowed {
+			return re.status, "MethodNotAllowed"
+		}
+		return http.StatusNotFound, "NotFound"
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge, "BodyTooLarge"
 	}
 	return rowapi.HTTPStatus(err)
 }
+
+// routeError is a request no route serves: 404 for its path, 405 for its
+// method.
+type routeError struct {
+	status int
+	msg    string
+}
+
+func (e *routeError) Error() string { return e.msg }
 
 // appendError appends {"error":{"code":...,"message":...}} for err.
 func appendError(dst []byte, err error) ([]byte, int) {

@@ -32,16 +32,15 @@ const (
 
 func (h *Handler) routeKV() {
 	h.reqs.New = func() any { return h.o.KV.NewRequest() }
-	h.handle("GET /v1/kv/{container}/{key...}", "kv_get", h.kvGet)
-	h.handle("PUT /v1/kv/{container}/{key...}", "kv_put", h.kvPut)
-	h.handle("DELETE /v1/kv/{container}/{key...}", "kv_delete", h.kvDelete)
-	h.handle("POST /v1/kv/{container}/_mget", "kv_mget", h.kvMget)
+	get, put, del := newEndpoint("kv_get", h.kvGet), newEndpoint("kv_put", h.kvPut), newEndpoint("kv_delete", h.kvDelete)
+	h.routes.kvItem = newResource(get, put, nil, del)
+	// POST /v1/kv/{container}/_mget; "_mget" is a key to the other methods.
+	h.routes.kvMget = newResource(get, put, newEndpoint("kv_mget", h.kvMget), del)
 }
 
 // kvRequest authenticates, finds the container's route and validates the key;
 // it returns a reset Request pinned to the route.
-func (h *Handler) kvRequest(r *http.Request, key string) (*gateway.Request, error) {
-	container := r.PathValue("container")
+func (h *Handler) kvRequest(r *http.Request, container, key string) (*gateway.Request, error) {
 	who, err := h.principal(r)
 	if err != nil {
 		return nil, err
@@ -72,9 +71,9 @@ func (h *Handler) done(req *gateway.Request) { h.reqs.Put(req) }
 
 func etag(cas uint64) string { return `"` + strconv.FormatUint(cas, 10) + `"` }
 
-func (h *Handler) kvGet(w http.ResponseWriter, r *http.Request) {
-	key := r.PathValue("key")
-	req, err := h.kvRequest(r, key)
+func (h *Handler) kvGet(w http.ResponseWriter, r *http.Request, v pathVars) {
+	key := v.key
+	req, err := h.kvRequest(r, v.container, key)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -93,7 +92,7 @@ func (h *Handler) kvGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !it.Hit {
-		h.fail(w, ndbclient.Errorf(ndbclient.CodeNotFound, "key %q not found in container %q", key, r.PathValue("container")))
+		h.fail(w, ndbclient.Errorf(ndbclient.CodeNotFound, "key %q not found in container %q", key, v.container))
 		return
 	}
 	hd := w.Header()
@@ -113,9 +112,9 @@ func ttlLeft(expire uint32) string {
 	return strconv.FormatInt(max(int64(expire)-time.Now().Unix(), 0), 10)
 }
 
-func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request) {
-	key := r.PathValue("key")
-	req, err := h.kvRequest(r, key)
+func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request, v pathVars) {
+	key := v.key
+	req, err := h.kvRequest(r, v.container, key)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -187,9 +186,9 @@ func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request) {
-	key := r.PathValue("key")
-	req, err := h.kvRequest(r, key)
+func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request, v pathVars) {
+	key := v.key
+	req, err := h.kvRequest(r, v.container, key)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -202,7 +201,7 @@ func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request) {
 	case gateway.OutcomeDeleted:
 		w.WriteHeader(http.StatusNoContent)
 	case gateway.OutcomeNotFound:
-		h.fail(w, ndbclient.Errorf(ndbclient.CodeNotFound, "key %q not found in container %q", key, r.PathValue("container")))
+		h.fail(w, ndbclient.Errorf(ndbclient.CodeNotFound, "key %q not found in container %q", key, v.container))
 	default:
 		h.fail(w, req.Err)
 	}
@@ -214,8 +213,8 @@ type mgetJSON struct {
 
 // kvMget serves POST /v1/kv/{container}/_mget: one gateway request, so one
 // backend batch, for every key.
-func (h *Handler) kvMget(w http.ResponseWriter, r *http.Request) {
-	req, err := h.kvRequest(r, "")
+func (h *Handler) kvMget(w http.ResponseWriter, r *http.Request, v pathVars) {
+	req, err := h.kvRequest(r, v.container, "")
 	if err != nil {
 		h.fail(w, err)
 		return

@@ -58,16 +58,21 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// handle registers fn under pattern, counted as route.
-func (h *Handler) handle(pattern, route string, fn http.HandlerFunc) {
-	m := newRouteMetrics(route)
-	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
-		fn(sw, r)
-		if sw.status == 0 {
-			sw.status = http.StatusOK
-		}
-		m.observe(sw.status, time.Since(start))
-	})
+// newEndpoint wraps fn, counted as route.
+func newEndpoint(route string, fn routeFunc) *endpoint {
+	return &endpoint{fn: fn, m: newRouteMetrics(route)}
+}
+
+func (e *endpoint) serve(w http.ResponseWriter, r *http.Request, v pathVars) {
+	if e.m == nil {
+		e.fn(w, r, v)
+		return
+	}
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	e.fn(sw, r, v)
+	if sw.status == 0 {
+		sw.status = http.StatusOK
+	}
+	e.m.observe(sw.status, time.Since(start))
 }

@@ -35,17 +35,24 @@ type Options struct {
 	// MaxMultiGet bounds the keys of one _mget.
 	MaxMultiGet int
 	Logger      *slog.Logger
+	// Extra are more GET routes at exact paths (/metrics, /healthz,
+	// /readyz), served as they are, uncounted. Routed with the API's, they
+	// need no http.ServeMux in front, which would redirect paths holding "//",
+	// "/./" or "/../" (legal in KV keys) and answer 404 and 405 in plain text.
+	Extra map[string]http.Handler
 }
 
 // Handler serves the REST routes.
 type Handler struct {
-	o    Options
-	mux  *http.ServeMux
-	bufs sync.Pool // *[]byte
-	reqs sync.Pool // *gateway.Request
+	o      Options
+	routes routes
+	bufs   sync.Pool // *[]byte
+	reqs   sync.Pool // *gateway.Request
 }
 
-// New builds the handler. Register it on a mux beside /metrics and health.
+// New builds the handler. It routes on the path as sent (see routes.go): make
+// it the server's handler, with Options.Extra for routes beside the API, not
+// a route of an http.ServeMux, which cleans paths and redirects.
 func New(o Options) *Handler {
 	if o.MaxBody <= 0 {
 		o.MaxBody = 4 << 20
@@ -56,28 +63,31 @@ func New(o Options) *Handler {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	h := &Handler{o: o, mux: http.NewServeMux()}
+	h := &Handler{o: o}
 	h.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
+	rt := &h.routes
 	if o.Rows != nil {
-		v := "/" + apiVersion
-		h.handle("GET "+v+"/ping", "ping", h.ping)
-		h.handle("GET "+v+"/stat", "stat", h.stat)
-		h.handle("POST "+v+"/batch", "batch", h.batch(0))
-		h.handle("POST "+v+"/batchwrite", "batchwrite", h.batch(0))
-		h.handle("POST "+v+"/batchdelete", "batchdelete", h.batch(rowapi.MethodDelete))
-		h.handle("POST "+v+"/{db}/{table}/{op}", "pk", h.pk)
+		post := func(route string, fn routeFunc) *resource { return newResource(nil, nil, newEndpoint(route, fn), nil) }
+		rt.ping = newResource(newEndpoint("ping", h.ping), nil, nil, nil)
+		rt.stat = newResource(newEndpoint("stat", h.stat), nil, nil, nil)
+		rt.batch = post("batch", h.batch(0))
+		rt.batchWrite = post("batchwrite", h.batch(0))
+		rt.batchDelete = post("batchdelete", h.batch(rowapi.MethodDelete))
+		rt.pk = post("pk", h.pk)
 	}
 	if o.KV != nil {
 		h.routeKV()
 	}
-	h.mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+	rt.extra = make(map[string]*resource, len(o.Extra))
+	for path, hd := range o.Extra {
+		rt.extra[path] = newResource(&endpoint{fn: func(w http.ResponseWriter, r *http.Request, _ pathVars) { hd.ServeHTTP(w, r) }}, nil, nil, nil)
+	}
+	rt.openapi = newResource(&endpoint{fn: func(w http.ResponseWriter, _ *http.Request, _ pathVars) {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(OpenAPI)
-	})
+	}}, nil, nil, nil)
 	return h
 }
-
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
 // Routes lists the patterns served, for the start-up log.
 func (h *Handler) Routes() string {
@@ -159,7 +169,7 @@ func (h *Handler) fail(w http.ResponseWriter, err error) {
 	writeJSON(w, status, body)
 }
 
-func (h *Handler) ping(w http.ResponseWriter, _ *http.Request) {
+func (h *Handler) ping(w http.ResponseWriter, _ *http.Request, _ pathVars) {
 	if err := h.o.Rows.Ready(); err != nil {
 		h.fail(w, err)
 		return
@@ -167,7 +177,7 @@ func (h *Handler) ping(w http.ResponseWriter, _ *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-func (h *Handler) stat(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) stat(w http.ResponseWriter, r *http.Request, _ pathVars) {
 	if _, err := h.principal(r); err != nil {
 		h.fail(w, err)
 		return
@@ -194,10 +204,10 @@ func (h *Handler) stat(w http.ResponseWriter, r *http.Request) {
 }
 
 // pk serves POST /0.1.0/{db}/{table}/{pk-read|pk-write|pk-insert|pk-update|pk-delete}.
-func (h *Handler) pk(w http.ResponseWriter, r *http.Request) {
-	m, ok := rowapi.ParseMethod(r.PathValue("op"))
+func (h *Handler) pk(w http.ResponseWriter, r *http.Request, v pathVars) {
+	m, ok := rowapi.ParseMethod(v.op)
 	if !ok {
-		h.fail(w, badf("unknown operation %q: use pk-read, pk-write, pk-insert, pk-update or pk-delete", r.PathValue("op")))
+		h.fail(w, badf("unknown operation %q: use pk-read, pk-write, pk-insert, pk-update or pk-delete", v.op))
 		return
 	}
 	who, body, buf, ok := h.authedBody(w, r)
@@ -205,7 +215,7 @@ func (h *Handler) pk(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer h.putBuf(buf)
-	op, err := decodePK(body, m, r.PathValue("db"), r.PathValue("table"))
+	op, err := decodePK(body, m, v.db, v.table)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -262,8 +272,8 @@ func appendResultBody(dst []byte, res *rowapi.Result) ([]byte, int) {
 // batch serves POST /0.1.0/batch (and RonDB's later batchwrite and
 // batchdelete): every sub-operation runs in one backend batch and gets its own
 // code.
-func (h *Handler) batch(only rowapi.Method) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) batch(only rowapi.Method) routeFunc {
+	return func(w http.ResponseWriter, r *http.Request, _ pathVars) {
 		who, body, buf, ok := h.authedBody(w, r)
 		if !ok {
 			return

@@ -506,3 +506,48 @@ func TestRESTMetrics(t *testing.T) {
 	assert.Equal(t, 1.0, metricSum(m, "ndbgate_requests_total", map[string]string{"protocol": "rest", "command": "pk", "outcome": "client_error"}))
 	assert.Equal(t, 4.0, metricSum(m, "ndbgate_request_duration_seconds_count", map[string]string{"protocol": "rest"}))
 }
+
+// A KV key holding "//", "/./" or "/../" is the key as sent. Go's client
+// follows redirects: had the server redirected to the cleaned path, the PUT
+// would have written http:/r.example/p. Wrong methods and unknown paths get
+// the API's JSON error.
+func TestRESTKeysAsSent(t *testing.T) {
+	s := startServer(t)
+	mc := newClient(t, s.memcacheAddr)
+	hc := &http.Client{} // follows redirects, as most clients do
+	base := "http://" + s.restAddr
+	send := func(method, path, body string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		require.NoError(t, err)
+		resp, err := hc.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		assert.Equal(t, path, resp.Request.URL.Path, "%s %s was redirected", method, path)
+		return resp, string(b)
+	}
+
+	for _, key := range []string{"http://r.example/p", "a/./b", "a/../b", "a//b"} {
+		resp, body := send(http.MethodPut, "/v1/kv/default/"+key, "v:"+key)
+		require.Equal(t, http.StatusNoContent, resp.StatusCode, "PUT %q: %s", key, body)
+		resp, body = send(http.MethodGet, "/v1/kv/default/"+key, "")
+		require.Equal(t, http.StatusOK, resp.StatusCode, "GET %q: %s", key, body)
+		assert.Equal(t, "v:"+key, body)
+		requireItem(t, mc, key, "v:"+key, 0) // the memcache port sees the same key
+	}
+	for _, cleaned := range []string{"http:/r.example/p", "a/b", "b"} {
+		requireMiss(t, mc, cleaned)
+	}
+
+	resp, body := send(http.MethodGet, "/0.1.0/ndbmemcache/demo_table/pk-read", "")
+	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	assert.Equal(t, "POST", resp.Header.Get("Allow"))
+	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	assert.Contains(t, response{body: []byte(body)}.errorMessage(t), "MethodNotAllowed")
+	resp, body = send(http.MethodGet, "/v2/nothing", "")
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	assert.Contains(t, response{body: []byte(body)}.errorMessage(t), "NotFound: no route")
+}
