@@ -26,6 +26,8 @@ type connState struct {
 	proto connProto
 	// authed: SASL succeeded on this connection (when credentials are set).
 	authed bool
+	// authFailures counts failed SASL attempts: each waits longer.
+	authFailures int
 	// openGet collects a run of binary quiet gets into one request (one backend
 	// batch); a non-quiet get, any other command or the end of the input ends it.
 	openGet *pending

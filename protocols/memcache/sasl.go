@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 // Credentials are the users allowed in by SASL PLAIN, read from a file of
@@ -110,6 +111,31 @@ func (cs *connState) dispatchSASL(cmd *Command, fixed func([]byte)) {
 		}
 	}
 	// A wrong mechanism, wrong credentials, or a STEP (PLAIN has one step).
+	// Each failure answers later than the one before, and holds the
+	// connection's later commands (pipelined guesses) until it does; after
+	// saslMaxFailures the connection is closed.
 	cs.srv.m.countAuth(authFailure)
-	fixed(appendBinError(nil, cmd.Opcode, cmd.Opaque, statusAuthError))
+	cs.authFailures++
+	p := cs.newPending(cmd.Kind, false)
+	p.bin, p.opcode, p.opaque = true, cmd.Opcode, cmd.Opaque
+	p.fixed = appendBinError(p.fixed, cmd.Opcode, cmd.Opaque, statusAuthError)
+	p.barrier = true
+	time.AfterFunc(saslBackoff(cs.authFailures), func() { p.complete(nil) })
+	cs.waiting(p)
+	if cs.authFailures >= saslMaxFailures {
+		cs.closeAfter = true
+	}
+}
+
+// A failed SASL attempt is answered after saslBackoffBase, doubled for each
+// failure before it on the connection, at most saslBackoffMax; the
+// saslMaxFailures-th closes the connection. Variables for tests.
+var (
+	saslBackoffBase = 100 * time.Millisecond
+	saslBackoffMax  = 2 * time.Second
+	saslMaxFailures = 5
+)
+
+func saslBackoff(failures int) time.Duration {
+	return min(saslBackoffBase<<min(failures-1, 16), saslBackoffMax)
 }
