@@ -56,6 +56,8 @@ type Container struct {
 	readProj []int
 	// simple is the fast path: one bytes key column and one bytes value column.
 	simple bool
+	// widest is the longest value text the value columns can hold.
+	widest int
 }
 
 // Prepare validates the column roles against the table and precomputes projections.
@@ -114,6 +116,18 @@ func (c *Container) Prepare() error {
 	}
 	c.simple = len(c.KeyColumns) == 1 && len(c.ValueColumns) == 1 &&
 		isBytesColumn(t.Columns[c.KeyColumns[0]].Type) && isBytesColumn(t.Columns[c.ValueColumns[0]].Type)
+	c.widest = len(c.ValueColumns) - 1 // the tabs between them
+	for _, vc := range c.ValueColumns {
+		col := &t.Columns[vc]
+		switch col.Type {
+		case ndbclient.TypeChar, ndbclient.TypeVarchar, ndbclient.TypeBinary, ndbclient.TypeVarbinary:
+			c.widest += col.Length
+		case ndbclient.TypeBlob, ndbclient.TypeText:
+			c.widest += 1 << 30 // bounded by the item size
+		default:
+			c.widest += 64 // a number's or a date's text
+		}
+	}
 	return nil
 }
 

@@ -38,8 +38,10 @@ type Service struct {
 	log     *slog.Logger
 	now     func() time.Time
 	casSeq  atomic.Uint64
-	started time.Time
-	stats   *shardmetrics.Counters // by Stat
+	// containers are the routes' distinct containers.
+	containers []*Container
+	started    time.Time
+	stats      *shardmetrics.Counters // by Stat
 
 	flushMu    sync.Mutex
 	flushTimer *time.Timer
@@ -72,6 +74,7 @@ func New(o Options) (*Service, error) {
 		o.ItemSizeMax = 1 << 20
 	}
 	s := &Service{backend: o.Backend, local: o.Local, router: r, itemMax: o.ItemSizeMax, log: o.Logger, now: o.Now, started: o.Now(), stats: shardmetrics.NewCounters(int(numStats))}
+	s.containers = s.Containers()
 	// CAS values must differ across restarts of a gateway sharing a persistent
 	// cluster, so there the sequence starts at the clock in microseconds; it then
 	// grows by one per write, which stays ahead of the clock below a million
@@ -89,6 +92,39 @@ func (s *Service) Started() time.Time { return s.started }
 
 // ItemSizeMax is the largest value the service accepts.
 func (s *Service) ItemSizeMax() int { return s.itemMax }
+
+// LargestValue is the longest value a get can return from any container:
+// its value columns' widths, at most the item size limit, and at most the
+// longest row its table has held where the engine knows it (RowSizer). A
+// front end sizes the pieces of a large multi-get by it.
+func (s *Service) LargestValue() int {
+	largest := 0
+	for _, c := range s.containers {
+		n := min(c.widest, s.itemMax)
+		if held, ok := s.largestRow(c.Table); ok {
+			n = min(n, held)
+		}
+		largest = max(largest, n)
+	}
+	return max(largest, 1)
+}
+
+// largestRow is the longest row t has held in the engines that keep it, if
+// they all know.
+func (s *Service) largestRow(t *ndbclient.Table) (int, bool) {
+	n := 0
+	for _, cl := range []*ndbclient.Client{s.backend, s.local} {
+		if cl == nil {
+			continue
+		}
+		rs, ok := cl.Driver().(ndbclient.RowSizer)
+		if !ok {
+			return 0, false
+		}
+		n = max(n, rs.LargestRow(t))
+	}
+	return n, true
+}
 
 func (s *Service) nextCas() uint64 { return s.casSeq.Add(1) }
 

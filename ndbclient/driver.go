@@ -40,6 +40,14 @@ type InlineDriver interface {
 	CompletesInline() bool
 }
 
+// RowSizer is an optional Driver method: LargestRow is the most bytes a row
+// of the table named like t has held (0 when none, or when the driver does
+// not know the table). Front ends size the pieces of a large multi-get by it
+// rather than by the widest row the table's columns allow.
+type RowSizer interface {
+	LargestRow(t *Table) int
+}
+
 // HealthReporter is a driver that can tell it is stuck in a state it cannot
 // leave by itself, so that a liveness probe restarts the process.
 type HealthReporter interface {

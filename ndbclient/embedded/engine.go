@@ -240,6 +240,16 @@ func (e *Engine) tableOf(s *ndbclient.Table) (*table, error) {
 
 func (e *Engine) hash(key []byte) uint64 { return maphash.Bytes(e.seed, key) }
 
+// LargestRow is the longest row the table named like s has stored
+// (ndbclient.RowSizer); 0 for none or no such table.
+func (e *Engine) LargestRow(s *ndbclient.Table) int {
+	t, err := e.tableOf(s)
+	if err != nil {
+		return 0
+	}
+	return int(t.largest.Load())
+}
+
 // partIndex picks a key's partition from its hash h (or from the distribution
 // key's own hash when that is a strict part of the primary key). The high
 // half of the hash chooses the partition; the low half is the index tag, so

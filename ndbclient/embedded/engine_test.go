@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,4 +183,26 @@ func TestDefaultClockFollowsTheSecond(t *testing.T) {
 	next := now.Truncate(time.Second).Add(time.Second)
 	time.Sleep(time.Until(next) + 300*time.Millisecond)
 	require.Equal(t, uint32(next.Unix()), e.now(), "clock not advanced 300 ms into the next second")
+}
+
+// LargestRow reports the longest row a table has held, through its own
+// schema pointer or another of the same name, so that front ends size the
+// pieces of a large multi-get by the values really stored.
+func TestLargestRow(t *testing.T) {
+	e := newEngine(t, Config{Partitions: 4})
+	tbl := mustCreate(t, e, memcacheTable("sizes", 1<<20))
+	var _ ndbclient.RowSizer = e
+	assert.Zero(t, e.LargestRow(tbl), "nothing stored")
+	put(t, e, tbl, "small", item{value: strings.Repeat("s", 10)})
+	small := e.LargestRow(tbl)
+	assert.Greater(t, small, 10, "the whole row: key, value and the other columns")
+	put(t, e, tbl, "big", item{value: strings.Repeat("b", 5000)})
+	big := e.LargestRow(tbl)
+	assert.GreaterOrEqual(t, big, 5000)
+	assert.Less(t, big, 5000+small)
+	put(t, e, tbl, "small2", item{value: "x"})
+	run(t, e, &ndbclient.Op{Kind: ndbclient.OpDelete, Table: tbl, Key: key("big")})
+	assert.Equal(t, big, e.LargestRow(tbl), "it only grows")
+	assert.Equal(t, big, e.LargestRow(memcacheTable("sizes", 1<<20)), "another pointer to the same table")
+	assert.Zero(t, e.LargestRow(memcacheTable("nosuch", 10)))
 }

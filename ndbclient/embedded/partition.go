@@ -119,6 +119,9 @@ func (p *partition) expired(s int32, now uint32) bool {
 // changes nothing if that fails. force skips the limit (rollback restores rows
 // that fitted before). row must not alias the arena.
 func (p *partition) put(s int32, tag uint32, row []byte, now uint32, force bool) (int32, error) {
+	if int64(len(row)) > p.t.largest.Load() {
+		p.t.noteRow(len(row))
+	}
 	cls, size := classOf(len(row))
 	delta := int64(size) + rowOverhead
 	if s >= 0 {

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"slices"
+	"sync/atomic"
 
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
@@ -19,6 +20,19 @@ type table struct {
 	expireCol int   // -1 for none
 	eviction  bool
 	parts     []*partition
+	// largest is the longest row stored so far, bytes (LargestRow). It
+	// only grows.
+	largest atomic.Int64
+}
+
+// noteRow records that a row of n bytes is stored.
+func (t *table) noteRow(n int) {
+	for {
+		cur := t.largest.Load()
+		if int64(n) <= cur || t.largest.CompareAndSwap(cur, int64(n)) {
+			return
+		}
+	}
 }
 
 // colInfo is one column's storage layout.

@@ -114,23 +114,40 @@ func (s *kvServer) multiGet(who *auth.Principal, in *kvpb.MultiGetRequest) (*kvp
 		return nil, err
 	}
 	defer s.done(r)
-	r.Verb = gateway.VerbGet
-	for _, k := range in.Keys {
-		r.AddKey(k)
+	// The keys are read in pieces of at most mgetPiece bytes of values, and
+	// a response is at most MaxMessage bytes, as a request is: a MultiGet
+	// holds no more than that, whatever it asks for.
+	route, piece, size := r.Route, len(in.Keys), 0
+	if piece > 1 {
+		piece = max(1, mgetPiece/s.o.KV.LargestValue())
 	}
-	s.o.KV.Run(r)
-	if r.Outcome == gateway.OutcomeError {
-		return nil, r.Err
-	}
-	out := &kvpb.MultiGetResponse{Items: make([]*kvpb.Item, len(r.Items))}
-	for i := range r.Items {
-		if r.Items[i].Err != nil {
-			return nil, r.Items[i].Err
+	out := &kvpb.MultiGetResponse{Items: make([]*kvpb.Item, 0, len(in.Keys))}
+	for start := 0; start < len(in.Keys); start += piece {
+		r.Reset()
+		r.Route, r.Verb = route, gateway.VerbGet
+		for _, k := range in.Keys[start:min(start+piece, len(in.Keys))] {
+			r.AddKey(k)
 		}
-		out.Items[i] = item(&r.Items[i])
+		s.o.KV.Run(r)
+		if r.Outcome == gateway.OutcomeError {
+			return nil, r.Err
+		}
+		for i := range r.Items {
+			it := &r.Items[i]
+			if it.Err != nil {
+				return nil, it.Err
+			}
+			if size += len(it.Key) + len(it.Value) + 32; size > s.o.MaxMessage {
+				return nil, status.Errorf(codes.ResourceExhausted, "MultiGet: the values of these %d keys come to more than the %d bytes a message may hold (api.limits.max_body); ask for fewer keys", len(in.Keys), s.o.MaxMessage)
+			}
+			out.Items = append(out.Items, item(it))
+		}
 	}
 	return out, nil
 }
+
+// mgetPiece bounds the bytes of values one request of a MultiGet reads.
+const mgetPiece = 16 << 20
 
 func (s *kvServer) Set(ctx context.Context, in *kvpb.SetRequest) (*kvpb.SetResponse, error) {
 	return authed(ctx, s.o.Keys, in, s.set)

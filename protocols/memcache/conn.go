@@ -44,6 +44,16 @@ type connState struct {
 	// length of the command it stopped in (0: none).
 	partial    int64
 	waitingFor int
+	// unflushed estimates the bytes of replies done but not flushed.
+	// getResume is how many keys of the get at the head of the input have
+	// started, when it stopped between pieces; pieceFailed: a piece of the
+	// get being encoded failed, so its later pieces say nothing.
+	// outputFull: serve stopped because the client is not reading.
+	unflushed   int
+	getResume   int
+	pieceFailed bool
+	outputFull  bool
+	runPiece    int // the keys of the open get run's piece
 }
 
 // loopScratch is what a connection needs only while it is being served: the
@@ -64,6 +74,22 @@ type loopScratch struct {
 	// Zero elsewhere: each request reads the clock.
 	now int64
 }
+
+// What a connection holds in replies is bounded, whatever a client asks
+// for or fails to read:
+//   - a get reads at most replyPiece bytes of values per request: a get of
+//     many keys (or a run of binary or meta gets) goes in pieces of as many
+//     keys as values of the largest size a container holds fit;
+//   - replies done but not yet flushed are flushed once they pass
+//     flushEarly, so that the transport's backlog says what is held;
+//   - while that backlog is replyBacklogMax or more, no command starts: the
+//     rest of the input waits, and the transport serves it again when the
+//     client has read (the epoll loop's EPOLLOUT; gnet by polling).
+const (
+	replyPiece      = 16 << 20
+	flushEarly      = 256 << 10
+	replyBacklogMax = maxStreamBuffer
+)
 
 // commandsPerServe bounds the commands one connection runs per call before
 // the loop moves on to its other connections, as memcached's reqs_per_event:
@@ -118,6 +144,9 @@ type pending struct {
 	// Meta protocol: per command (or per key of an mg run) its flags and key.
 	meta    []metaKey
 	metaBuf []byte
+	// A text get in pieces: piece marks each, more each but the last (no
+	// END after it).
+	piece, more bool
 }
 
 func (cs *connState) newPending(kind CommandKind, noreply bool) *pending {
@@ -137,6 +166,7 @@ func (cs *connState) newPending(kind CommandKind, noreply bool) *pending {
 	p.keys, p.writes = p.keys[:0], false
 	p.bin, p.opcode, p.opaque, p.binKeys = false, 0, 0, p.binKeys[:0]
 	p.meta, p.metaBuf = p.meta[:0], p.metaBuf[:0]
+	p.piece, p.more = false, false
 	p.start = cs.scratch.now
 	if p.start == 0 {
 		p.start = monoNanos()
@@ -173,6 +203,18 @@ func (cs *connState) waiting(p *pending) {
 func (cs *connState) do(p *pending) {
 	cs.srv.svc.Do(p.req)
 	cs.waiting(p)
+	if p.state.Load() == stateDone {
+		cs.unflushed += p.replyBytes()
+	}
+}
+
+// replyBytes estimates the length of p's reply, once it is done.
+func (p *pending) replyBytes() int {
+	n := len(p.fixed)
+	for i := range p.req.Items {
+		n += len(p.req.Items[i].Value) + len(p.req.Items[i].Key) + 48
+	}
+	return n
 }
 
 // reply queues a reply known now.
@@ -199,10 +241,13 @@ func (cs *connState) serve(buf []byte) int {
 	// A command still arriving may take what is left of the server's
 	// budget, and what this connection already holds for it.
 	cs.scratch.parser.MaxBuffered = max(1, int(cs.srv.partialBytes()-cs.srv.partial.Load()+cs.partial))
-	cs.waitingFor = 0
+	cs.waitingFor, cs.outputFull = 0, false
 	used := cs.serveLoop(buf)
 	cs.holdPartial(int64(max(cs.waitingFor, len(buf)-used)))
 	cs.closeRun()
+	if cs.outputFull && used < len(buf) {
+		cs.t.wakeWhenSent()
+	}
 	if cs.yielded {
 		cs.yielded = false
 		if !cs.closeAfter {
@@ -241,6 +286,13 @@ func (cs *connState) serveLoop(buf []byte) int {
 			if len(cs.queue) >= maxPending || cs.blocked() {
 				break // a completion will wake the loop and serve the rest
 			}
+		}
+		if cs.unflushed >= flushEarly {
+			cs.flush()
+		}
+		if cs.t.backlog() >= replyBacklogMax {
+			cs.outputFull = true
+			break
 		}
 		res := cs.parse(buf[used:])
 		if res.Status != StatusNeedMore && cs.proto == protoBinary && !res.Close && cs.needsAuth(cmd) {
@@ -308,8 +360,11 @@ func (cs *connState) serveLoop(buf []byte) int {
 					return used
 				}
 			}
+			if !cs.dispatch(cmd) {
+				cs.outputFull = true
+				return used // stopped between the pieces of a get
+			}
 			used += res.N
-			cs.dispatch(cmd)
 		}
 	}
 	return used
@@ -422,13 +477,13 @@ func (cs *connState) addToRun(cmd *Command) {
 		if p == nil {
 			p = cs.newPending(CmdMetaGet, false)
 			metaGetOptions(p.req, cmd)
-			cs.openGet = p
+			cs.openGet, cs.runPiece = p, cs.srv.getPiece()
 		}
 		p.req.AddKey(cmd.Keys[0])
 		p.addMeta(cmd)
 		p.track(cmd)
-		if !cmd.Quiet {
-			cs.closeRun()
+		if !cmd.Quiet || len(p.keys) >= cs.runPiece {
+			cs.closeRun() // a long run goes in pieces
 		}
 		return
 	}
@@ -443,13 +498,13 @@ func (cs *connState) addToRun(cmd *Command) {
 		if kind == CmdGat {
 			p.req.Verb, p.req.Exptime = gateway.VerbGat, cmd.Exptime
 		}
-		cs.openGet = p
+		cs.openGet, cs.runPiece = p, cs.srv.getPiece()
 	}
 	p.req.AddKey(cmd.Keys[0])
 	p.binKeys = append(p.binKeys, binKey{cmd.Opcode, cmd.Opaque})
 	p.track(cmd)
-	if !cmd.Quiet {
-		cs.closeRun()
+	if !cmd.Quiet || len(p.keys) >= cs.runPiece {
+		cs.closeRun() // a long run goes in pieces
 	}
 }
 
@@ -522,34 +577,25 @@ func (cs *connState) dispatchBinary(cmd *Command) {
 	}
 }
 
-// dispatch starts one parsed command.
-func (cs *connState) dispatch(cmd *Command) {
+// dispatch starts one parsed command. It reports false when a get stopped
+// between its pieces (dispatchGet): the command is then not consumed.
+func (cs *connState) dispatch(cmd *Command) bool {
 	if cmd.Binary {
 		cs.dispatchBinary(cmd)
-		return
+		return true
 	}
 	if cmd.Kind.IsMeta() {
 		cs.dispatchMeta(cmd)
-		return
+		return true
 	}
 	s := cs.srv
 	switch cmd.Kind {
 	case CmdGet, CmdGets, CmdGat, CmdGats:
 		if len(cmd.Keys) == 0 { // "gat <exptime>" with no keys
 			cs.reply(cmd.Kind, replyEnd, false)
-			return
+			return true
 		}
-		p := cs.newPending(cmd.Kind, false)
-		r := p.req
-		r.Verb = gateway.VerbGet
-		if cmd.Kind == CmdGat || cmd.Kind == CmdGats {
-			r.Verb, r.Exptime = gateway.VerbGat, cmd.Exptime
-		}
-		for _, k := range cmd.Keys {
-			r.AddKey(k)
-		}
-		p.track(cmd)
-		cs.do(p)
+		return cs.dispatchGet(cmd)
 	case CmdSet, CmdAdd, CmdReplace, CmdAppend, CmdPrepend, CmdCas:
 		p := cs.newPending(cmd.Kind, cmd.NoReply)
 		r := p.req
@@ -589,6 +635,46 @@ func (cs *connState) dispatch(cmd *Command) {
 	default:
 		cs.reply(cmd.Kind, replyError, false)
 	}
+	return true
+}
+
+// dispatchGet starts a text get, gets, gat or gats, in pieces of at most
+// getPiece keys. Between pieces it flushes what is done, and it stops while
+// the client is not reading: it then reports false, and the command, left
+// in the input, is parsed again later and resumed at key getResume.
+func (cs *connState) dispatchGet(cmd *Command) bool {
+	keys, piece := cmd.Keys[cs.getResume:], len(cmd.Keys)
+	if piece > 1 {
+		piece = cs.srv.getPiece()
+	}
+	for len(keys) > 0 {
+		if cs.getResume > 0 {
+			if cs.unflushed >= flushEarly {
+				cs.flush()
+			}
+			if cs.t.backlog() >= replyBacklogMax {
+				return false
+			}
+		}
+		n := min(len(keys), piece)
+		p := cs.newPending(cmd.Kind, false)
+		p.piece, p.more = n < len(cmd.Keys), n < len(keys)
+		r := p.req
+		r.Verb = gateway.VerbGet
+		if cmd.Kind == CmdGat || cmd.Kind == CmdGats {
+			r.Verb, r.Exptime = gateway.VerbGat, cmd.Exptime
+		}
+		for _, k := range keys[:n] {
+			r.AddKey(k)
+			p.keys = append(p.keys, maphash.Bytes(keySeed, k))
+		}
+		p.writes = writesKeys(cmd)
+		cs.do(p)
+		keys = keys[n:]
+		cs.getResume += n
+	}
+	cs.getResume = 0
+	return true
 }
 
 var storageVerb = [NumCommandKinds]gateway.Verb{
@@ -631,6 +717,7 @@ func (cs *connState) flush() {
 	}
 	rest := copy(cs.queue, cs.queue[n:])
 	cs.queue = cs.queue[:rest]
+	cs.unflushed = 0
 	if len(out) > 0 {
 		// A failed write closes the connection mid-callback, and its fd may
 		// be reused by then: later flushes must not write. write copies

@@ -104,6 +104,9 @@ type epollConn struct {
 	failed bool // a write failed: close at the next chance
 	gone   bool
 	held   bool // in loop.held: has output to send when the turn ends
+	// resume: serve stopped with input left while the client was not
+	// reading; serve it again once the output has gone (arm).
+	resume bool
 }
 
 // serveEpoll listens on addrs ("tcp" or "unix" network, address) and runs
@@ -569,6 +572,7 @@ func (l *epollLoop) handle(c *epollConn, events uint32) {
 // serve parses and starts what c's input holds, with data just read, flushes
 // the replies whose turn has come and sets which events c waits for.
 func (l *epollLoop) serve(c *epollConn, data []byte) {
+	c.resume = false
 	buf := data
 	if len(c.in) > 0 {
 		c.in = append(c.in, data...)
@@ -712,6 +716,9 @@ func (l *epollLoop) arm(c *epollConn) {
 	}
 	if len(c.out) > 0 {
 		want |= syscall.EPOLLOUT
+	} else if c.resume {
+		c.resume = false
+		c.wake()
 	}
 	if want != c.events {
 		c.events = want
@@ -810,6 +817,13 @@ func sendSome(fd int, b []byte) (sent int, ok bool) {
 	}
 	return sent, true
 }
+
+func (c *epollConn) backlog() int { return len(c.out) }
+
+// wakeWhenSent: while output is queued, arm waits for EPOLLOUT, and that
+// event serves what input is left; output all sent by then (at the turn's
+// end) gets no event, so arm wakes the connection itself.
+func (c *epollConn) wakeWhenSent() { c.resume = true }
 
 // wake asks the loop to serve c again; safe from any goroutine.
 func (c *epollConn) wake() {

@@ -134,7 +134,7 @@ func (cs *connState) dispatchMeta(cmd *Command) {
 }
 
 // encodeMeta appends the reply of a finished meta command (or mg run).
-func encodeMeta(dst []byte, p *pending) []byte {
+func (cs *connState) encodeMeta(dst []byte, p *pending) []byte {
 	r := p.req
 	switch p.kind {
 	case CmdMetaGet:
@@ -143,7 +143,7 @@ func encodeMeta(dst []byte, p *pending) []byte {
 		}
 		now := uint32(time.Now().Unix())
 		for i := range r.Items {
-			dst = appendMetaItem(dst, p, i, &r.Items[i], now)
+			dst = appendMetaItem(cs.spill(dst), p, i, &r.Items[i], now)
 		}
 		return dst
 	case CmdMetaDebug:

@@ -13,6 +13,8 @@ type discardTransport struct{ n int }
 
 func (d *discardTransport) write(b []byte) { d.n += len(b) }
 func (d *discardTransport) wake()          {}
+func (d *discardTransport) backlog() int   { return 0 }
+func (d *discardTransport) wakeWhenSent()  {}
 
 // benchConn is one connection of a server on the embedded engine, with the
 // network taken away: what is left is the per-command CPU the gateway spends.

@@ -14,12 +14,21 @@ func (cs *connState) encode(dst []byte, p *pending) []byte {
 		return append(dst, p.fixed...)
 	}
 	if p.bin {
-		return encodeBinary(dst, p)
+		return cs.encodeBinary(dst, p)
 	}
 	if p.kind.IsMeta() {
-		return encodeMeta(dst, p)
+		return cs.encodeMeta(dst, p)
 	}
 	r := p.req
+	if p.piece {
+		// A get in pieces answers as one: after a piece fails, its error
+		// line ends the reply and the later pieces say nothing.
+		failed := cs.pieceFailed
+		cs.pieceFailed = p.more && (failed || r.Outcome != gateway.OutcomeValues || itemFailed(r))
+		if failed {
+			return dst
+		}
+	}
 	switch r.Outcome {
 	case gateway.OutcomeValues:
 		for i := range r.Items {
@@ -29,6 +38,7 @@ func (cs *connState) encode(dst []byte, p *pending) []byte {
 		}
 		withCas := p.kind == CmdGets || p.kind == CmdGats
 		for i := range r.Items {
+			dst = cs.spill(dst)
 			it := &r.Items[i]
 			if !it.Hit {
 				continue
@@ -38,6 +48,9 @@ func (cs *connState) encode(dst []byte, p *pending) []byte {
 			} else {
 				dst = AppendValue(dst, it.Key, it.Flags, it.Value)
 			}
+		}
+		if p.more {
+			return dst // a later piece ends the reply
 		}
 		return append(dst, replyEnd...)
 	case gateway.OutcomeStored:
@@ -59,12 +72,36 @@ func (cs *connState) encode(dst []byte, p *pending) []byte {
 	}
 }
 
+// spill writes dst out once it holds flushEarly bytes and returns it empty,
+// so that encoding a get of large values does not build its reply whole.
+func (cs *connState) spill(dst []byte) []byte {
+	if len(dst) < flushEarly {
+		return dst
+	}
+	if !cs.closed.Load() {
+		cs.t.write(dst)
+		cs.srv.m.stats.Add(cs.shard, statBytesWritten, uint64(len(dst)))
+	}
+	return dst[:0]
+}
+
+// itemFailed reports whether a key of r's get failed (not a miss).
+func itemFailed(r *gateway.Request) bool {
+	for i := range r.Items {
+		if r.Items[i].Err != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // encodeBinary appends p's binary reply: quiet commands say nothing on success
 // (quiet gets nothing on a miss), errors are always sent.
-func encodeBinary(dst []byte, p *pending) []byte {
+func (cs *connState) encodeBinary(dst []byte, p *pending) []byte {
 	r := p.req
 	if r.Outcome == gateway.OutcomeValues {
 		for i := range r.Items {
+			dst = cs.spill(dst)
 			it, bk := &r.Items[i], p.binKeys[i]
 			switch {
 			case it.Err != nil:

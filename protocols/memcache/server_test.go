@@ -281,6 +281,8 @@ type recordingTransport struct {
 
 func (r *recordingTransport) write(b []byte) { r.out = append(r.out, b...) }
 func (r *recordingTransport) wake()          { r.wakes++ }
+func (r *recordingTransport) backlog() int   { return 0 }
+func (r *recordingTransport) wakeWhenSent()  {}
 
 // A deep pipeline is served commandsPerServe commands at a time: the
 // connection yields to its event loop's other connections and asks to be

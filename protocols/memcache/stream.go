@@ -27,6 +27,12 @@ func (t *streamTransport) write(b []byte) {
 	_, _ = t.nc.Write(b)
 }
 
+// backlog is none: write blocks until the socket takes the reply, which
+// holds the connection's loop, and nobody else's, back.
+func (t *streamTransport) backlog() int { return 0 }
+
+func (t *streamTransport) wakeWhenSent() {}
+
 func (t *streamTransport) wake() {
 	select {
 	case t.wakeup <- struct{}{}:

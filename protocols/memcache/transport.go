@@ -2,6 +2,7 @@ package memcache
 
 import (
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/panjf2000/gnet/v2"
@@ -16,6 +17,13 @@ type transport interface {
 	write(b []byte)
 	// wake asks the loop to serve buffered input and flush; safe from any goroutine.
 	wake()
+	// backlog is how many bytes of replies were written but are not yet
+	// sent; called only on the connection's loop.
+	backlog() int
+	// wakeWhenSent asks for the loop to serve the connection again once
+	// its backlog has gone down: serve stopped with input left because the
+	// client is not reading its replies.
+	wakeWhenSent()
 }
 
 type gnetTransport struct{ c gnet.Conn }
@@ -57,3 +65,9 @@ func writeFd(fd int, b []byte) (int, syscall.Errno) {
 }
 
 func (g gnetTransport) wake() { _ = g.c.Wake(nil) }
+
+func (g gnetTransport) backlog() int { return g.c.OutboundBuffered() }
+
+// wakeWhenSent polls: gnet says nothing when its outbound buffer drains,
+// and input left unparsed is not served again until more arrives.
+func (g gnetTransport) wakeWhenSent() { time.AfterFunc(time.Millisecond, g.wake) }

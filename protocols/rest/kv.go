@@ -211,8 +211,18 @@ type mgetJSON struct {
 	Keys []string `json:"keys"`
 }
 
+// An _mget's keys are read in pieces of at most mgetPiece bytes of values
+// (the largest a container holds), and its body is sent as it is made, in
+// parts of streamAt bytes: what one request holds stays bounded however many
+// large values it asks for.
+const (
+	mgetPiece = 16 << 20
+	streamAt  = 256 << 10
+)
+
 // kvMget serves POST /v1/kv/{container}/_mget: one gateway request, so one
-// backend batch, for every key.
+// backend batch, per piece of keys. A piece that fails after the body has
+// begun gives each of its keys the error.
 func (h *Handler) kvMget(w http.ResponseWriter, r *http.Request, v pathVars) {
 	req, err := h.kvRequest(r, v.container, "")
 	if err != nil {
@@ -241,23 +251,61 @@ func (h *Handler) kvMget(w http.ResponseWriter, r *http.Request, v pathVars) {
 		h.fail(w, badf("_mget: %d keys is more than the limit of %d", len(in.Keys), h.o.MaxMultiGet))
 		return
 	}
-	req.Verb = gateway.VerbGet
 	for i, k := range in.Keys {
 		if err := checkKey(k); err != nil {
 			h.fail(w, badf("keys[%d]: %v", i, err))
 			return
 		}
-		req.AddKey([]byte(k))
 	}
-	h.o.KV.Run(req)
-	if req.Outcome == gateway.OutcomeError {
-		h.fail(w, req.Err)
+	piece := len(in.Keys)
+	if piece > 1 {
+		piece = max(1, mgetPiece/h.o.KV.LargestValue())
+	}
+	route, started := req.Route, false
+	out := append(body[len(body):], `{"items":[`...)
+	for start := 0; start < len(in.Keys); start += piece {
+		keys := in.Keys[start:min(start+piece, len(in.Keys))]
+		req.Reset()
+		req.Route, req.Verb = route, gateway.VerbGet
+		for _, k := range keys {
+			req.AddKey([]byte(k))
+		}
+		h.o.KV.Run(req)
+		items := req.Items
+		if req.Outcome == gateway.OutcomeError {
+			if !started {
+				h.fail(w, req.Err)
+				return
+			}
+			items = make([]gateway.Item, len(keys))
+			for i, k := range keys {
+				items[i] = gateway.Item{Key: []byte(k), Err: req.Err}
+			}
+		}
+		out = appendItems(out, items, start > 0)
+		if len(out) >= streamAt && start+piece < len(in.Keys) {
+			if !started {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusOK)
+				started = true
+			}
+			_, _ = w.Write(out)
+			out = out[:0]
+		}
+	}
+	out = append(out, "]}"...)
+	if started {
+		_, _ = w.Write(out)
 		return
 	}
-	out := append(body[len(body):], `{"items":[`...)
-	for i := range req.Items {
-		it := &req.Items[i]
-		if i > 0 {
+	writeJSON(w, http.StatusOK, out)
+}
+
+// appendItems appends the JSON of a get's items, after others if more.
+func appendItems(out []byte, items []gateway.Item, more bool) []byte {
+	for i := range items {
+		it := &items[i]
+		if i > 0 || more {
 			out = append(out, ',')
 		}
 		out = append(out, `{"key":`...)
@@ -288,6 +336,5 @@ func (h *Handler) kvMget(w http.ResponseWriter, r *http.Request, v pathVars) {
 		}
 		out = append(out, '}')
 	}
-	out = append(out, "]}"...)
-	writeJSON(w, http.StatusOK, out)
+	return out
 }
