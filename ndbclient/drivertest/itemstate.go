@@ -146,7 +146,9 @@ func RunItemState(t *testing.T, prefix string, open func(t *testing.T) (ndbclien
 			{"md I", &ndbclient.Op{Kind: ndbclient.OpUpdate, KeepState: true, MarkStale: true, Set: []ndbclient.ColumnValue{{Column: ColCas, Value: ndbclient.Uint(3)}}}},
 		} {
 			key := "access:" + write.name
-			store(t, key, 0, func(o *ndbclient.Op) { o.Set = append(o.Set, ndbclient.ColumnValue{Column: ColMath, Value: ndbclient.Uint(1)}) })
+			store(t, key, 0, func(o *ndbclient.Op) {
+				o.Set = append(o.Set, ndbclient.ColumnValue{Column: ColMath, Value: ndbclient.Uint(1)})
+			})
 			require.NoError(t, exec(t, &ndbclient.Op{Kind: ndbclient.OpUpdate, Table: tbl, Key: k(key), KeepState: true, NoBump: true,
 				Set: []ndbclient.ColumnValue{{Column: ColState, Value: ndbclient.Uint(long)}}}).Err)
 			before := uint32(time.Now().Unix())
