@@ -15,9 +15,17 @@
 //     cannot be part of a transaction.
 //   - Rows a transaction evicted to make room stay evicted if it rolls back
 //     (cache tables only; tables without eviction never lose rows).
-//   - Memory charged per row is its arena chunk plus its slot and index share;
-//     arena pages are kept for reuse, not returned to the Go heap (except a
-//     big row's own page, and everything on delete_all).
+//   - Memory charged per row is its arena chunk plus its slot and index share,
+//     and the charges stay within Config.MemoryLimit exactly. Rows of tables
+//     without eviction may take all of it: cache rows are evicted to make room
+//     for them (least recently used first), never the other way round; cache
+//     tables share what is left, the least recently used rows of any of them
+//     going first. Under a limit the arena pages themselves stay within
+//     pageCap (1.5 times the limit plus 64 KiB a partition): a size class
+//     that needs a page when they are at it takes a page that others freed
+//     (partition.makeRoom), as memcached's slab page mover does. Pages live
+//     outside the Go heap and go back to the OS when given up (a few are kept
+//     for reuse), and on delete_all.
 //
 // Lock order:
 //   - Engine.mu guards the table registry only. It is never held while a
@@ -26,12 +34,14 @@
 //   - Partition locks are taken in ascending gid (engine-wide partition number:
 //     table creation order, then partition number). Plain batches hold one at a
 //     time; a transaction takes all of its partitions in that order. The one
-//     exception is eviction, which only TryLocks other partitions and so never
-//     waits while holding a lock.
+//     exception is making room (eviction, and emptying pages for another
+//     partition), which only TryLocks other partitions and so never waits
+//     while holding a lock.
 package embedded
 
 import (
 	"hash/maphash"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,7 +58,9 @@ type Config struct {
 	// p % Nodes. Default 1.
 	Nodes int
 	// MemoryLimit caps the bytes charged for rows (each row's arena chunk plus
-	// its slot and index share); 0 means no limit.
+	// its slot and index share); 0 means no limit. It also bounds the arena
+	// pages the rows live in: at most 1.5 times the limit plus 64 KiB per
+	// partition (see pageCap).
 	MemoryLimit uint64
 	// ReapInterval is how often the background reaper frees expired rows.
 	// Default 1s; negative disables the reaper (expired rows are still misses
@@ -79,6 +91,10 @@ type Engine struct {
 	tables  atomic.Pointer[[]*table]
 
 	used                               atomic.Int64 // bytes charged
+	pageBytes                          atomic.Int64 // bytes of arena pages mapped (see pageCap)
+	nparts                             atomic.Int64 // partitions of all tables
+	compacting                         atomic.Bool  // a copyCompact holds the page cap's overshoot
+	pool                               *pagePool
 	evictions, expired, reclaimed, oom atomic.Uint64
 
 	clock     atomic.Uint32 // the default Now
@@ -112,7 +128,9 @@ func New(cfg Config) *Engine {
 		limit:  int64(min(cfg.MemoryLimit, 1<<62)),
 		byName: map[string]*table{},
 		stop:   make(chan struct{}),
+		pool:   &pagePool{},
 	}
+	runtime.AddCleanup(e, func(pp *pagePool) { pp.drain() }, e.pool)
 	e.byPtr.Store(&map[*ndbclient.Table]*table{})
 	e.tables.Store(&[]*table{})
 	if e.now == nil {
@@ -194,6 +212,7 @@ func (e *Engine) CreateTable(s *ndbclient.Table) (*ndbclient.Table, error) {
 		t.parts[i] = newPartition(e, t, i, e.nextGid)
 		e.nextGid++
 	}
+	e.nparts.Add(int64(len(t.parts)))
 	e.byName[s.FullName()] = t
 	byPtr := make(map[*ndbclient.Table]*table, len(e.byName))
 	for _, t := range e.byName {
@@ -294,6 +313,62 @@ func (e *Engine) tryReserve(n int64) bool {
 		}
 		if e.used.CompareAndSwap(cur, cur+n) {
 			return true
+		}
+	}
+}
+
+// pageCap bounds the bytes of arena pages (0: no limit, no bound): half as
+// much again as the limit, and a first page for every partition. Rows are
+// charged their chunk's size, but a free chunk serves only its own class (or
+// a smaller one, split) until its page is emptied: the half is room for such
+// chunks, so that pages need to move only when the mix of sizes shifts. At
+// the cap, with the charges within the limit, about a third of the pages'
+// bytes are free, and a partition that needs a page empties one
+// (partition.makeRoom). Past the cap go only a compaction's page
+// (copyCompact, one at a time: maxPage at most) and the rows a transaction's
+// rollback restores (they fitted before). Pages of the engine's pool count.
+func (e *Engine) pageCap() int64 {
+	if e.limit == 0 {
+		return 0
+	}
+	return e.limit + e.limit/2 + e.nparts.Load()*firstPage
+}
+
+// takePages reserves n bytes of pages under the cap (force: regardless).
+func (e *Engine) takePages(n int64, force bool) bool {
+	limit := e.pageCap()
+	if limit == 0 || force {
+		e.pageBytes.Add(n)
+		return true
+	}
+	for {
+		cur := e.pageBytes.Load()
+		if cur+n > limit {
+			return false
+		}
+		if e.pageBytes.CompareAndSwap(cur, cur+n) {
+			return true
+		}
+	}
+}
+
+// takePagesUpTo reserves want bytes of pages, or, near the cap, as much as
+// fits (in whole OS pages) if that is at least need; it returns the bytes
+// reserved, 0 for none.
+func (e *Engine) takePagesUpTo(want, need int64, force bool) int64 {
+	limit := e.pageCap()
+	if limit == 0 || force {
+		e.pageBytes.Add(want)
+		return want
+	}
+	for {
+		cur := e.pageBytes.Load()
+		n := min(want, (limit-cur)&^(pageAlign-1))
+		if n < need {
+			return 0
+		}
+		if e.pageBytes.CompareAndSwap(cur, cur+n) {
+			return n
 		}
 	}
 }

@@ -76,6 +76,20 @@ func (ix *index) find(tag uint32, s int32) uint32 {
 	return i
 }
 
+// slotAt returns the slot whose row is at page, off (its index tag is tag),
+// or -1.
+func (ix *index) slotAt(tag, page, off uint32) int32 {
+	for i := tag & ix.mask; ; i = (i + 1) & ix.mask {
+		e := &ix.e[i]
+		if e.empty() {
+			return -1
+		}
+		if e.tag == tag && e.page == page && e.off == off {
+			return int32(e.slot - 1)
+		}
+	}
+}
+
 // move records that slot s's row is now at page, off.
 func (ix *index) move(tag uint32, s int32, page, off uint32) {
 	e := &ix.e[ix.find(tag, s)]

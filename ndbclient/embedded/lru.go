@@ -1,5 +1,7 @@
 package embedded
 
+import "math"
+
 // Each partition of an eviction table keeps its rows on a doubly linked LRU
 // list threaded through the slots (int32 links, no pointers). Writes move a row
 // to the front; a read moves it only if it was last bumped lruBumpInterval or
@@ -25,6 +27,7 @@ func (p *partition) lruFront(s int32, now uint32) {
 		p.slots[p.lruHead].prev = s
 	} else {
 		p.lruTail = s
+		p.publishTail()
 	}
 	p.lruHead = s
 }
@@ -43,6 +46,18 @@ func (p *partition) lruUnlink(s int32) {
 		p.lruTail = sl.prev
 	}
 	sl.prev, sl.next = -1, -1
+	if p.lruHead < 0 {
+		p.publishTail()
+	}
+}
+
+// publishTail sets tailAge from the list's tail.
+func (p *partition) publishTail() {
+	age := uint32(math.MaxUint32)
+	if p.lruTail >= 0 {
+		age = p.slots[p.lruTail].used
+	}
+	p.tailAge.Store(age)
 }
 
 // lruTouch records a read of s.
