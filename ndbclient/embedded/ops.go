@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"github.com/ndbgate/ndbgate/ndbclient"
+	"sync"
 )
 
 // do runs one checked op on this partition, whose lock the caller holds. key is
@@ -102,13 +103,47 @@ func (p *partition) write(s int32, tag uint32, key []byte, set []ndbclient.Colum
 	if s >= 0 {
 		old = p.row(s)
 	}
+	if need := rowEstimate(key, old, set, xval); need > maxChunk && cap(p.build) < need {
+		p.build = getScratch(need)
+	}
 	p.build = p.t.buildRow(p.build, key, old, set, xcol, xval)
 	s, err := p.put(s, tag, p.build, now, false)
 	if cap(p.build) > maxChunk {
-		p.build = nil // do not pin a huge row's scratch
+		putScratch(p.build) // do not pin a huge row's scratch to the partition
+		p.build = nil
 	}
 	return s, err
 }
+
+// rowEstimate is about the bytes of a row built from key, old and the sets.
+func rowEstimate(key, old []byte, set []ndbclient.ColumnValue, xval *ndbclient.Value) int {
+	n := len(key) + len(old)
+	for i := range set {
+		n += len(set[i].Value.B) + 8
+	}
+	if xval != nil {
+		n += len(xval.B) + 8
+	}
+	return n
+}
+
+// bigScratch keeps the scratch of rows over maxChunk between writes, for
+// any partition. Pages are outside the Go heap, so the heap is small, and a
+// row-sized allocation per large write would bring on a collection every
+// few writes.
+var bigScratch sync.Pool // *[]byte
+
+func getScratch(n int) []byte {
+	if b, ok := bigScratch.Get().(*[]byte); ok {
+		if cap(*b) >= n {
+			return (*b)[:0]
+		}
+		bigScratch.Put(b)
+	}
+	return make([]byte, 0, n)
+}
+
+func putScratch(b []byte) { bigScratch.Put(&b) }
 
 // meta reports slot s's state (zero for s < 0).
 func (p *partition) meta(s int32) ndbclient.ItemMeta {
@@ -197,6 +232,9 @@ func (p *partition) appendOp(op *ndbclient.Op, key []byte, tag uint32, now uint3
 	op.Meta = p.meta(s)
 	ci := &t.cols[op.AppendColumn]
 	old := t.colValue(p.row(s), op.AppendColumn).B // NULL appends as empty
+	if need := len(old) + len(op.Data); need > maxChunk && cap(p.cat) < need {
+		p.cat = getScratch(need)
+	}
 	if op.Prepend {
 		p.cat = append(append(p.cat[:0], op.Data...), old...)
 	} else {
@@ -208,6 +246,7 @@ func (p *partition) appendOp(op *ndbclient.Op, key []byte, tag uint32, now uint3
 	v := ndbclient.Bytes(p.cat)
 	s, err := p.write(s, tag, key, op.Set, op.AppendColumn, &v, now)
 	if cap(p.cat) > maxChunk {
+		putScratch(p.cat)
 		p.cat = nil
 	}
 	if err != nil {

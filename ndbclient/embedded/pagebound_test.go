@@ -132,3 +132,27 @@ func TestPagesStayBoundedWithoutEviction(t *testing.T) {
 		}
 	}
 }
+
+// A cache taking ever larger rows at the page cap: rows over the largest
+// class (dedicated pages) must not be refused while the page pool holds
+// pages, which count against the cap but fit no such row.
+func TestBigRowsAtTheCapUseThePooledPages(t *testing.T) {
+	const limit = 16 << 20
+	e := newEngine(t, Config{MemoryLimit: limit})
+	tbl := mustCreate(t, e, memcacheTable("cache", 1<<20))
+	for _, size := range []int{1_000, 46_000, 200_000, 1_000, 300_000} {
+		v := valueOf(size, size)
+		oom := 0
+		for i := range (24 << 20) / size {
+			w := writeOp(ndbclient.OpWrite, tbl, fmt.Sprint(size, ":", i), set(colValue, ndbclient.Bytes(v)))
+			run(t, e, w)
+			if codeOf(w) == ndbclient.CodeOutOfMemory {
+				oom++
+			} else {
+				require.NoError(t, w.Err)
+			}
+		}
+		require.Zero(t, oom, "size %d: a cache evicts to make room, it does not refuse", size)
+	}
+	checkEngine(t, e)
+}

@@ -142,9 +142,6 @@ func (p *partition) expired(s int32, now uint32) bool {
 // changes nothing if that fails. force skips the limit (rollback restores rows
 // that fitted before). row must not alias the arena.
 func (p *partition) put(s int32, tag uint32, row []byte, now uint32, force bool) (int32, error) {
-	if int64(len(row)) > p.t.largest.Load() {
-		p.t.noteRow(len(row))
-	}
 	cls, size := classOf(len(row))
 	delta := int64(size) + rowOverhead
 	if s >= 0 {
@@ -166,10 +163,19 @@ func (p *partition) put(s int32, tag uint32, row []byte, now uint32, force bool)
 	var page, off uint32
 	if move {
 		var ok bool
-		page, off, ok = p.alloc(cls, size, s, now, force)
-		if !ok && s >= 0 && p.slots[s].class == classBig && delta <= 0 {
-			// A big row shrinking: its own page goes as the new chunk comes.
-			page, off, ok = p.alloc(cls, size, s, now, true)
+		if s >= 0 && delta <= 0 && !force {
+			// A row shrinking empties no page and evicts no row for its
+			// new chunk: it takes a free one or keeps its own (below). A
+			// big one, whose page must go, looks for room as any write
+			// does, and at last maps its smaller chunk past the cap.
+			page, off, ok = p.allocFree(cls, size)
+			if !ok && p.slots[s].class == classBig {
+				if page, off, ok = p.alloc(cls, size, s, now, false); !ok {
+					page, off, ok = p.alloc(cls, size, s, now, true)
+				}
+			}
+		} else {
+			page, off, ok = p.alloc(cls, size, s, now, force)
 		}
 		switch {
 		case ok:
@@ -205,6 +211,9 @@ func (p *partition) put(s int32, tag uint32, row []byte, now uint32, force bool)
 	sl.used = now
 	if p.t.eviction {
 		p.lruFront(s, now)
+	}
+	if int64(len(row)) > p.t.largest.Load() {
+		p.t.noteRow(len(row)) // stored: a refused row does not count
 	}
 	return s, nil
 }
@@ -388,7 +397,13 @@ func (p *partition) alloc(cls uint16, size int, protect int32, now uint32, force
 	if cls == classBig {
 		n := int64(size)
 		for try := 0; !e.takePages(n, force); try++ {
-			if try == 3 || !p.makeRoom(n, protect, now) {
+			if try < 8 && e.pool.bytes.Load() > 0 {
+				// Pooled pages count against the cap and fit no big row:
+				// give them up first (an emptied page lands there too).
+				e.pageBytes.Add(-e.pool.drain())
+				continue
+			}
+			if try >= 3 || !p.makeRoom(n, protect, now) {
 				return 0, 0, false
 			}
 		}
@@ -418,6 +433,18 @@ func (p *partition) alloc(cls uint16, size int, protect int32, now uint32, force
 			return 0, 0, false
 		}
 	}
+}
+
+// allocFree finds a chunk of class cls and size bytes without mapping a
+// page: a free one, or room in the current page.
+func (p *partition) allocFree(cls uint16, size int) (page, off uint32, ok bool) {
+	if cls == classBig {
+		return 0, 0, false
+	}
+	if page, off, ok = p.arena.take(cls); ok {
+		return page, off, true
+	}
+	return p.arena.bump(size)
 }
 
 // freeChunk frees a row's chunk; a dedicated page goes back to the OS.
