@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,22 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// peakRSSBytes is a process's peak resident set size (VmHWM).
-func peakRSSBytes(t *testing.T, pid int) int64 {
-	t.Helper()
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	require.NoError(t, err)
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			require.NoError(t, err)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmHWM")
-	return 0
-}
 
 // pipelineSets writes total bytes of values of one size as memcache text sets
 // under keys prefix0, prefix1, ..., pipelined on one connection, and returns
@@ -103,7 +85,7 @@ func TestMemoryLimitBoundsRSSAcrossValueSizes(t *testing.T) {
 		st := mc.stats("")
 		mc.close()
 		t.Logf("%6d-byte values: %d stored, engine bytes %d MiB, RSS %d MiB (peak %d MiB)",
-			size, stored, statUint(t, st, "bytes")>>20, rssBytes(t, s.pid())>>20, peakRSSBytes(t, s.pid())>>20)
+			size, stored, statUint(t, st, "bytes")>>20, rssBytes(t, s.pid())>>20, peakRSS(t, s.pid())>>20)
 		require.LessOrEqual(t, statUint(t, st, "bytes"), uint64(limit), "the limit is exact as the engine charges it")
 	}
 	// The last size's items are there: the cache still serves.
@@ -114,7 +96,7 @@ func TestMemoryLimitBoundsRSSAcrossValueSizes(t *testing.T) {
 
 	const partitions = 16 // the default container's table
 	bound := int64(limit + limit/2 + partitions*64<<10 + memLimitProcess)
-	rss, peak := rssBytes(t, s.pid()), peakRSSBytes(t, s.pid())
+	rss, peak := rssBytes(t, s.pid()), peakRSS(t, s.pid())
 	t.Logf("6 x 80 MiB in %v: RSS %d MiB, peak %d MiB, bound %d MiB", time.Since(start).Round(time.Millisecond), rss>>20, peak>>20, bound>>20)
 	assert.Less(t, peak, bound, "peak RSS within 1.5 x the limit + 64 KiB a partition + the process's own")
 	assert.Less(t, rss, bound)

@@ -15,21 +15,27 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// rssBytes is a process's resident set size.
-func rssBytes(t *testing.T, pid int) int64 {
+// statusBytes is a size field of /proc/<pid>/status (VmRSS, VmHWM), in bytes.
+func statusBytes(t *testing.T, pid int, field string) int64 {
 	t.Helper()
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	require.NoError(t, err)
 	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			require.NoError(t, err)
 			return kb << 10
 		}
 	}
-	t.Fatal("no VmRSS")
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
 }
+
+// rssBytes is a process's resident set size.
+func rssBytes(t *testing.T, pid int) int64 { return statusBytes(t, pid, "VmRSS") }
+
+// peakRSS is a process's peak resident set size.
+func peakRSS(t *testing.T, pid int) int64 { return statusBytes(t, pid, "VmHWM") }
 
 // TestStalledValuesStayWithinABudget: 150 clients each start a 1 MB set, send
 // all but the end of its value, and stall. Before values still arriving had

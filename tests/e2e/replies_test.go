@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,22 +20,6 @@ import (
 
 	"github.com/ndbgate/ndbgate/protocols/grpc/kvpb"
 )
-
-// peakRSS is a process's peak resident set size (VmHWM).
-func peakRSS(t *testing.T, pid int) int64 {
-	t.Helper()
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	require.NoError(t, err)
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			require.NoError(t, err)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmHWM")
-	return 0
-}
 
 // storeBig stores a value of n bytes under key and returns it.
 func storeBig(t *testing.T, addr, key string, n int) string {
