@@ -100,6 +100,10 @@ type Table struct {
 	DistributionKey []int
 	// Partitions is the partition count (NDB: fragments). 0 means the driver's default.
 	Partitions int
+	// OrderedPrimaryKey: creating the table on NDB also makes an ordered
+	// index PRIMARY on the primary key, as MySQL does for a key not declared
+	// USING HASH (NDB API applications range-scan by it).
+	OrderedPrimaryKey bool
 
 	// Cache-table options, honoured by the embedded engine (NDB has no such notion):
 	// Eviction turns on LRU eviction when the memory limit is reached.

@@ -54,6 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "ndb-create-tables":
 		rest, recreate := withoutFlag(args[1:], "--recreate")
 		rest, itemState := withoutFlag(rest, "--item-state")
+		rest, ndbmemcache := withoutFlag(rest, "--ndbmemcache-config")
 		cfg, err := loadConfig(rest, os.LookupEnv, stderr)
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -62,7 +63,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			err = errors.New("ndb-create-tables needs --ndb-connectstring (or ndb.connectstring)")
 		}
 		if err == nil {
-			err = createNDBTables(cfg, tableOptions{recreate: recreate, itemState: itemState}, newLogger(cfg.Log, stderr), stdout)
+			err = createNDBTables(cfg, tableOptions{recreate: recreate, itemState: itemState, ndbmemcache: ndbmemcache}, newLogger(cfg.Log, stderr), stdout)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "ndbgate: %v\n", err)
@@ -83,13 +84,16 @@ func usage(w io.Writer) {
   ndbgate serve [--config FILE] [--memcache ADDR] [--rest ADDR] [--grpc ADDR]
                 [--item-size-max N] [--memory-limit N] [--ndb-connectstring CS] ...
   ndbgate ndb-create-tables --ndb-connectstring CS [--config FILE] [--recreate]
-                [--item-state]
+                [--item-state] [--ndbmemcache-config]
                 creates, through NdbDictionary, the tables the config needs
                 that the cluster lacks (for clusters without a MySQL server;
                 a mysqld does not see tables made this way); --recreate drops
                 them first, so they start empty; --item-state gives the
                 default container's demo_table an item_state column, where
-                the meta protocol's item state (h, l, W/X/Z) is kept
+                the meta protocol's item state (h, l, W/X/Z) is kept;
+                --ndbmemcache-config also makes ndbmemcache's configuration
+                tables and rows, so that MySQL Cluster's own memcached
+                (ndb_engine) can serve the same demo_table
   ndbgate version
 
 Run "ndbgate serve --help" for every flag.

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -35,6 +36,11 @@ func createNDBTables(cfg config.Config, opts tableOptions, log *slog.Logger, std
 		return err
 	}
 	defer d.Close()
+	var config []*ndbclient.Table
+	if opts.ndbmemcache {
+		config = ndbmemcacheTables()
+		tables = append(tables, config...)
+	}
 	for _, t := range tables {
 		if opts.recreate {
 			if _, err := d.DropNDBTable(t.Database, t.Name); err != nil {
@@ -50,6 +56,32 @@ func createNDBTables(cfg config.Config, opts tableOptions, log *slog.Logger, std
 			state = "created"
 		}
 		fmt.Fprintf(stdout, "%s %s\n", t.FullName(), state)
+	}
+	if len(config) == 0 {
+		return nil
+	}
+	rows := ndbmemcacheRows(cfg.NDB.Connectstring)
+	for _, want := range config {
+		t, err := d.Table(want.Database, want.Name)
+		if err != nil {
+			return err
+		}
+		b := &ndbclient.Batch{}
+		for _, row := range rows[want.Name] {
+			b.Ops = append(b.Ops, rowOp(t, row))
+		}
+		if len(b.Ops) == 0 {
+			continue
+		}
+		if err := d.Execute(context.Background(), b); err != nil {
+			return err
+		}
+		for _, op := range b.Ops {
+			if op.Err != nil {
+				return fmt.Errorf("%s: %w", t.FullName(), op.Err)
+			}
+		}
+		fmt.Fprintf(stdout, "%s: %d rows\n", t.FullName(), len(b.Ops))
 	}
 	return nil
 }

@@ -60,6 +60,9 @@ const ndbValueLength = 13500
 type tableOptions struct {
 	recreate  bool // drop each table first, so that it starts empty
 	itemState bool // give the default container's table an item state column
+	// ndbmemcache: also make ndbmemcache's configuration tables, with the
+	// rows that let MySQL Cluster's memcached engine serve demo_table
+	ndbmemcache bool
 }
 
 // tablesToCreate lists every table the configuration needs from the backend:
@@ -69,6 +72,11 @@ type tableOptions struct {
 // there by default: ndbmemcache's shape, and a read then never writes.
 func tablesToCreate(cfg config.Config, itemState bool) ([]*ndbclient.Table, error) {
 	demo := gateway.DemoTable(ndbValueLength)
+	for i := range demo.Columns {
+		// As deploy/sql and ndbmemcache's own script make it: a row written
+		// by ndbmemcache, or by SQL, need not set flags, cas or expiry.
+		demo.Columns[i].Nullable = i != demo.PrimaryKey[0]
+	}
 	if itemState {
 		demo.Columns = append(demo.Columns, ndbclient.Column{Name: gateway.StateColumnName, Type: ndbclient.TypeUint64, Nullable: true})
 	}

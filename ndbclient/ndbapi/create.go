@@ -37,6 +37,9 @@ func encodeCreate(t *ndbclient.Table) ([]byte, error) {
 		if slices.Contains(dist, i) {
 			keyFlags |= 2
 		}
+		if t.OrderedPrimaryKey && slices.Contains(t.PrimaryKey, i) {
+			keyFlags |= 4 // in the ordered index PRIMARY
+		}
 		b = append(b, keyFlags, 0)
 		b = binary.LittleEndian.AppendUint16(b, uint16(prec))
 		b = binary.LittleEndian.AppendUint16(b, uint16(scale))

@@ -1437,6 +1437,7 @@ int ndbgate_create_table(ndbgate_pool *pool, const char *db, const char *table, 
   // The spec is in describe's format (wire.go encodeCreate).
   Reader r{spec, spec + speclen};
   NdbDictionary::Table tab(table);
+  std::vector<std::string> ordered;  // key flag 4: the ordered index PRIMARY's columns
   const Uint32 partitions = r.u32();
   const uint16_t n = r.u16();
   for (uint16_t i = 0; i < n && r.ok; i++) {
@@ -1484,6 +1485,7 @@ int ndbgate_create_table(ndbgate_pool *pool, const char *db, const char *table, 
     }
     c.setPrimaryKey((keyFlags & 1) != 0);
     if (keyFlags & 2) c.setPartitionKey(true);
+    if (keyFlags & 4) ordered.emplace_back(reinterpret_cast<const char *>(name), nameLen);
     c.setNullable(nullable);
     tab.addColumn(c);
   }
@@ -1499,6 +1501,21 @@ int ndbgate_create_table(ndbgate_pool *pool, const char *db, const char *table, 
     if (e.code == 721 || e.code == 746) return 1;  // exists
     setErr(err, errlen, std::string(db) + "." + table + ": " + ndbErrText(e));
     return -1;
+  }
+  if (!ordered.empty()) {
+    // MySQL gives a primary key not declared USING HASH an ordered index
+    // named PRIMARY too; NDB API applications scan by it.
+    NdbDictionary::Index idx("PRIMARY");
+    idx.setTable(table);
+    idx.setType(NdbDictionary::Index::OrderedIndex);
+    idx.setLogging(false);
+    for (const std::string &col : ordered) idx.addColumnName(col.c_str());
+    if (dict->createIndex(idx) != 0) {
+      const std::string msg = std::string(db) + "." + table + " index PRIMARY: " + ndbErrText(dict->getNdbError());
+      dict->dropTable(table);
+      setErr(err, errlen, msg);
+      return -1;
+    }
   }
   return 0;
 }
