@@ -93,11 +93,19 @@ func (s *Service) Started() time.Time { return s.started }
 // ItemSizeMax is the largest value the service accepts.
 func (s *Service) ItemSizeMax() int { return s.itemMax }
 
-// LargestValue is the longest value a get can return from any container:
+// MultiGetPieceBytes bounds the bytes of values one request of a multi-get
+// reads: a front end reads a get of many keys in pieces of MultiGetPiece
+// keys, so that what it holds in replies stays bounded.
+const MultiGetPieceBytes = 16 << 20
+
+// MultiGetPiece is how many keys one request of a multi-get may read:
+// MultiGetPieceBytes of the largest value the containers hold (or can hold).
+func (s *Service) MultiGetPiece() int { return max(1, MultiGetPieceBytes/s.largestValue()) }
+
+// largestValue is the longest value a get can return from any container:
 // its value columns' widths, at most the item size limit, and at most the
-// longest row its table has held where the engine knows it (RowSizer). A
-// front end sizes the pieces of a large multi-get by it.
-func (s *Service) LargestValue() int {
+// longest row its table has held where the engine knows it (RowSizer).
+func (s *Service) largestValue() int {
 	largest := 0
 	for _, c := range s.containers {
 		n := min(c.widest, s.itemMax)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"slices"
+
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
@@ -101,20 +103,11 @@ func rowOp(t *ndbclient.Table, row []any) *ndbclient.Op {
 		case uint64:
 			val = ndbclient.Uint(v)
 		}
-		if isKey(t, i) {
+		if slices.Contains(t.PrimaryKey, i) {
 			op.Key = append(op.Key, val)
 		} else {
 			op.Set = append(op.Set, ndbclient.ColumnValue{Column: i, Value: val})
 		}
 	}
 	return op
-}
-
-func isKey(t *ndbclient.Table, col int) bool {
-	for _, k := range t.PrimaryKey {
-		if k == col {
-			return true
-		}
-	}
-	return false
 }

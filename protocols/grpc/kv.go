@@ -114,12 +114,12 @@ func (s *kvServer) multiGet(who *auth.Principal, in *kvpb.MultiGetRequest) (*kvp
 		return nil, err
 	}
 	defer s.done(r)
-	// The keys are read in pieces of at most mgetPiece bytes of values, and
+	// The keys are read in pieces (MultiGetPiece), and
 	// a response is at most MaxMessage bytes, as a request is: a MultiGet
 	// holds no more than that, whatever it asks for.
 	route, piece, size := r.Route, len(in.Keys), 0
 	if piece > 1 {
-		piece = max(1, mgetPiece/s.o.KV.LargestValue())
+		piece = s.o.KV.MultiGetPiece()
 	}
 	out := &kvpb.MultiGetResponse{Items: make([]*kvpb.Item, 0, len(in.Keys))}
 	for start := 0; start < len(in.Keys); start += piece {
@@ -145,9 +145,6 @@ func (s *kvServer) multiGet(who *auth.Principal, in *kvpb.MultiGetRequest) (*kvp
 	}
 	return out, nil
 }
-
-// mgetPiece bounds the bytes of values one request of a MultiGet reads.
-const mgetPiece = 16 << 20
 
 func (s *kvServer) Set(ctx context.Context, in *kvpb.SetRequest) (*kvpb.SetResponse, error) {
 	return authed(ctx, s.o.Keys, in, s.set)

@@ -77,16 +77,15 @@ type loopScratch struct {
 
 // What a connection holds in replies is bounded, whatever a client asks
 // for or fails to read:
-//   - a get reads at most replyPiece bytes of values per request: a get of
-//     many keys (or a run of binary or meta gets) goes in pieces of as many
-//     keys as values of the largest size a container holds fit;
+//   - a get reads at most gateway.MultiGetPieceBytes of values per request:
+//     a get of many keys (or a run of binary or meta gets) goes in pieces
+//     of svc.MultiGetPiece() keys;
 //   - replies done but not yet flushed are flushed once they pass
 //     flushEarly, so that the transport's backlog says what is held;
 //   - while that backlog is replyBacklogMax or more, no command starts: the
 //     rest of the input waits, and the transport serves it again when the
 //     client has read (the epoll loop's EPOLLOUT; gnet by polling).
 const (
-	replyPiece      = 16 << 20
 	flushEarly      = 256 << 10
 	replyBacklogMax = maxStreamBuffer
 )
@@ -477,7 +476,7 @@ func (cs *connState) addToRun(cmd *Command) {
 		if p == nil {
 			p = cs.newPending(CmdMetaGet, false)
 			metaGetOptions(p.req, cmd)
-			cs.openGet, cs.runPiece = p, cs.srv.getPiece()
+			cs.openGet, cs.runPiece = p, cs.srv.svc.MultiGetPiece()
 		}
 		p.req.AddKey(cmd.Keys[0])
 		p.addMeta(cmd)
@@ -498,7 +497,7 @@ func (cs *connState) addToRun(cmd *Command) {
 		if kind == CmdGat {
 			p.req.Verb, p.req.Exptime = gateway.VerbGat, cmd.Exptime
 		}
-		cs.openGet, cs.runPiece = p, cs.srv.getPiece()
+		cs.openGet, cs.runPiece = p, cs.srv.svc.MultiGetPiece()
 	}
 	p.req.AddKey(cmd.Keys[0])
 	p.binKeys = append(p.binKeys, binKey{cmd.Opcode, cmd.Opaque})
@@ -639,13 +638,13 @@ func (cs *connState) dispatch(cmd *Command) bool {
 }
 
 // dispatchGet starts a text get, gets, gat or gats, in pieces of at most
-// getPiece keys. Between pieces it flushes what is done, and it stops while
+// MultiGetPiece keys. Between pieces it flushes what is done, and it stops while
 // the client is not reading: it then reports false, and the command, left
 // in the input, is parsed again later and resumed at key getResume.
 func (cs *connState) dispatchGet(cmd *Command) bool {
 	keys, piece := cmd.Keys[cs.getResume:], len(cmd.Keys)
 	if piece > 1 {
-		piece = cs.srv.getPiece()
+		piece = cs.srv.svc.MultiGetPiece()
 	}
 	for len(keys) > 0 {
 		if cs.getResume > 0 {

@@ -51,7 +51,7 @@ func TestAGetOfManyKeysAnswersAsOne(t *testing.T) {
 		_, err := fmt.Fprintf(c, "set big 0 0 %d\r\n%s\r\n", len(big), big)
 		require.NoError(t, err)
 		require.Equal(t, []string{"STORED\r\n"}, readLines(t, r, 1))
-		require.Greater(t, 100, srv.getPiece(), "a 1 MiB value held makes pieces")
+		require.Greater(t, 100, srv.svc.MultiGetPiece(), "a 1 MiB value held makes pieces")
 		var get strings.Builder
 		get.WriteString("gets")
 		for i := 0; i < 100; i++ {

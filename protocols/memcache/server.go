@@ -123,10 +123,6 @@ func NewServer(cfg Config, svc *gateway.Service, log *slog.Logger) *Server {
 		handoffs: shardmetrics.NewCounters(numHandoffCounts)}
 }
 
-// getPiece is how many keys one request of a get may read: replyPiece bytes
-// of the largest value the containers hold (or can hold).
-func (s *Server) getPiece() int { return max(1, replyPiece/s.svc.LargestValue()) }
-
 // Serve listens on the TCP address and the unix socket (gnet) and the TLS
 // address (stream.go), and serves until Shutdown. It returns an error if it
 // cannot listen.

@@ -211,14 +211,10 @@ type mgetJSON struct {
 	Keys []string `json:"keys"`
 }
 
-// An _mget's keys are read in pieces of at most mgetPiece bytes of values
-// (the largest a container holds), and its body is sent as it is made, in
-// parts of streamAt bytes: what one request holds stays bounded however many
-// large values it asks for.
-const (
-	mgetPiece = 16 << 20
-	streamAt  = 256 << 10
-)
+// An _mget's keys are read in pieces (gateway.Service.MultiGetPiece), and
+// its body is sent as it is made, in parts of streamAt bytes: what one
+// request holds stays bounded however many large values it asks for.
+const streamAt = 256 << 10
 
 // kvMget serves POST /v1/kv/{container}/_mget: one gateway request, so one
 // backend batch, per piece of keys. A piece that fails after the body has
@@ -259,7 +255,7 @@ func (h *Handler) kvMget(w http.ResponseWriter, r *http.Request, v pathVars) {
 	}
 	piece := len(in.Keys)
 	if piece > 1 {
-		piece = max(1, mgetPiece/h.o.KV.LargestValue())
+		piece = h.o.KV.MultiGetPiece()
 	}
 	route, started := req.Route, false
 	out := append(body[len(body):], `{"items":[`...)
