@@ -13,7 +13,22 @@ package ndbapi
 #cgo CXXFLAGS: -std=c++17 -O2
 #cgo LDFLAGS: -L/usr/lib64/mysql -L/usr/local/mysql/lib -lndbclient -lstdc++
 #include <stdlib.h>
+#include <errno.h>
+#include <semaphore.h>
 #include "shim.h"
+
+// An executor waits for work on a semaphore, in C. On a Go channel, the
+// waiter became the next goroutine of the submitting event loop's processor,
+// which the loop keeps while it sleeps in a raw epoll_wait; another thread
+// then had to steal it, a wake-up and a short sleep per round.
+static sem_t *ndbgate_sem_new(void) {
+  sem_t *s = (sem_t *)malloc(sizeof(sem_t));
+  if (s != NULL && sem_init(s, 0, 0) != 0) { free(s); s = NULL; }
+  return s;
+}
+static void ndbgate_sem_post(sem_t *s) { sem_post(s); }
+static void ndbgate_sem_wait(sem_t *s) { while (sem_wait(s) != 0 && errno == EINTR) {} }
+static void ndbgate_sem_free(sem_t *s) { sem_destroy(s); free(s); }
 */
 import "C"
 
@@ -21,7 +36,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -34,14 +48,15 @@ import (
 // Config selects the cluster.
 type Config struct {
 	Connectstring string // host:1186[,host2:1186]
-	PoolSize      int    // cluster connections, each with its executor thread; default 2
+	PoolSize      int    // cluster connections, each with its executor; default 2
 	TimeoutSec    int    // connect and wait-until-ready timeout; default 30
 	Log           *slog.Logger
 }
 
 // Driver is the NDB API driver. Each pool connection has one executor
-// goroutine, locked to its OS thread, that owns the connection's Ndb object
-// and runs one round at a time: one cgo call per round. Inside the call the
+// goroutine that owns the connection's Ndb object (used by one thread at a
+// time, as NDB requires, though not always the same thread) and runs one
+// round at a time: one cgo call per round. Inside the call the
 // shim prepares the round's transactions with executeAsynchPrepare and sends
 // them with one sendPollNdb; Submit only queues to an executor.
 type Driver struct {
@@ -77,12 +92,16 @@ type work struct {
 }
 
 type executor struct {
-	d     *Driver
-	conn  int
-	ch    chan work
-	req   []byte
-	resp  []byte
-	state stateRound
+	d    *Driver
+	conn int
+	sem  *C.sem_t // one post per queued work, and one at close
+	mu   sync.Mutex
+	// queue and closed are guarded by mu.
+	queue  []work
+	closed bool
+	req    []byte
+	resp   []byte
+	state  stateRound
 }
 
 // Open connects to the cluster.
@@ -109,7 +128,10 @@ func Open(cfg Config) (*Driver, error) {
 	d.watching.Add(1)
 	go d.watch()
 	for i := 0; i < cfg.PoolSize; i++ {
-		e := &executor{d: d, conn: i, ch: make(chan work, 1024)}
+		e := &executor{d: d, conn: i, sem: C.ndbgate_sem_new()}
+		if e.sem == nil {
+			panic("ndbapi: sem_init failed")
+		}
 		d.execs = append(d.execs, e)
 		d.running.Add(1)
 		go e.run()
@@ -368,22 +390,43 @@ func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 		return
 	}
 	e := d.execs[int(d.next.Add(1))%len(d.execs)]
-	select {
-	case e.ch <- work{b, done}:
-		d.closeMu.RUnlock()
-	default:
+	e.mu.Lock()
+	if len(e.queue) >= executorQueueMax {
+		e.mu.Unlock()
 		d.closeMu.RUnlock()
 		for _, op := range b.Ops {
 			op.Err = ndbclient.ErrOverloaded
 		}
 		done(b, ndbclient.ErrOverloaded)
+		return
 	}
+	e.queue = append(e.queue, work{b, done})
+	e.mu.Unlock()
+	C.ndbgate_sem_post(e.sem)
+	d.closeMu.RUnlock()
 }
+
+// executorQueueMax bounds the rounds queued on one executor.
+const executorQueueMax = 1024
 
 func (e *executor) run() {
 	defer e.d.running.Done()
-	runtime.LockOSThread() // the connection's Ndb object stays on this thread
-	for w := range e.ch {
+	defer C.ndbgate_sem_free(e.sem)
+	for {
+		C.ndbgate_sem_wait(e.sem)
+		e.mu.Lock()
+		if len(e.queue) == 0 {
+			closed := e.closed
+			e.mu.Unlock()
+			if closed {
+				return
+			}
+			continue
+		}
+		w := e.queue[0]
+		e.queue[0] = work{}
+		e.queue = e.queue[1:]
+		e.mu.Unlock()
 		w.done(w.b, e.round(w.b))
 	}
 }
@@ -661,7 +704,10 @@ func (d *Driver) Close() error {
 	close(d.stopWatch)
 	d.watching.Wait()
 	for _, e := range d.execs {
-		close(e.ch) // queued rounds still run
+		e.mu.Lock()
+		e.closed = true // queued rounds still run
+		e.mu.Unlock()
+		C.ndbgate_sem_post(e.sem)
 	}
 	d.running.Wait()
 	C.ndbgate_close(d.pool)
