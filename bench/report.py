@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Regenerates the generated part of bench/RESULTS.md and the plots from the
 CSVs the bench scripts write: results/memtier.csv (run-memtier.sh),
-results/resources.csv (resources.sh) and results/api-compare.csv
-(api-compare.sh). Hand-written sections outside the markers are kept.
+results/resources.csv (resources.sh), results/api-compare.csv
+(api-compare.sh) and results/live.csv (live.sh, its own block). Hand-written
+sections outside the markers are kept.
 
     python3 bench/report.py
 
@@ -21,6 +22,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RES = os.path.join(HERE, "results")
 RESULTS_MD = os.path.join(HERE, "RESULTS.md")
 BEGIN, END = "<!-- generated:begin (bench/report.py) -->", "<!-- generated:end -->"
+LIVE_BEGIN, LIVE_END = "<!-- live:begin (bench/report.py, from results/live.csv) -->", "<!-- live:end -->"
+LIVE_ANCHOR = "## Live cluster: first figures"
 
 
 def sh(*cmd):
@@ -198,6 +201,175 @@ plot for [i=0:{n - 1}] '{data}' index i using 1:2 with linespoints title columnh
     return [f"![{p}](results/{p})" for p in made] + [""]
 
 
+def spread(vals):
+    """Median with the min-max range, as text."""
+    if not vals:
+        return ""
+    return f"**{med(vals):.2f}x** ({min(vals):.2f}-{max(vals):.2f})"
+
+
+def per_key_us(r, field):
+    """CPU microseconds per key: the run's CPU over the keys it served."""
+    keys = float(r["keys_per_s"] or 0) * float(r["secs"] or 0)
+    cpu = r.get(field) or ""
+    return float(cpu) * 1e6 / keys if keys and cpu != "" else None
+
+
+def fmt_us(vals):
+    vals = [v for v in vals if v is not None]
+    return f"{med(vals):.1f}" if vals else ""
+
+
+def live_rows():
+    rows = read_csv("live.csv")
+    latest = {}
+    for r in rows:  # the newest run of each group
+        latest[r["group"]] = max(latest.get(r["group"], ""), r["date"])
+    return [r for r in rows if r["date"] == latest[r["group"]]]
+
+
+def by_key(rows, *fields):
+    out = {}
+    for r in rows:
+        out.setdefault(tuple(r[f] for f in fields), []).append(r)
+    return out
+
+
+def round_ratios(a, b, field="keys_per_s"):
+    """Per-round ratios a/b of two targets' runs, matched by round."""
+    bb = {r["round"]: float(r[field]) for r in b}
+    return [float(r[field]) / bb[r["round"]] for r in a if r["round"] in bb and bb[r["round"]]]
+
+
+def live_section(rows):
+    if not rows:
+        return ["No live-cluster runs recorded yet: `bench/live.sh` (see bench/README.md).", ""]
+    out = []
+    groups = by_key(rows, "group")
+    out += ["Medians of the rounds. CPU is per key served: the gateway's (ndbgate or",
+            "ndbmemcache; for flexAsynch its own process, warm-up included) and the data",
+            "nodes' (both ndbd processes). Keys per CPU-second counts both.", ""]
+    mem = groups.get(("memtier",), [])
+    if mem:
+        out += ["#### memtier: ndbgate against ndbmemcache (alternated, each started afresh per run)", "",
+                "| workload | target | ops/s | keys/s | p50 ms | p99 ms | gateway CPU µs/key | data node CPU µs/key | keys per CPU-s | ndbgate / ndbmemcache, keys/s | ndbgate / ndbmemcache, p99 | ndbgate / ndbmemcache, keys per CPU-s |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        order = []
+        for r in mem:
+            if r["workload"] not in order:
+                order.append(r["workload"])
+        w_t = by_key(mem, "workload", "target")
+        for w in order:
+            ng = w_t.get((w, "ndbgate"), [])
+            for target in ("ndbgate", "ndbmemcache"):
+                runs = w_t.get((w, target), [])
+                if not runs:
+                    continue
+                ratio = p99r = cpur = ""
+                if target == "ndbmemcache":
+                    ratio = spread(round_ratios(ng, runs))
+                    p99r = spread(round_ratios(ng, runs, "p99_ms"))
+                    cpur = spread([a / b for a, b in zip(kpcpu(ng), kpcpu(runs)) if b])
+                out.append(f"| {w} | {target} | {med([float(r['ops_per_s']) for r in runs]):,.0f} | {med([float(r['keys_per_s']) for r in runs]):,.0f} | "
+                           f"{med([float(r['p50_ms']) for r in runs]):.3f} | {med([float(r['p99_ms']) for r in runs]):.3f} | "
+                           f"{fmt_us([per_key_us(r, 'gw_cpu_s') for r in runs])} | {fmt_us([per_key_us(r, 'ndbd_cpu_s') for r in runs])} | "
+                           f"{med(kpcpu(runs)):,.0f} | {ratio} | {p99r} | {cpur} |")
+        out.append("")
+    api = groups.get(("api",), [])
+    if api:
+        out += ["#### REST and gRPC on the cluster: keys per request (ndbgate-bench, 4 connections)", "",
+                "| front end | keys per request | keys/s | p50 ms | p99 ms | gateway CPU µs/key | data node CPU µs/key |",
+                "|---|---|---|---|---|---|---|"]
+        for (proto, batch), runs in sorted(by_key(api, "workload", "batch").items(), key=lambda kv: (kv[0][0].replace("pkread", "batch"), int(kv[0][1]))):
+            out.append(f"| {proto} | {batch} | {med([float(r['keys_per_s']) for r in runs]):,.0f} | {med([float(r['p50_ms']) for r in runs]):.3f} | "
+                       f"{med([float(r['p99_ms']) for r in runs]):.3f} | {fmt_us([per_key_us(r, 'gw_cpu_s') for r in runs])} | {fmt_us([per_key_us(r, 'ndbd_cpu_s') for r in runs])} |")
+        out.append("")
+        wb = by_key(api, "workload", "batch")
+        top = str(max(int(r["batch"]) for r in api))
+        out += [f"| batch of {top} against single keys | keys/s ratio |", "|---|---|"]
+        for name, single, batched in (("REST RonDB batch vs pk-read", ("rest-pkread", "1"), ("rest-batch", top)),
+                                      ("REST KV _mget vs GET", ("rest-kv", "1"), ("rest-kv", top)),
+                                      ("gRPC KV MultiGet vs Get", ("grpc-kv", "1"), ("grpc-kv", top)),
+                                      ("gRPC RonDB Batch vs PKRead", ("grpc-rondb", "1"), ("grpc-rondb", top))):
+            out.append(f"| {name} | {spread(round_ratios(wb.get(batched, []), wb.get(single, [])))} |")
+        out.append("")
+    co = groups.get(("coalesce",), [])
+    if co:
+        cfg = by_key(co, "config")
+        on, off = cfg.get(("coalesce=on",), []), cfg.get(("coalesce=off",), [])
+        out += ["#### Coalescing, 64 memtier clients (1:10, 32 B, pipeline 1)", "",
+                "| dispatcher | ops/s | p50 ms | p99 ms | gateway CPU µs/op | data node CPU µs/op |", "|---|---|---|---|---|---|"]
+        for name, runs in (("coalescing on", on), ("coalescing off", off)):
+            if runs:
+                out.append(f"| {name} | {med([float(r['ops_per_s']) for r in runs]):,.0f} | {med([float(r['p50_ms']) for r in runs]):.3f} | "
+                           f"{med([float(r['p99_ms']) for r in runs]):.3f} | {fmt_us([per_key_us(r, 'gw_cpu_s') for r in runs])} | {fmt_us([per_key_us(r, 'ndbd_cpu_s') for r in runs])} |")
+        out += ["", f"On against off, ops/s: {spread(round_ratios(on, off))}.", ""]
+    po = groups.get(("pool",), [])
+    if po:
+        out += ["#### Cluster connections in the pool (memtier 1:10, 32 B, 16 connections)", "",
+                "| workload | pool | ops/s | p99 ms | gateway CPU µs/op | data node CPU µs/op |", "|---|---|---|---|---|---|"]
+        for (w, c), runs in sorted(by_key(po, "workload", "config").items()):
+            out.append(f"| {w} | {c.split('=')[1]} | {med([float(r['ops_per_s']) for r in runs]):,.0f} | {med([float(r['p99_ms']) for r in runs]):.3f} | "
+                       f"{fmt_us([per_key_us(r, 'gw_cpu_s') for r in runs])} | {fmt_us([per_key_us(r, 'ndbd_cpu_s') for r in runs])} |")
+        out.append("")
+    fl = groups.get(("flex",), [])
+    if fl:
+        out += ["#### flexAsynch: the NDB API from one process (committed reads, 32 transactions in flight per thread)", "",
+                "| threads | operations per transaction | reads/s | flexAsynch CPU µs/read | data node CPU µs/read |", "|---|---|---|---|---|"]
+        for (c, b), runs in sorted(by_key(fl, "config", "batch").items(), key=lambda kv: (kv[0][0], int(kv[0][1]))):
+            out.append(f"| {c.split('=')[1]} | {b} | {med([float(r['keys_per_s']) for r in runs]):,.0f} | "
+                       f"{fmt_us([per_key_us(r, 'gw_cpu_s') for r in runs])} | {fmt_us([per_key_us(r, 'ndbd_cpu_s') for r in runs])} |")
+        out.append("")
+    return out
+
+
+def kpcpu(runs):
+    """Keys per CPU-second of gateway and data nodes, per run."""
+    out = []
+    for r in runs:
+        cpu = float(r["gw_cpu_s"] or 0) + float(r["ndbd_cpu_s"] or 0)
+        out.append(float(r["keys_per_s"]) * float(r["secs"]) / cpu if cpu else 0)
+    return out
+
+
+def live_plot(rows):
+    """keys/s against keys per request for ndbgate, ndbmemcache and flexAsynch."""
+    if not rows or not shutil.which("gnuplot"):
+        return []
+    series = {}
+    for r in rows:
+        name = None
+        if r["group"] == "memtier" and (r["workload"] == "get1" or r["workload"].startswith("mget")):
+            name = f"{r['target']} (memcache get)"
+        elif r["group"] == "api" and r["workload"] in ("rest-kv", "grpc-kv"):
+            name = f"ndbgate ({r['workload']})"
+        elif r["group"] == "flex":
+            name = f"flexAsynch ({r['config'].split('=')[1]} thread{'s' if r['config'] != 'threads=1' else ''})"
+        if name:
+            series.setdefault(name, {}).setdefault(int(r["batch"]), []).append(float(r["keys_per_s"]))
+    series = {k: v for k, v in series.items() if len(v) >= 2}
+    if not series:
+        return []
+    data = os.path.join(RES, ".live.dat")
+    with open(data, "w") as f:
+        for name, byb in series.items():
+            f.write(f'"{name}"\n')
+            for b in sorted(byb):
+                f.write(f"{b} {med(byb[b]):.0f}\n")
+            f.write("\n\n")
+    script = f"""set terminal pngcairo size 800,500
+set key left top
+set output '{RES}/live-keys-vs-batch.png'
+set title 'Live NDB cluster: keys/s vs keys per request (reads)'
+set xlabel 'keys per request (flexAsynch: operations per transaction)'; set ylabel 'keys/s'
+set logscale x 10; set logscale y 10
+plot for [i=0:{len(series) - 1}] '{data}' index i using 1:2 with linespoints title columnheader(1)
+"""
+    ok = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True).returncode == 0
+    os.remove(data)
+    return ["![live-keys-vs-batch.png](results/live-keys-vs-batch.png)", ""] if ok else []
+
+
 def main():
     mrows, rrows, arows = read_csv("memtier.csv"), read_csv("resources.csv"), read_csv("api-compare.csv")
     gen = [BEGIN, "", "## Generated by bench/report.py", "", "| | |", "|---|---|"]
@@ -218,6 +390,16 @@ def main():
     else:
         first, _, rest = text.partition("\n")
         text = first + "\n\n" + "\n".join(gen) + "\n" + rest
+    rows = live_rows()
+    live = [LIVE_BEGIN, "", "### Live cluster: generated tables", "",
+            "Commands: `bench/live.sh` (every group; `WORKLOADS=...` for some), then",
+            "`python3 bench/report.py`.", ""] + live_section(rows) + live_plot(rows) + [LIVE_END]
+    if LIVE_BEGIN in text and LIVE_END in text:
+        head, rest = text.split(LIVE_BEGIN, 1)
+        text = head + "\n".join(live) + rest.split(LIVE_END, 1)[1]
+    elif rows and LIVE_ANCHOR in text:
+        head, tail = text.split(LIVE_ANCHOR, 1)
+        text = head + "\n".join(live) + "\n\n" + LIVE_ANCHOR + tail
     with open(RESULTS_MD, "w") as f:
         f.write(text)
     print(f"report: wrote {RESULTS_MD}", file=sys.stderr)

@@ -1,0 +1,320 @@
+#!/usr/bin/env bash
+# Live-cluster benchmarks: ndbgate's NDB API driver against ndbmemcache (MySQL
+# Cluster's own memcached engine) and flexAsynch (NDB's asynchronous NDB API
+# benchmark), on the same data nodes and the same table
+# (ndbmemcache.demo_table). Targets alternate within one run (A B A B). Every
+# run also records the CPU seconds of the gateway, of the local data nodes
+# (ndbd/ndbmtd) and of the whole host, so that throughput per CPU can be read
+# beside throughput. Appends rows to $OUT/live.csv, then runs bench/report.py.
+#
+# It never builds NDB. It takes from the environment:
+#   NDB_CONNECTSTRING  the management server, e.g. 127.0.0.1:1186 (required)
+#   NDBGATE_NDB_BIN    ndbgate built with the NDB API driver (required;
+#                      make build-ndb NDB_HOME=<NDB install> BIN=<path>)
+#   NDBMEMCACHE_DIR    ndbmemcache's build directory, storage/ndb/memcache of a
+#                      built MySQL Cluster tree, with ndb_engine.so and
+#                      extra/memcached/memcached (group memtier)
+#   FLEXASYNCH         the flexAsynch binary, storage/ndb/test/ndbapi (group flex)
+#   NDB_LIB_DIR        where libndbclient is, if the loader does not find it
+#   memtier_benchmark on PATH (groups memtier, coalesce, pool), go (group api)
+#
+#   bench/live.sh                                   # every group, 3 rounds of 10 s
+#   WORKLOADS="memtier flex" ROUNDS=5 bench/live.sh # named groups
+#
+# Groups:
+#   memtier   memtier against ndbgate and ndbmemcache: 1:10 with 32 B values at
+#             pipeline 1 and 16 (16 connections), 1 connection, and single,
+#             10-key and 100-key gets
+#   api       REST and gRPC reads of 1, 10 and 100 keys per request
+#             (ndbgate-bench, 4 connections)
+#   coalesce  64 memtier clients, 1:10, dispatcher coalescing on and off
+#   pool      1:10 at pipeline 1 and 16 with 1, 2 and 4 cluster connections
+#   flex      flexAsynch reads of 1, 10 and 100 operations per transaction,
+#             1 and 2 threads: what one NDB API process gets from these nodes
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WORKLOADS=${WORKLOADS:-memtier api coalesce pool flex}
+ROUNDS=${ROUNDS:-3}
+TIME=${TIME:-10}
+KEYS=${KEYS:-100000}
+PORT=${PORT:-22330}
+OUT=${OUT:-bench/results}
+FLEX_THREADS=${FLEX_THREADS:-1 2}
+BATCHES=${BATCHES:-1 10 100}
+
+# --- what is needed, and what is missing ---------------------------------------
+[ -n "${NDB_LIB_DIR:-}" ] && export LD_LIBRARY_PATH="$NDB_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+missing=()
+want() { case " $WORKLOADS " in *" $1 "*) return 0 ;; esac; return 1; }
+for g in $WORKLOADS; do
+  case $g in memtier | api | coalesce | pool | flex) ;;
+    *) echo "live: unknown group '$g' (memtier api coalesce pool flex)" >&2; exit 2 ;;
+  esac
+done
+[ -n "${NDB_CONNECTSTRING:-}" ] || missing+=("NDB_CONNECTSTRING: the cluster's management server, host:1186")
+if [ -z "${NDBGATE_NDB_BIN:-}" ] || [ ! -x "$NDBGATE_NDB_BIN" ]; then
+  missing+=("NDBGATE_NDB_BIN: ndbgate built with the NDB API driver (make build-ndb NDB_HOME=... BIN=...)")
+elif ! "$NDBGATE_NDB_BIN" version 2>&1 | grep -q ndbapi; then
+  missing+=("NDBGATE_NDB_BIN=$NDBGATE_NDB_BIN does not run, or lacks the ndbapi driver: $("$NDBGATE_NDB_BIN" version 2>&1 | head -1)")
+fi
+if want memtier; then
+  if [ -z "${NDBMEMCACHE_DIR:-}" ] || [ ! -x "$NDBMEMCACHE_DIR/extra/memcached/memcached" ] || [ ! -f "$NDBMEMCACHE_DIR/ndb_engine.so" ]; then
+    missing+=("NDBMEMCACHE_DIR: storage/ndb/memcache of a built MySQL Cluster tree, holding ndb_engine.so and extra/memcached/memcached")
+  fi
+fi
+if want flex && { [ -z "${FLEXASYNCH:-}" ] || [ ! -x "$FLEXASYNCH" ]; }; then
+  missing+=("FLEXASYNCH: the flexAsynch binary (storage/ndb/test/ndbapi of a built MySQL Cluster tree)")
+fi
+if (want memtier || want coalesce || want pool) && ! command -v memtier_benchmark >/dev/null 2>&1; then
+  missing+=("memtier_benchmark on PATH (not in Debian; see bench/run-memtier.sh for its source and build)")
+fi
+want api && ! command -v go >/dev/null 2>&1 && missing+=("go, to build bench/cmd/ndbgate-bench")
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "live: missing, for WORKLOADS=\"$WORKLOADS\":" >&2
+  printf '  - %s\n' "${missing[@]}" >&2
+  echo "live: this script never builds NDB; see bench/README.md, \"Live cluster\"." >&2
+  exit 2
+fi
+
+mkdir -p "$OUT" bin
+tmp=$(mktemp -d /tmp/ndbgate-live.XXXXXX)
+gw_pid=""; nm_pid=""
+stop() { # stop a server, by pid variable name
+  local p=${!1}
+  [ -n "$p" ] && { kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; }
+  printf -v "$1" '%s' ""
+}
+cleanup() { stop gw_pid; stop nm_pid; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+CS=$NDB_CONNECTSTRING
+NG=$PORT; NGREST=$((PORT + 1)); NGGRPC=$((PORT + 2)); NM=$((PORT + 3))
+wait_port() { for _ in $(seq 600); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+
+# ndbgate on the cluster: pool size, then extra flags.
+start_ndbgate() {
+  stop gw_pid
+  "$NDBGATE_NDB_BIN" serve --ndb-connectstring "$CS" --ndb-pool-size "$1" --memcache "127.0.0.1:$NG" \
+    --rest "127.0.0.1:$NGREST" --grpc "127.0.0.1:$NGGRPC" --log-level warn "${@:2}" >"$tmp/ndbgate.log" 2>&1 &
+  gw_pid=$!
+  for _ in $(seq 600); do
+    curl -fsS "http://127.0.0.1:$NGREST/readyz" >/dev/null 2>&1 && return 0
+    kill -0 "$gw_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "live: ndbgate did not become ready:" >&2; tail -5 "$tmp/ndbgate.log" >&2; exit 1
+}
+
+start_ndbmemcache() {
+  local user=(); [ "$(id -u)" -eq 0 ] && user=(-u root)
+  "$NDBMEMCACHE_DIR/extra/memcached/memcached" "${user[@]}" -E "$NDBMEMCACHE_DIR/ndb_engine.so" \
+    -e "connectstring=$CS;role=db-only" -l 127.0.0.1 -p "$NM" -U 0 -t 2 >"$tmp/ndbmemcache.log" 2>&1 &
+  nm_pid=$!
+  wait_port "$NM" || { echo "live: ndbmemcache did not start:" >&2; tail -5 "$tmp/ndbmemcache.log" >&2; exit 1; }
+}
+
+# --- CPU accounting ------------------------------------------------------------
+CLK=$(getconf CLK_TCK)
+ticks() { # user+system clock ticks of the given pids
+  local t=0 p n
+  for p in "$@"; do
+    n=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13} END {if (NR == 0) print 0}')
+    t=$((t + n))
+  done
+  echo "$t"
+}
+host_ticks() { awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
+data_node_pids() { pgrep -x 'ndbd|ndbmtd' | tr '\n' ' '; }
+DATA_NODES=$(data_node_pids)
+[ -n "$DATA_NODES" ] || echo "live: no ndbd/ndbmtd process on this host: data node CPU is not recorded" >&2
+
+# measured GWPID CMD...: runs CMD, setting SECS, GW_CPU, NDBD_CPU and HOST_CPU.
+measured() {
+  local gw=$1; shift
+  local g0 d0 h0 t0 t1 rc=0
+  # shellcheck disable=SC2086
+  g0=$(ticks $gw); d0=$(ticks $DATA_NODES); h0=$(host_ticks); t0=$(date +%s%N)
+  "$@" || rc=$?
+  t1=$(date +%s%N)
+  # shellcheck disable=SC2086
+  GW_CPU=$(awk -v a="$(ticks $gw)" -v b="$g0" -v c="$CLK" 'BEGIN {printf "%.2f", (a - b) / c}')
+  # shellcheck disable=SC2086
+  NDBD_CPU=$(awk -v a="$(ticks $DATA_NODES)" -v b="$d0" -v c="$CLK" 'BEGIN {printf "%.2f", (a - b) / c}')
+  HOST_CPU=$(awk -v a="$(host_ticks)" -v b="$h0" -v c="$CLK" 'BEGIN {printf "%.2f", (a - b) / c}')
+  SECS=$(awk -v a="$t1" -v b="$t0" 'BEGIN {printf "%.2f", (a - b) / 1e9}')
+  return $rc
+}
+
+csv=$OUT/live.csv
+[ -f "$csv" ] || echo "date,group,workload,target,config,batch,round,ops_per_s,keys_per_s,hit_ratio,p50_ms,p99_ms,p999_ms,secs,gw_cpu_s,ndbd_cpu_s,host_cpu_s" >"$csv"
+stamp=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+row() { # group workload target config batch round ops keys hit p50 p99 p999
+  echo "$stamp,$1,$2,$3,$4,$5,$6,$7,$8,$9,${10},${11},${12},$SECS,$GW_CPU,$NDBD_CPU,$HOST_CPU" >>"$csv"
+  printf '  %-22s %-12s %-14s r%s: %s ops/s, %s keys/s, p99 %s ms; CPU s: gateway %s, data nodes %s, host %s in %s s\n' \
+    "$2" "$3" "$4" "$6" "$7" "$8" "${11}" "$GW_CPU" "$NDBD_CPU" "$HOST_CPU" "$SECS"
+}
+
+# run_memtier GROUP WORKLOAD TARGET CONFIG BATCH ROUND PID PORT ARGS...: one measured run.
+run_memtier() {
+  local group=$1 name=$2 target=$3 config=$4 batch=$5 round=$6 pid=$7 port=$8
+  shift 8
+  if ! measured "$pid" memtier_benchmark -s 127.0.0.1 -p "$port" --protocol=memcache_text --hide-histogram \
+    -d 32 --key-minimum=1 --key-maximum="$KEYS" --test-time="$TIME" --key-pattern=R:R \
+    --distinct-client-seed --randomize --json-out-file="$tmp/run.json" "$@" >"$tmp/run.txt" 2>&1; then
+    echo "live: $name round $round $target failed:" >&2; tail -5 "$tmp/run.txt" >&2; return 0
+  fi
+  local fields
+  fields=$(python3 - "$tmp/run.json" "$batch" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))["ALL STATS"]
+tot, gets = t["Totals"], t.get("Gets", {})
+p = tot["Percentile Latencies"]
+batch = int(sys.argv[2])
+ops = tot["Ops/sec"]
+# A multi-get of N keys is one memtier op; every other op is one key.
+keys = (gets.get("Ops/sec", 0) * batch + tot["Ops/sec"] - gets.get("Ops/sec", 0)) if batch > 1 else ops
+hits, misses = gets.get("Hits/sec", 0), gets.get("Misses/sec", 0)
+hit = hits / (hits + misses) if hits + misses else 0
+print(f'{ops:.0f} {keys:.0f} {hit:.3f} {p["p50.00"]:.3f} {p["p99.00"]:.3f} {p["p99.90"]:.3f}')
+PY
+)
+  # shellcheck disable=SC2086
+  row "$group" "$name" "$target" "$config" "$batch" "$round" $fields
+}
+
+preload() { # every key once, through ndbgate, so that both gateways read the same rows
+  memtier_benchmark -s 127.0.0.1 -p "$NG" --protocol=memcache_text --hide-histogram -d 32 -t 2 -c 4 --pipeline=16 \
+    --ratio=1:0 --key-pattern=P:P --key-minimum=1 --key-maximum="$KEYS" --requests=allkeys >"$tmp/preload.txt" 2>&1 ||
+    { echo "live: preload failed:" >&2; tail -5 "$tmp/preload.txt" >&2; exit 1; }
+  settle
+}
+
+settle() { # up to 60 s for the data nodes to go quiet (below 10 % of a core) after a load
+  [ -n "$DATA_NODES" ] || return 0
+  local a b
+  for _ in $(seq 60); do
+    # shellcheck disable=SC2086
+    a=$(ticks $DATA_NODES); sleep 1; b=$(ticks $DATA_NODES)
+    [ $((b - a)) -le $((CLK / 10)) ] && return 0
+  done
+}
+
+echo "live: cluster $CS; data node pids: ${DATA_NODES:-none here}; results in $csv"
+# ndbmemcache's configuration tables, and demo_table (kept when present).
+"$NDBGATE_NDB_BIN" ndb-create-tables --ndb-connectstring "$CS" --ndbmemcache-config >"$tmp/tables.txt" 2>&1 ||
+  { echo "live: ndb-create-tables failed:" >&2; cat "$tmp/tables.txt" >&2; exit 1; }
+
+# --- memtier: ndbgate against ndbmemcache ----------------------------------------
+if want memtier; then
+  start_ndbgate 2
+  preload
+  # Each run starts its gateway afresh and stops it after: once loaded,
+  # ndbmemcache 7.5.0 keeps two threads spinning when idle, which would slow
+  # whatever runs next on these 2 cores.
+  stop gw_pid
+  # name ratio pipeline threads conns-per-thread batch
+  for w in "set1:get10_p1 1:10 1 2 8 1" "set1:get10_p16 1:10 16 2 8 1" "set1:get10_p1_c1 1:10 1 1 1 1" \
+    "get1 0:1 1 2 8 1" "mget10 0:10 1 2 8 10" "mget100 0:100 1 2 8 100"; do
+    read -r name ratio pl threads conns batch <<<"$w"
+    extra=(); [ "$batch" -gt 1 ] && extra=(--multi-key-get="$batch")
+    for round in $(seq "$ROUNDS"); do
+      start_ndbgate 2
+      run_memtier memtier "$name" ndbgate pool=2 "$batch" "$round" "$gw_pid" "$NG" \
+        -t "$threads" -c "$conns" --ratio="$ratio" --pipeline="$pl" "${extra[@]}"
+      stop gw_pid
+      start_ndbmemcache
+      run_memtier memtier "$name" ndbmemcache threads=2 "$batch" "$round" "$nm_pid" "$NM" \
+        -t "$threads" -c "$conns" --ratio="$ratio" --pipeline="$pl" "${extra[@]}"
+      stop nm_pid
+    done
+  done
+fi
+
+# --- REST and gRPC: single keys against batches ----------------------------------
+if want api; then
+  go build -o bin/ndbgate-bench ./bench/cmd/ndbgate-bench
+  start_ndbgate 2
+  want memtier || preload
+  for round in $(seq "$ROUNDS"); do
+    for c in "rest-pkread $NGREST" "rest-batch $NGREST" "rest-kv $NGREST" "grpc-kv $NGGRPC" "grpc-rondb $NGGRPC"; do
+      read -r proto addr <<<"$c"
+      for batch in $BATCHES; do
+        [ "$proto" = rest-pkread ] && [ "$batch" != 1 ] && continue # the single-request side of rest-batch
+        [ "$proto" = rest-batch ] && [ "$batch" = 1 ] && continue
+        if ! measured "$gw_pid" bin/ndbgate-bench -proto "$proto" -addr "127.0.0.1:$addr" -conns 4 -batch "$batch" \
+          -keys "$KEYS" -ratio 0:1 -duration "${TIME}s" -warmup 0 -quiet -json "$tmp/run.json" >"$tmp/run.txt" 2>&1; then
+          echo "live: $proto batch $batch failed:" >&2; tail -5 "$tmp/run.txt" >&2; continue
+        fi
+        # shellcheck disable=SC2046
+        row api "$proto" ndbgate pool=2 "$batch" "$round" $(python3 - "$tmp/run.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); l = r["latency_us"]
+hit = r["hits"] / (r["hits"] + r["misses"]) if r["hits"] + r["misses"] else 0
+if r["errors"]:
+    print(f'live: {r["errors"]} errors, first: {r.get("first_error")}', file=sys.stderr)
+print(f'{r["ops_per_s"]:.0f} {r["keys_per_s"]:.0f} {hit:.3f} {l["P50"]/1000:.3f} {l["P99"]/1000:.3f} {l["P999"]/1000:.3f}')
+PY
+)
+      done
+    done
+  done
+fi
+
+# --- coalescing on and off, 64 clients -------------------------------------------
+if want coalesce; then
+  printf 'dispatch:\n  coalesce: false\n' >"$tmp/coalesce-off.yaml"
+  printf 'dispatch:\n  coalesce: true\n' >"$tmp/coalesce-on.yaml"
+  for round in $(seq "$ROUNDS"); do
+    for mode in on off; do
+      start_ndbgate 2 --config "$tmp/coalesce-$mode.yaml"
+      [ "$round$mode" = 1on ] && ! want memtier && ! want api && preload
+      run_memtier coalesce set1:get10_p1_c64 ndbgate "coalesce=$mode" 1 "$round" "$gw_pid" "$NG" \
+        -t 2 -c 32 --ratio=1:10 --pipeline=1
+    done
+  done
+fi
+
+# --- cluster connections in the pool -----------------------------------------------
+if want pool; then
+  for round in $(seq "$ROUNDS"); do
+    for pool in 1 2 4; do
+      start_ndbgate "$pool"
+      [ "$round$pool" = 11 ] && ! want memtier && ! want api && ! want coalesce && preload
+      for pl in 1 16; do
+        run_memtier pool "set1:get10_p$pl" ndbgate "pool=$pool" 1 "$round" "$gw_pid" "$NG" \
+          -t 2 -c 8 --ratio=1:10 --pipeline="$pl"
+      done
+    done
+  done
+fi
+stop gw_pid
+
+# --- flexAsynch: the NDB API ceiling for one client process ------------------------
+if want flex; then
+  export NDB_CONNECTSTRING=$CS
+  for threads in $FLEX_THREADS; do
+    for batch in $BATCHES; do
+      # 32 transactions in flight per thread, 32 B values (one 8-word
+      # attribute), about 320,000 rows per thread whatever the batch.
+      args=(-t "$threads" -p 32 -o $((10000 / batch)) -c "$batch" -a 2 -s 8 -n)
+      (cd "$tmp" && "$FLEXASYNCH" "${args[@]}" -create_table >flex.txt 2>&1 &&
+        "$FLEXASYNCH" "${args[@]}" -insert -no_table_create >>flex.txt 2>&1) ||
+        { echo "live: flexAsynch ${args[*]} could not load its table:" >&2; tail -5 "$tmp/flex.txt" >&2; continue; }
+      for round in $(seq "$ROUNDS"); do
+        # flexAsynch is its own client: its CPU (warm-up and cool-down
+        # included) stands where a gateway's would, read from bash's times.
+        if ! measured "" bash -c 'cd "$1" && shift && "$@" >flex.txt 2>&1; rc=$?; times >times.txt; exit $rc' _ \
+          "$tmp" "$FLEXASYNCH" "${args[@]}" -read -dirty -no_table_create -warmup_time 1 -execution_time "$TIME" -cooldown_time 1; then
+          echo "live: flexAsynch read failed:" >&2; tail -5 "$tmp/flex.txt" >&2; continue
+        fi
+        GW_CPU=$(awk 'NR == 2 {t = 0; for (i = 1; i <= 2; i++) {split($i, a, /[ms]/); t += a[1] * 60 + a[2]}; printf "%.2f", t}' "$tmp/times.txt")
+        tps=$(awk '/Total transactions per second/ {print $NF}' "$tmp/flex.txt")
+        [ -n "$tps" ] || { echo "live: no result from flexAsynch:" >&2; tail -5 "$tmp/flex.txt" >&2; continue; }
+        row flex "reads_t$threads" flexAsynch "threads=$threads" "$batch" "$round" "$tps" $((tps * batch)) "" "" "" ""
+      done
+      (cd "$tmp" && "$FLEXASYNCH" "${args[@]}" -drop_table >/dev/null 2>&1) || true
+    done
+  done
+fi
+python3 bench/report.py
