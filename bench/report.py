@@ -137,6 +137,16 @@ def resources_section(rows):
     return out
 
 
+def write_series(path, series, line):
+    """gnuplot data: one block per series, its name first (columnheader)."""
+    with open(path, "w") as f:
+        for name, byx in series.items():
+            f.write(f'"{name}"\n')
+            for x in sorted(byx):
+                f.write(line(x, byx[x]) + "\n")
+            f.write("\n\n")
+
+
 def plots(mrows, arows):
     if not shutil.which("gnuplot"):
         return ["(gnuplot not installed: no plots.)", ""]
@@ -151,12 +161,7 @@ def plots(mrows, arows):
         sweep.setdefault(r["target"], {}).setdefault(int(r["conns"]), []).append(r)
     if sweep:
         data = os.path.join(RES, ".conns.dat")
-        with open(data, "w") as f:
-            for target, byc in sweep.items():
-                f.write(f'"{target}"\n')
-                for c in sorted(byc):
-                    f.write(f"{c} {med([float(r['ops_per_s']) for r in byc[c]]):.0f} {med([float(r['p99_ms']) for r in byc[c]]):.3f}\n")
-                f.write("\n\n")
+        write_series(data, sweep, lambda c, rs: f"{c} {med([float(r['ops_per_s']) for r in rs]):.0f} {med([float(r['p99_ms']) for r in rs]):.3f}")
         n = len(sweep)
         script = f"""set terminal pngcairo size 800,500
 set datafile separator whitespace
@@ -178,16 +183,10 @@ plot for [i=0:{n - 1}] '{data}' index i using 2:3 with linespoints title columnh
         for r in arows:  # RonDB REST: single pk-read requests, then batches
             proto = {"rest-pkread": "rest-rondb", "rest-batch": "rest-rondb"}.get(r["proto"], r["proto"])
             by.setdefault(proto, {}).setdefault(int(r["batch"]), []).append(float(r["keys_per_s"]))
+        by = {k: v for k, v in by.items() if len(v) >= 2}
         data = os.path.join(RES, ".batch.dat")
-        with open(data, "w") as f:
-            for proto, byb in by.items():
-                if len(byb) < 2:
-                    continue
-                f.write(f'"{proto}"\n')
-                for b in sorted(byb):
-                    f.write(f"{b} {med(byb[b]):.0f}\n")
-                f.write("\n\n")
-        n = sum(1 for b in by.values() if len(b) >= 2)
+        write_series(data, by, lambda b, keys: f"{b} {med(keys):.0f}")
+        n = len(by)
         script = f"""set terminal pngcairo size 800,500
 set key left top
 set output '{RES}/keys-vs-batch.png'
@@ -351,12 +350,7 @@ def live_plot(rows):
     if not series:
         return []
     data = os.path.join(RES, ".live.dat")
-    with open(data, "w") as f:
-        for name, byb in series.items():
-            f.write(f'"{name}"\n')
-            for b in sorted(byb):
-                f.write(f"{b} {med(byb[b]):.0f}\n")
-            f.write("\n\n")
+    write_series(data, series, lambda b, keys: f"{b} {med(keys):.0f}")
     script = f"""set terminal pngcairo size 800,500
 set key left top
 set output '{RES}/live-keys-vs-batch.png'
