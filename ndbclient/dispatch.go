@@ -276,7 +276,11 @@ func (c *Client) nodeOf(op *Op) (node int, hint bool) {
 	if c.nodes <= 1 {
 		return 0, true
 	}
-	n := c.driver.NodeOf(op.Table, c.driver.Partition(op.Table, op.Key))
+	p := c.driver.Partition(op.Table, op.Key)
+	if p >= 0 {
+		op.SetKeyPartition(p)
+	}
+	n := c.driver.NodeOf(op.Table, p)
 	if n < 0 || n >= c.nodes {
 		return 0, true
 	}

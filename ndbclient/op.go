@@ -95,6 +95,10 @@ type Op struct {
 	// transactions short; an op's own failure fails the whole run.
 	TxnWithNext bool
 
+	// partition is the key's partition plus one, as the dispatcher hashed it
+	// to choose the run's node; 0 when it did not. See KeyPartition.
+	partition int32
+
 	// Item state, memcached's per-item bookkeeping. The embedded engine keeps
 	// it with each item; the NDB driver in the table's StateColumn, and
 	// there a read records its access at most once a minute, as memcached's
@@ -127,6 +131,17 @@ type Op struct {
 	// rows it removed before the failure.
 	Affected uint64
 }
+
+// KeyPartition is the partition of the op's key when the dispatcher has
+// computed it (Driver.Partition) to route the op. A driver may start the
+// op's transaction on it instead of hashing the key again: on NDB the hash
+// is an MD5 over the key's padded, collated form, a large share of a read's
+// cost in the gateway.
+func (o *Op) KeyPartition() (int, bool) { return int(o.partition) - 1, o.partition > 0 }
+
+// SetKeyPartition records the partition of the op's key (p >= 0), as the
+// dispatcher does when it routes the op.
+func (o *Op) SetKeyPartition(p int) { o.partition = int32(p) + 1 }
 
 // Reset clears results and inputs but keeps slice capacity.
 func (o *Op) Reset() {

@@ -51,7 +51,8 @@ enum OpKind : uint8_t {
   kRead = 1, kInsert, kUpdate, kWrite, kDelete, kCondUpdate, kAdd, kAppend, kDeleteAll
 };
 enum Flag : uint8_t {
-  fTxnWithNext = 1, fHasCond = 2, fSubtract = 4, fCreate = 8, fPrepend = 16, fExpiry = 32
+  fTxnWithNext = 1, fHasCond = 2, fSubtract = 4, fCreate = 8, fPrepend = 16, fExpiry = 32,
+  fPartition = 64
 };
 
 // Interpreted-program exits (NdbOperation.hpp: applications use 626 or
@@ -138,6 +139,7 @@ struct TableRecs {
 struct Op {
   uint8_t kind = 0, lock = 0, flags = 0;
   uint32_t table = 0;
+  uint32_t partition = 0;  // fPartition: the key's partition, hashed by the Go side
   std::vector<Value> key;
   std::vector<uint16_t> read;
   std::vector<Value> set;
@@ -197,6 +199,7 @@ bool parseOp(Reader &r, Op &op) {
   op.flags = r.u8();
   r.u8();
   op.table = r.u32();
+  if (op.flags & fPartition) op.partition = r.u32();
   uint16_t n = r.u16();
   for (uint16_t i = 0; i < n && r.ok; i++) op.key.push_back(readValue(r, false));
   n = r.u16();
@@ -542,12 +545,18 @@ NdbError notSent(const NdbError &in) {
 // primary-key column in op.in (NDB tables always have a primary key, a
 // hidden one if need be). On failure nothing was sent.
 NdbTransaction *startTx(Ndb *ndb, const Op &op, Uint32 &partition, NdbError &err) {
-  Uint32 hash = 0;
-  if (const int rc = Ndb::computeHash(&hash, op.recs->key, op.in, nullptr, 0)) {
-    err = notSent(ndb->getNdbError(rc));
-    return nullptr;
+  if ((op.flags & fPartition) && op.partition < op.recs->t->getFragmentCount()) {
+    // The dispatcher hashed the key to route the op (ndbgate_partition, the
+    // same computation): the MD5 over the key is not done twice.
+    partition = op.partition;
+  } else {
+    Uint32 hash = 0;
+    if (const int rc = Ndb::computeHash(&hash, op.recs->key, op.in, nullptr, 0)) {
+      err = notSent(ndb->getNdbError(rc));
+      return nullptr;
+    }
+    partition = op.recs->t->getPartitionId(hash);
   }
-  partition = op.recs->t->getPartitionId(hash);
   NdbTransaction *tx = ndb->startTransaction(op.recs->t, partition);
   if (!tx) err = notSent(ndb->getNdbError());
   return tx;

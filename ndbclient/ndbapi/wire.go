@@ -4,7 +4,7 @@
 // plain Go, so CI tests it without NDB.
 //
 // Request (little endian): u32 nops; per op: u8 kind, u8 lock, u8 flags, u8 0,
-// u32 table id, u16 nkey {u16 col, u32 len, native bytes}, u16 nread {u16 col},
+// u32 table id, [partition (flag 64): u32 the key's partition], u16 nkey {u16 col, u32 len, native bytes}, u16 nread {u16 col},
 // u16 nset {u16 col, u8 null, u32 len, bytes}, [cond: u16 col, u8 null, u32
 // len, bytes], [add: u16 col, u64 delta, u64 initial], [append: u16 col, u32
 // len, bytes], [expiry (flag 32): u16 expire column, u32 now]; then u32
@@ -445,6 +445,7 @@ const (
 	flagCreate
 	flagPrepend
 	flagExpiry
+	flagPartition
 )
 
 // expiring: op kinds that treat an expired row as missing. A write (set)
@@ -507,8 +508,15 @@ func encodeRound(dst []byte, ops []*ndbclient.Op, extra []stateExtra, tables fun
 			}
 			flags |= flagExpiry
 		}
+		partition, hashed := op.KeyPartition()
+		if hashed {
+			flags |= flagPartition
+		}
 		dst = append(dst, kind, byte(op.Lock), flags, 0)
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(ti.id))
+		if hashed {
+			dst = binary.LittleEndian.AppendUint32(dst, uint32(partition))
+		}
 		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(op.Key)))
 		for i, k := range op.Key {
 			col := ti.schema.PrimaryKey[i]

@@ -218,6 +218,21 @@ func TestEncodeRoundAndDecodeResults(t *testing.T) {
 	assert.Equal(t, uint32(4), binary.LittleEndian.Uint32(req))
 	assert.Equal(t, byte(kindRead), req[4])
 	assert.Equal(t, uint32(7), binary.LittleEndian.Uint32(req[8:]), "table id")
+	assert.Zero(t, req[6]&flagPartition, "no partition unless the dispatcher hashed the key")
+	nokey := binary.LittleEndian.Uint16(req[12:])
+
+	// A key the dispatcher hashed carries its partition after the table id,
+	// so that the shim does not hash it again.
+	read.SetKeyPartition(5)
+	hinted, err := encodeRound(nil, []*ndbclient.Op{read}, nil, tables, 0)
+	require.NoError(t, err)
+	assert.Equal(t, byte(flagPartition), hinted[6]&flagPartition)
+	assert.Equal(t, uint32(5), binary.LittleEndian.Uint32(hinted[12:]), "partition")
+	assert.Equal(t, nokey, binary.LittleEndian.Uint16(hinted[16:]), "the key follows the partition")
+	read.Reset()
+	_, hashed := read.KeyPartition()
+	assert.False(t, hashed, "Reset forgets the partition")
+	read.Kind, read.Table, read.Key, read.Read, read.Affected = ndbclient.OpRead, ti.schema, []ndbclient.Value{ndbclient.String("k")}, []int{1, 2}, 42
 
 	// A response as the shim writes it.
 	var w shimResponse
