@@ -36,6 +36,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -64,9 +65,12 @@ type Driver struct {
 	nodes  int
 	execs  []*executor
 	next   atomic.Uint32
-	mu     sync.RWMutex // guards byName, bySch, refreshing and tableInfo.gone
+	mu     sync.RWMutex // guards byName, refreshing, and writes of bySch
 	byName map[string]*tableInfo
-	bySch  map[*ndbclient.Table]*tableInfo
+	// bySch is read on every op, several times: a copy-on-write map that
+	// readers load without a lock, which a shared RWMutex would make a
+	// cache line every thread writes.
+	bySch atomic.Pointer[map[*ndbclient.Table]*tableInfo]
 	// refreshing: tables being looked up again after NDB said they changed.
 	refreshing map[*tableInfo]bool
 	closed     atomic.Bool
@@ -123,7 +127,7 @@ func Open(cfg Config) (*Driver, error) {
 		cfg.Log = slog.Default()
 	}
 	d := &Driver{pool: p, nodes: int(C.ndbgate_data_nodes(p)),
-		byName: map[string]*tableInfo{}, bySch: map[*ndbclient.Table]*tableInfo{}, refreshing: map[*tableInfo]bool{},
+		byName: map[string]*tableInfo{}, refreshing: map[*tableInfo]bool{},
 		stopWatch: make(chan struct{}), log: cfg.Log}
 	d.watching.Add(1)
 	go d.watch()
@@ -166,7 +170,10 @@ func (d *Driver) Table(database, name string) (*ndbclient.Table, error) {
 	d.storeLanes(ti, ti.schema.Partitions)
 	d.mu.Lock()
 	d.byName[key] = ti
-	d.bySch[ti.schema] = ti
+	bySch := make(map[*ndbclient.Table]*tableInfo, len(d.tables())+1)
+	maps.Copy(bySch, d.tables())
+	bySch[ti.schema] = ti
+	d.bySch.Store(&bySch)
 	d.mu.Unlock()
 	return ti.schema, nil
 }
@@ -274,15 +281,15 @@ func (d *Driver) alterable(database, name string) error {
 }
 
 func (d *Driver) info(t *ndbclient.Table) (*tableInfo, error) {
-	ti, gone, at, err := d.lookup(t)
+	ti, gone, err := d.lookup(t)
 	if err != nil {
 		return nil, err
 	}
 	if gone != nil {
-		if time.Since(at) > goneRetry {
+		if time.Since(gone.at) > goneRetry {
 			d.refreshLater(t) // it may have been created again
 		}
-		return nil, gone
+		return nil, gone.err
 	}
 	return ti, nil
 }
@@ -290,21 +297,24 @@ func (d *Driver) info(t *ndbclient.Table) (*tableInfo, error) {
 // described is info without the gone check: a round that ran decodes its
 // results even if a refresh marked the table gone meanwhile.
 func (d *Driver) described(t *ndbclient.Table) (*tableInfo, error) {
-	ti, _, _, err := d.lookup(t)
+	ti, _, err := d.lookup(t)
 	return ti, err
 }
 
-func (d *Driver) lookup(t *ndbclient.Table) (ti *tableInfo, gone error, goneAt time.Time, err error) {
-	d.mu.RLock()
-	ti = d.bySch[t]
-	if ti != nil {
-		gone, goneAt = ti.gone, ti.goneAt
-	}
-	d.mu.RUnlock()
+func (d *Driver) lookup(t *ndbclient.Table) (ti *tableInfo, gone *goneTable, err error) {
+	ti = d.tables()[t]
 	if ti == nil {
-		return nil, nil, time.Time{}, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s.%s was not described by this driver", t.Database, t.Name)
+		return nil, nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s.%s was not described by this driver", t.Database, t.Name)
 	}
-	return ti, gone, goneAt, nil
+	return ti, ti.gone.Load(), nil
+}
+
+// tables is the described tables by schema; nil before the first.
+func (d *Driver) tables() map[*ndbclient.Table]*tableInfo {
+	if m := d.bySch.Load(); m != nil {
+		return *m
+	}
+	return nil
 }
 
 // goneRetry is how often a table that vanished from the dictionary is looked
@@ -315,7 +325,7 @@ const goneRetry = 5 * time.Second
 // an executor: the refresh waits for the rounds in flight), once at a time.
 func (d *Driver) refreshLater(t *ndbclient.Table) {
 	d.mu.Lock()
-	ti := d.bySch[t]
+	ti := d.tables()[t]
 	if ti == nil || d.refreshing[ti] {
 		d.mu.Unlock()
 		return
@@ -358,9 +368,11 @@ func (d *Driver) describeAgain(ti *tableInfo) error {
 		// partition count and where the primaries are.
 		d.storeLanes(ti, cur.schema.Partitions)
 	}
-	d.mu.Lock()
-	ti.gone, ti.goneAt = gone, time.Now()
-	d.mu.Unlock()
+	if gone != nil {
+		ti.gone.Store(&goneTable{err: gone, at: time.Now()})
+	} else {
+		ti.gone.Store(nil)
+	}
 	return gone
 }
 
@@ -585,8 +597,8 @@ func (d *Driver) Stats() ndbclient.DriverStats {
 	C.ndbgate_hint_stats(d.pool, &hinted, &onPrimary)
 	d.mu.RLock()
 	tables := len(d.byName)
-	ids := make([]int, 0, len(d.bySch))
-	for _, ti := range d.bySch {
+	ids := make([]int, 0, len(d.tables()))
+	for _, ti := range d.tables() {
 		ids = append(ids, ti.id)
 	}
 	d.mu.RUnlock()
@@ -677,8 +689,8 @@ func (d *Driver) checkCluster() {
 		return
 	}
 	d.mu.RLock()
-	tables := make([]*tableInfo, 0, len(d.bySch))
-	for _, ti := range d.bySch {
+	tables := make([]*tableInfo, 0, len(d.tables()))
+	for _, ti := range d.tables() {
 		tables = append(tables, ti)
 	}
 	d.mu.RUnlock()

@@ -117,9 +117,14 @@ type tableInfo struct {
 	// Replaced when the table is looked up again.
 	lanes atomic.Pointer[[]int]
 	// gone: the dictionary no longer has the table in a shape the gateway
-	// can serve (driver.go refresh); guarded by Driver.mu.
-	gone   error
-	goneAt time.Time
+	// can serve (driver.go refresh); nil while it can.
+	gone atomic.Pointer[goneTable]
+}
+
+// goneTable is why a table cannot be served, and since when.
+type goneTable struct {
+	err error
+	at  time.Time
 }
 
 // decodeDescribe turns the shim's describe output into a schema.
