@@ -17,6 +17,13 @@
 #   FLEXASYNCH         the flexAsynch binary, storage/ndb/test/ndbapi (group flex)
 #   NDB_LIB_DIR        where libndbclient is, if the loader does not find it
 #   memtier_benchmark on PATH (groups memtier, coalesce, pool), go (group api)
+#   ITEM_STATE=1       give demo_table ndbgate's item_state column, where the
+#                      meta protocol's item state lives (a read then writes
+#                      the row once a minute and after each new version);
+#                      by default the table has ndbmemcache's shape
+#
+# demo_table and ndbmemcache's configuration tables are dropped and made
+# again at the start, so every run starts from the same empty table.
 #
 #   bench/live.sh                                   # every group, 3 rounds of 10 s
 #   WORKLOADS="memtier flex" ROUNDS=5 bench/live.sh # named groups
@@ -201,8 +208,14 @@ settle() { # up to 60 s for the data nodes to go quiet (below 10 % of a core) af
 }
 
 echo "live: cluster $CS; data node pids: ${DATA_NODES:-none here}; results in $csv"
-# ndbmemcache's configuration tables, and demo_table (kept when present).
-"$NDBGATE_NDB_BIN" ndb-create-tables --ndb-connectstring "$CS" --ndbmemcache-config >"$tmp/tables.txt" 2>&1 ||
+# ndbmemcache's configuration tables, and demo_table, made afresh: a table
+# left by the live e2e suite has the item_state column.
+shape="ndbmemcache's shape"
+[ "${ITEM_STATE:-}" = 1 ] && shape="with the item_state column"
+echo "live: demo_table made afresh, $shape"
+# shellcheck disable=SC2046
+"$NDBGATE_NDB_BIN" ndb-create-tables --ndb-connectstring "$CS" --ndbmemcache-config --recreate \
+  $([ "${ITEM_STATE:-}" = 1 ] && echo --item-state) >"$tmp/tables.txt" 2>&1 ||
   { echo "live: ndb-create-tables failed:" >&2; cat "$tmp/tables.txt" >&2; exit 1; }
 
 # --- memtier: ndbgate against ndbmemcache ----------------------------------------
