@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 FUZZTIME ?= 20s
 
-.PHONY: all build build-ndb check-ndb-shim run test test-deps vet unit fuzz fuzz-long e2e bench clean proto
+.PHONY: all build build-ndb check-ndb-shim run test test-deps vet unit fuzz fuzz-long e2e deploy-test bench clean proto
 
 all: build
 
@@ -33,7 +33,7 @@ check-ndb-shim:
 run: build
 	./$(BIN) serve $(ARGS)
 
-test: test-deps vet unit fuzz e2e
+test: test-deps vet unit fuzz e2e deploy-test
 
 test-deps:
 	./scripts/install-test-deps.sh
@@ -55,6 +55,11 @@ fuzz-long:
 
 e2e:
 	$(GO) test -count=1 -timeout 10m ./tests/...
+
+# deploy/ checked by the tools users feed it (podman, helm, strict k8s.io/api
+# and Grafana decoding, PromQL); tests/deploy is a module of its own.
+deploy-test:
+	cd tests/deploy && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
 
 # Benchmarks (never part of test): memtier against memcached and twemproxy
 # (WORKLOADS=all for the whole matrix), the front ends side by side, memory

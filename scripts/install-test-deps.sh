@@ -2,8 +2,10 @@
 # Installs what the test suite needs on a fresh Debian machine: libmemcached's
 # conformance checker (memccapable), memcached (a reference peer for protocol
 # tests), the Python clients (pymemcache, pylibmc, meta-memcache), Node's memjs
-# (tests/node, from its lock file), and the Go modules. Idempotent and quiet when
-# everything is already there.
+# (tests/node, from its lock file), podman and runc (tests/deploy builds and
+# runs the container image), helm (pinned, built from its Go module into
+# bin/tools), and the Go dependencies of the repository and of tests/deploy
+# (a module of its own). Idempotent and quiet when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +19,10 @@ fi
 need_apt=()
 command -v memccapable >/dev/null 2>&1 || need_apt+=(libmemcached-tools)
 command -v memcached >/dev/null 2>&1 || need_apt+=(memcached)
+# tests/deploy: podman builds the image; runc runs it where crun cannot
+# (crun refuses hybrid cgroup v1/v2 hosts, such as the build machines).
+command -v podman >/dev/null 2>&1 || need_apt+=(podman)
+command -v runc >/dev/null 2>&1 || need_apt+=(runc)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "install-test-deps: apt-get install ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -43,3 +49,11 @@ if [ ! -d tests/node/node_modules/memjs ]; then
 fi
 
 go mod download
+(cd tests/deploy && go mod download)
+
+# helm for tests/deploy (helm lint, helm template), an exact version.
+HELM_VERSION=v3.22.0
+if ! go version -m bin/tools/helm 2>/dev/null | grep -q "helm.sh/helm/v3[[:space:]]*$HELM_VERSION"; then
+  echo "install-test-deps: go install helm.sh/helm/v3/cmd/helm@$HELM_VERSION (into bin/tools)"
+  GOBIN="$PWD/bin/tools" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+fi

@@ -1,0 +1,332 @@
+// Package deploy tests the deployment artifacts under deploy/ with the tools
+// users feed them: podman builds and runs the image, helm lints and renders
+// the chart (every object decoded strictly into the k8s.io/api types, and
+// the ndbgate container's configuration run by the real binary), the
+// Grafana dashboard is decoded strictly by Grafana's own schema types and
+// each query parsed by Prometheus's PromQL parser and checked against a
+// running ndbgate's /metrics, and the README's "Try it" commands are run.
+//
+// It is a module of its own (k8s.io/api, the PromQL parser and the Grafana
+// schema stay out of ndbgate's go.mod); `make test` runs it (make
+// deploy-test).
+//
+// Environment:
+//
+//	CI=true    a missing tool (podman, helm) fails instead of skipping
+//	HELM       the helm binary (default: bin/tools/helm, then PATH)
+//	PODMAN     the podman binary (default: PATH)
+//	UPDATE=1   rewrite deploy/kubernetes/sidecar.yaml from the chart
+//
+// Servers started here listen on 127.0.0.1, ports 23000-23999.
+package deploy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	// repoRoot is ndbgate's repository (the directory holding cmd/ndbgate).
+	repoRoot string
+	// ndbgateBin is a static (CGO off) ndbgate built from the repository, as
+	// the image holds; buildErr is why it could not be built.
+	ndbgateBin string
+	buildErr   error
+	// cleanups run after every test (files several tests share).
+	cleanups []func()
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	root, err := findRepoRoot()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "deploy: %v\n", err)
+		return 1
+	}
+	repoRoot = root
+	dir, err := os.MkdirTemp("", "ndbgate-deploy-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "deploy: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	ndbgateBin = filepath.Join(dir, "ndbgate")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", ndbgateBin, "./cmd/ndbgate")
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		buildErr = fmt.Errorf("go build ./cmd/ndbgate: %v\n%s", err, out)
+		fmt.Fprintf(os.Stderr, "deploy: %v\n", buildErr)
+	}
+	code := m.Run()
+	for _, f := range cleanups {
+		f()
+	}
+	return code
+}
+
+func findRepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for range 10 {
+		if _, err := os.Stat(filepath.Join(dir, "cmd", "ndbgate")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return "", errors.New("cmd/ndbgate not found above the test directory")
+}
+
+func requireBinary(t testing.TB) {
+	t.Helper()
+	if buildErr != nil {
+		t.Fatalf("ndbgate binary not available: %v", buildErr)
+	}
+}
+
+// inCI reports whether a missing tool must fail rather than skip.
+func inCI() bool { return os.Getenv("CI") == "true" }
+
+// tool finds a tool: the environment variable env, then the candidates
+// (relative to the repository), then PATH. A missing tool skips the test,
+// or fails it in CI, where scripts/install-test-deps.sh installs it.
+func tool(t testing.TB, env, name string, candidates ...string) string {
+	t.Helper()
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	for _, c := range candidates {
+		p := filepath.Join(repoRoot, c)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	msg := fmt.Sprintf("%s not found (set %s, or run scripts/install-test-deps.sh)", name, env)
+	if inCI() {
+		t.Fatalf("%s; CI=true: required tool missing", msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+func helmBin(t testing.TB) string { return tool(t, "HELM", "helm", "bin/tools/helm") }
+
+func podmanBin(t testing.TB) string { return tool(t, "PODMAN", "podman") }
+
+// run runs a command and returns its combined output.
+func run(t testing.TB, timeout time.Duration, name string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = repoRoot
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func mustRun(t testing.TB, timeout time.Duration, name string, args ...string) string {
+	t.Helper()
+	out, err := run(t, timeout, name, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+var (
+	portsMu sync.Mutex
+	taken   = map[int]bool{}
+)
+
+// freePort returns a port in 23000-23999 that is free on 127.0.0.1 now and
+// that no other test of this run was given.
+func freePort(t testing.TB) int {
+	t.Helper()
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	start := 23000 + rand.IntN(1000)
+	for i := range 1000 {
+		p := 23000 + (start-23000+i)%1000
+		if taken[p] {
+			continue
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		taken[p] = true
+		return p
+	}
+	t.Fatal("no free port in 23000-23999")
+	return 0
+}
+
+// server is a running ndbgate process.
+type server struct {
+	cmd  *exec.Cmd
+	log  *syncBuffer
+	done chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServer runs ndbgate with args and exactly env (no inherited
+// NDBGATE_* variables), and stops it when the test ends.
+func startServer(t testing.TB, env []string, args ...string) *server {
+	t.Helper()
+	requireBinary(t)
+	return startServerWith(t, ndbgateBin, env, nil, args...)
+}
+
+// startServerWith runs bin (an ndbgate) with attr (nil: as this process).
+func startServerWith(t testing.TB, bin string, env []string, attr *syscall.SysProcAttr, args ...string) *server {
+	t.Helper()
+	s := &server{log: &syncBuffer{}, done: make(chan error, 1)}
+	s.cmd = exec.Command(bin, args...)
+	s.cmd.SysProcAttr = attr
+	s.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir()}, env...)
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("start ndbgate: %v", err)
+	}
+	go func() { s.done <- s.cmd.Wait() }()
+	t.Cleanup(func() { s.stop(t) })
+	return s
+}
+
+// stop sends SIGTERM and waits for the exit; it fails the test if the
+// server does not exit 0 within 15 s (its grace is 10 s).
+func (s *server) stop(t testing.TB) {
+	t.Helper()
+	if s.cmd.ProcessState != nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Errorf("ndbgate exited with %v after SIGTERM\n%s", err, s.log)
+		}
+	case <-time.After(15 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+		t.Errorf("ndbgate did not stop within 15 s of SIGTERM\n%s", s.log)
+	}
+}
+
+// waitHTTP polls url until it answers 200, the server exits, or 20 s pass.
+func (s *server) waitHTTP(t testing.TB, client *http.Client, url string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		select {
+		case err := <-s.done:
+			s.done <- err
+			t.Fatalf("ndbgate exited (%v) before %s answered\n%s", err, url, s.log)
+		default:
+		}
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not answer 200 within 20 s (last: %v)\n%s", url, err, s.log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// memcacheRoundTrip stores and reads back one item over a memcache
+// connection (network "tcp" or "unix").
+func memcacheRoundTrip(t testing.TB, network, addr, key, value string) {
+	t.Helper()
+	c, err := net.DialTimeout(network, addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial memcache %s %s: %v", network, addr, err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(c, "set %s 0 0 %d\r\n%s\r\nget %s\r\n", key, len(value), value, key)
+	r := bufio.NewReader(c)
+	want := []string{"STORED", fmt.Sprintf("VALUE %s 0 %d", key, len(value)), value, "END"}
+	for _, w := range want {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("memcache %s %s: reading %q: %v", network, addr, w, err)
+		}
+		if got := strings.TrimRight(line, "\r\n"); got != w {
+			t.Fatalf("memcache %s %s: got %q, want %q", network, addr, got, w)
+		}
+	}
+}
+
+// memcacheGet reads one item ("" when it is missing).
+func memcacheGet(t testing.TB, network, addr, key string) string {
+	t.Helper()
+	c, err := net.DialTimeout(network, addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial memcache %s %s: %v", network, addr, err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(c, "get %s\r\n", key)
+	r := bufio.NewReader(c)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("memcache get %s: %v", key, err)
+	}
+	if strings.TrimSpace(line) == "END" {
+		return ""
+	}
+	value, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("memcache get %s: %v", key, err)
+	}
+	return strings.TrimRight(value, "\r\n")
+}
