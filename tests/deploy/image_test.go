@@ -403,7 +403,7 @@ func runImage(t *testing.T, podman, tag string) {
 	logs := func() string { out, _ := run(t, time.Minute, podman, "logs", ctr); return out }
 
 	client := &http.Client{Timeout: 2 * time.Second}
-	waitReady(t, client, "http://"+rest+"/readyz", logs)
+	waitOK(t, client, "http://"+rest+"/readyz", logs, nil)
 	if code := httpStatus(t, client, "GET", "http://"+rest+"/healthz", ""); code != http.StatusOK {
 		t.Errorf("/healthz: %d", code)
 	}
@@ -499,7 +499,7 @@ func runSized(t *testing.T, podman, tag string) {
 	t.Cleanup(func() { _, _ = run(t, time.Minute, podman, "rm", "-f", "-v", "-t", "0", ctr) })
 	logs := func() string { out, _ := run(t, time.Minute, podman, "logs", ctr); return out }
 	client := &http.Client{Timeout: 5 * time.Second}
-	waitReady(t, client, "http://"+rest+"/readyz", logs)
+	waitOK(t, client, "http://"+rest+"/readyz", logs, nil)
 
 	start := time.Now()
 	written := fillMemcache(t, mc)
@@ -547,24 +547,6 @@ func runSized(t *testing.T, podman, tag string) {
 	}
 	t.Logf("--memory-limit %s in a %s container: %d MiB written in %v, peak cgroup memory %s, RSS at the end %.0f MiB, %.0f evictions",
 		engine, limit, written>>20, took.Round(time.Millisecond), peak, value("process_resident_memory_bytes")/(1<<20), value("ndbgate_engine_evictions_total"))
-}
-
-func waitReady(t *testing.T, client *http.Client, url string, logs func() string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := client.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not answer 200 within 20 s: %v\n%s", url, err, logs())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // fillMemcache writes 80 MiB at each of six value sizes, pipelined with

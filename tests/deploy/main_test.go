@@ -260,13 +260,28 @@ func (s *server) stop(t testing.TB) {
 // waitHTTP polls url until it answers 200, the server exits, or 20 s pass.
 func (s *server) waitHTTP(t testing.TB, client *http.Client, url string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	exited := func() error {
 		select {
 		case err := <-s.done:
 			s.done <- err
-			t.Fatalf("ndbgate exited (%v) before %s answered\n%s", err, url, s.log)
+			return fmt.Errorf("ndbgate exited (%v)", err)
 		default:
+			return nil
+		}
+	}
+	waitOK(t, client, url, s.log.String, exited)
+}
+
+// waitOK polls url until it answers 200 or 20 s pass. gone, when not nil,
+// says why waiting longer is pointless (the server exited).
+func waitOK(t testing.TB, client *http.Client, url string, logs func() string, gone func() error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if gone != nil {
+			if err := gone(); err != nil {
+				t.Fatalf("%v before %s answered\n%s", err, url, logs())
+			}
 		}
 		resp, err := client.Get(url)
 		if err == nil {
@@ -276,22 +291,29 @@ func (s *server) waitHTTP(t testing.TB, client *http.Client, url string) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s did not answer 200 within 20 s (last: %v)\n%s", url, err, s.log)
+			t.Fatalf("%s did not answer 200 within 20 s (last: %v)\n%s", url, err, logs())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// dialMemcache connects, with 5 s for the whole conversation.
+func dialMemcache(t testing.TB, network, addr string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout(network, addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial memcache %s %s: %v", network, addr, err)
+	}
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	return c
 }
 
 // memcacheRoundTrip stores and reads back one item over a memcache
 // connection (network "tcp" or "unix").
 func memcacheRoundTrip(t testing.TB, network, addr, key, value string) {
 	t.Helper()
-	c, err := net.DialTimeout(network, addr, 5*time.Second)
-	if err != nil {
-		t.Fatalf("dial memcache %s %s: %v", network, addr, err)
-	}
+	c := dialMemcache(t, network, addr)
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	fmt.Fprintf(c, "set %s 0 0 %d\r\n%s\r\nget %s\r\n", key, len(value), value, key)
 	r := bufio.NewReader(c)
 	want := []string{"STORED", fmt.Sprintf("VALUE %s 0 %d", key, len(value)), value, "END"}
@@ -309,12 +331,8 @@ func memcacheRoundTrip(t testing.TB, network, addr, key, value string) {
 // memcacheGet reads one item ("" when it is missing).
 func memcacheGet(t testing.TB, network, addr, key string) string {
 	t.Helper()
-	c, err := net.DialTimeout(network, addr, 5*time.Second)
-	if err != nil {
-		t.Fatalf("dial memcache %s %s: %v", network, addr, err)
-	}
+	c := dialMemcache(t, network, addr)
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	fmt.Fprintf(c, "get %s\r\n", key)
 	r := bufio.NewReader(c)
 	line, err := r.ReadString('\n')
