@@ -1111,6 +1111,7 @@ bool prepare(Ndb *ndb, std::vector<Op> &ops, Txn &t, HintCount &hints) {
       t.first == t.last || t.shared ? NdbOperation::AO_IgnoreError : NdbOperation::AbortOnError;
   bool ok = true;
   int defined = 0;
+  e = NdbError();  // a shared read's refusal above must not pass for a later op's
   for (int k = t.first; k <= t.last && ok; k++) {
     Op &op = ops[static_cast<size_t>(k)];
     if (op.failed) continue;
