@@ -69,6 +69,15 @@ func mustCreate(t testing.TB, e *Engine, s *ndbclient.Table) *ndbclient.Table {
 	return tbl
 }
 
+// mustCreateKept creates a memcache-shaped table without eviction: its rows
+// are never dropped for memory, only refused.
+func mustCreateKept(t testing.TB, e *Engine, name string, valueMax int) *ndbclient.Table {
+	t.Helper()
+	s := memcacheTable(name, valueMax)
+	s.Eviction = false
+	return mustCreate(t, e, s)
+}
+
 // run runs ops as one batch.
 func run(t testing.TB, e *Engine, ops ...*ndbclient.Op) {
 	t.Helper()

@@ -147,9 +147,7 @@ func TestRowBiggerThanLimitIsRefusedWithoutEvicting(t *testing.T) {
 func TestOutOfMemoryWithoutEviction(t *testing.T) {
 	per := rowCharge(4, 50)
 	e := newEngine(t, Config{Partitions: 4, MemoryLimit: 100 * per})
-	s := memcacheTable("db", 4096)
-	s.Eviction = false
-	tbl := mustCreate(t, e, s)
+	tbl := mustCreateKept(t, e, "db", 4096)
 	stored := map[string]string{}
 	var oom *ndbclient.Op
 	for i := 0; oom == nil; i++ {

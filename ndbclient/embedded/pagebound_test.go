@@ -89,9 +89,7 @@ func TestPagesStayBoundedAcrossValueSizes(t *testing.T) {
 func TestPagesStayBoundedWithoutEviction(t *testing.T) {
 	const limit = 4 << 20
 	e := newEngine(t, Config{MemoryLimit: limit, Partitions: 4})
-	s := memcacheTable("db", 1<<20)
-	s.Eviction = false
-	tbl := mustCreate(t, e, s)
+	tbl := mustCreateKept(t, e, "db", 1<<20)
 	bound := int64(limit + limit/2 + 4*64<<10)
 	rng := rand.New(rand.NewPCG(3, 4))
 	model := map[string][]byte{}

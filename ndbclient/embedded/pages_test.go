@@ -136,9 +136,7 @@ func TestPageMovesKeepRowsIntact(t *testing.T) {
 	const limit = 2 << 20
 	e := newEngine(t, Config{MemoryLimit: limit, Partitions: 3})
 	cache := mustCreate(t, e, memcacheTable("cache", 1<<20))
-	s := memcacheTable("db", 1<<20)
-	s.Eviction = false
-	db := mustCreate(t, e, s)
+	db := mustCreateKept(t, e, "db", 1<<20)
 	rng := rand.New(rand.NewPCG(5, 6))
 	models := map[*ndbclient.Table]map[string][]byte{cache: {}, db: {}}
 	size := func() int { return int(math.Exp(rng.Float64() * math.Log(200_000))) }
@@ -207,9 +205,7 @@ func TestCacheMakesRoomForTableWithoutEviction(t *testing.T) {
 	const limit = 1 << 20
 	e := newEngine(t, Config{MemoryLimit: limit, Partitions: 4})
 	cache := mustCreate(t, e, memcacheTable("cache", 1<<20))
-	s := memcacheTable("db", 1<<20)
-	s.Eviction = false
-	db := mustCreate(t, e, s)
+	db := mustCreateKept(t, e, "db", 1<<20)
 	v := strings.Repeat("c", 4000)
 	for i := range 1000 { // 4 MB of cache sets
 		put(t, e, cache, fmt.Sprint("c", i), item{value: v})
@@ -299,9 +295,7 @@ func TestConcurrentPageMoves(t *testing.T) {
 	const limit = 2 << 20
 	e := newEngine(t, Config{MemoryLimit: limit, Partitions: 4, Nodes: 2})
 	cache := mustCreate(t, e, memcacheTable("cache", 1<<20))
-	s := memcacheTable("db", 1<<20)
-	s.Eviction = false
-	db := mustCreate(t, e, s)
+	db := mustCreateKept(t, e, "db", 1<<20)
 	var wg sync.WaitGroup
 	var peak sync.Mutex
 	maxPages := int64(0)
@@ -351,9 +345,7 @@ func TestConcurrentPageMoves(t *testing.T) {
 func TestPageMovesUnderTransactions(t *testing.T) {
 	const limit = 2 << 20
 	e := newEngine(t, Config{MemoryLimit: limit, Partitions: 2})
-	s := memcacheTable("db", 1<<20)
-	s.Eviction = false
-	db := mustCreate(t, e, s)
+	db := mustCreateKept(t, e, "db", 1<<20)
 	rng := rand.New(rand.NewPCG(7, 8))
 	model := map[string][]byte{}
 	for i := range 4000 {

@@ -144,9 +144,7 @@ func TestTransactionRollsBack(t *testing.T) {
 // every row as it was.
 func TestTransactionOutOfMemoryRollsBack(t *testing.T) {
 	e := newEngine(t, Config{Partitions: 4, MemoryLimit: 4000})
-	s := memcacheTable("db", 4000)
-	s.Eviction = false
-	tbl := mustCreate(t, e, s)
+	tbl := mustCreateKept(t, e, "db", 4000)
 	put(t, e, tbl, "a", item{value: "small"})
 	put(t, e, tbl, "b", item{value: "small"})
 	before := snapshot(t, e, tbl, "a", "b", "c")
