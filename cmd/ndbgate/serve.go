@@ -86,6 +86,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			MaxPending:     cfg.Limits.MaxPendingPerConn,
 			ItemSizeMax:    itemMax,
 			Version:        memcacheVersion(),
+			Evictions:      cfg.NDB.Connectstring == "", // the embedded engine evicts; NDB refuses
 			Settings: [][2]string{
 				{"ndbgate_backend", backendDriver.Name()},
 				{"ndbgate_version", version},

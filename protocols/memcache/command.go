@@ -88,8 +88,10 @@ type Command struct {
 	// Delay is flush_all's optional delay (0 if absent); Level is verbosity's level.
 	Delay int64
 	Level int64
-	// Arg is the stats sub-command ("" for general stats, "settings", ...).
-	Arg []byte
+	// Arg is the stats sub-command ("" for general stats, "settings", ...);
+	// for text stats, Arg2 is the word after it ("on" in "stats detail on").
+	Arg  []byte
+	Arg2 []byte
 	// NoReply is set when the command ended with "noreply" (text) or is a quiet
 	// opcode (binary).
 	NoReply bool

@@ -1,6 +1,7 @@
 package memcache
 
 import (
+	"bytes"
 	"hash/maphash"
 	"sync/atomic"
 
@@ -123,9 +124,12 @@ type pending struct {
 	kind    CommandKind
 	noreply bool
 	state   atomic.Uint32
-	fixed   []byte // a reply known at parse time (errors, version, stats)
-	start   int64  // monoNanos
-	barrier bool   // later commands wait for this one (flush_all)
+	fixed   []byte // a reply known at parse time (errors, version)
+	// render makes the reply when p reaches the head of the queue (stats):
+	// it then counts every command before it, as memcached's would.
+	render  func(dst []byte) []byte
+	start   int64 // monoNanos
+	barrier bool  // later commands wait for this one (flush_all)
 	// keys hashes the keys the command touches and writes says whether it
 	// changes them, so later commands on the same keys wait their turn.
 	keys   []uint64
@@ -161,7 +165,7 @@ func (cs *connState) newPending(kind CommandKind, noreply bool) *pending {
 		p.req.Done = p.onDone
 	}
 	p.cs = cs
-	p.kind, p.noreply, p.fixed, p.barrier = kind, noreply, p.fixed[:0], false
+	p.kind, p.noreply, p.fixed, p.render, p.barrier = kind, noreply, p.fixed[:0], nil, false
 	p.keys, p.writes = p.keys[:0], false
 	p.bin, p.opcode, p.opaque, p.binKeys = false, 0, 0, p.binKeys[:0]
 	p.meta, p.metaBuf = p.meta[:0], p.metaBuf[:0]
@@ -221,6 +225,15 @@ func (cs *connState) reply(kind CommandKind, b []byte, noreply bool) {
 	p := cs.newPending(kind, noreply)
 	p.fixed = append(p.fixed, b...)
 	p.state.Store(stateDone)
+}
+
+// replyInOrder queues a reply that render makes once every earlier reply
+// has been flushed.
+func (cs *connState) replyInOrder(kind CommandKind, render func(dst []byte) []byte) *pending {
+	p := cs.newPending(kind, false)
+	p.render = render
+	p.state.Store(stateDone)
+	return p
 }
 
 // serve parses and starts commands from buf; it returns the bytes consumed.
@@ -565,12 +578,22 @@ func (cs *connState) dispatchBinary(cmd *Command) {
 	case CmdSaslList, CmdSaslAuth, CmdSaslStep:
 		cs.dispatchSASL(cmd, fixed)
 	case CmdStats:
-		text := s.appendStats(nil, cmd.Arg)
-		if string(text) == string(replyError) {
-			fixed(appendBinError(nil, cmd.Opcode, cmd.Opaque, statusKeyNotFound))
-			return
-		}
-		fixed(appendBinStats(nil, cmd.Opcode, cmd.Opaque, text))
+		op, opaque, arg := cmd.Opcode, cmd.Opaque, append([]byte(nil), cmd.Arg...)
+		p := cs.replyInOrder(cmd.Kind, func(dst []byte) []byte {
+			if bytes.HasPrefix(arg, []byte("detail")) {
+				word, _ := bytes.CutPrefix(arg, []byte("detail ")) // "detail" alone has no word
+				if len(word) == len(arg) {
+					word = nil
+				}
+				return s.prefix.detailBinary(dst, op, opaque, word)
+			}
+			text := s.appendStats(nil, arg, nil)
+			if string(text) == string(replyError) {
+				return appendBinError(dst, op, opaque, statusKeyNotFound)
+			}
+			return appendBinStats(dst, op, opaque, text)
+		})
+		p.bin, p.opcode, p.opaque = true, cmd.Opcode, cmd.Opaque
 	default:
 		fixed(appendBinError(nil, cmd.Opcode, cmd.Opaque, statusUnknownCommand))
 	}
@@ -630,7 +653,8 @@ func (cs *connState) dispatch(cmd *Command) bool {
 	case CmdQuit:
 		cs.closeAfter = true
 	case CmdStats:
-		cs.reply(cmd.Kind, s.appendStats(nil, cmd.Arg), false)
+		arg, arg2 := append([]byte(nil), cmd.Arg...), append([]byte(nil), cmd.Arg2...)
+		cs.replyInOrder(cmd.Kind, func(dst []byte) []byte { return s.appendStats(dst, arg, arg2) })
 	default:
 		cs.reply(cmd.Kind, replyError, false)
 	}
@@ -693,6 +717,12 @@ func (cs *connState) flush() {
 	for _, p := range cs.queue {
 		if p.state.Load() != stateDone {
 			break
+		}
+		if cs.srv.prefix.on.Load() {
+			cs.srv.prefix.record(p)
+		}
+		if p.render != nil {
+			p.fixed, p.render = p.render(p.fixed[:0]), nil
 		}
 		if !p.noreply {
 			out = cs.encode(out, p)

@@ -5,6 +5,7 @@ import "strconv"
 // memcached's text replies, byte for byte.
 var (
 	replyOK             = []byte("OK\r\n")
+	replyDetailUsage    = []byte("CLIENT_ERROR usage: stats detail on|off|dump\r\n")
 	replyError          = []byte("ERROR\r\n")
 	replyEnd            = []byte("END\r\n")
 	replyStored         = []byte("STORED\r\n")

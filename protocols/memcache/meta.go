@@ -86,7 +86,7 @@ func (p *Parser) meta(kind CommandKind, buf []byte, lineLen int, line []byte, w 
 	swallow := 0
 	if kind == CmdMetaSet {
 		n, ok := parseInt32(w[2])
-		if !ok || n < 0 {
+		if !ok || n < 0 || n > maxDataLen {
 			return errorAt(lineLen, replyBadFormat)
 		}
 		vlen = n

@@ -86,6 +86,7 @@ func metaCases() []metaCase {
 		{name: "ms bad flags token", in: "ms foo 2 Fx\r\nhi\r\n", key: "foo", res: Result{Status: StatusError, N: whole, Reply: replyBadFormat, Swallow: 4}},
 		{name: "ms duplicate", in: "ms foo 2 c c\r\nhi\r\n", res: Result{Status: StatusError, N: whole, Reply: replyDuplicateFlag, Swallow: 4}},
 		{name: "ms bad chunk", in: "ms foo 2\r\nhiX\r\n", key: "foo", res: errRes(14, replyBadDataChunk)}, // the "\n" left over is the next (empty) line
+		{name: "ms absurd length", in: "ms foo 2147483646\r\n", key: "foo", res: errRes(19, replyBadFormat)},
 		{name: "ms too large", in: "ms foo 2000000\r\n", key: "foo", res: Result{Status: StatusError, N: whole, Reply: replyTooLarge, Swallow: 2000002, TooLarge: true}},
 		{name: "ms partial", in: "ms foo 5\r\nhel", res: Result{Status: StatusNeedMore}},
 

@@ -2,6 +2,7 @@ package memcache
 
 import (
 	"bytes"
+	"math"
 )
 
 // Status is the outcome of one Parse call.
@@ -118,6 +119,9 @@ func (p *Parser) Parse(buf []byte, cmd *Command) Result {
 		cmd.Kind = CmdStats
 		if n > 1 {
 			cmd.Arg = w[1]
+		}
+		if n > 2 {
+			cmd.Arg2 = w[2]
 		}
 	case "flush_all":
 		res = p.flushAll(w, cmd)
@@ -268,6 +272,11 @@ func skipWord(b []byte) []byte {
 	return b
 }
 
+// maxDataLen is memcached's bound on a data block's declared length
+// (INT_MAX - 2, so that length plus CRLF fits an int). A longer one is a
+// malformed command line: refused with nothing swallowed, as memcached does.
+const maxDataLen = math.MaxInt32 - 2
+
 // storage parses <cmd> <key> <flags> <exptime> <bytes> [<cas>] [noreply] and its
 // data block. Once the length is known, a refused command's block is swallowed
 // (as current memcached does) so its bytes are never run as commands.
@@ -288,7 +297,7 @@ func (p *Parser) storage(kind CommandKind, buf []byte, lineLen int, w [][]byte, 
 		return r
 	}
 	vlen, ok := parseInt32(w[4])
-	if !ok || vlen < 0 {
+	if !ok || vlen < 0 || vlen > maxDataLen {
 		return quiet(errorAt(lineLen, replyBadFormat))
 	}
 	swallow := int(vlen) + 2

@@ -58,6 +58,9 @@ func parseCases() []parseCase {
 		{name: "set too many args", in: "set k 0 0 1 noreply x\r\n", res: errRes(23, replyError)},
 		{name: "set negative length", in: "set k 0 0 -1\r\n", res: errRes(14, replyBadFormat)},
 		{name: "set bad length", in: "set k 0 0 x\r\n", res: errRes(13, replyBadFormat)},
+		// memcached's bound: past INT_MAX-2 the line is malformed and nothing is swallowed.
+		{name: "set absurd length", in: "set k 0 0 2147483646\r\nxx\r\n", res: errRes(22, replyBadFormat)},
+		{name: "set largest length", in: "set k 0 0 2147483645\r\n", keys: []string{"k"}, res: Result{Status: StatusError, N: 22, Reply: replyTooLarge, Swallow: 2147483647, TooLarge: true}},
 		{name: "set bad flags swallows", in: "set k x 0 2\r\nab\r\n", res: Result{Status: StatusError, N: 13, Reply: replyBadFormat, Swallow: 4}},
 		{name: "set negative flags", in: "set k -1 0 1\r\na\r\n", res: Result{Status: StatusError, N: 14, Reply: replyBadFormat, Swallow: 3}},
 		{name: "set flags overflow", in: "set k 4294967296 0 1\r\na\r\n", res: Result{Status: StatusError, N: 22, Reply: replyBadFormat, Swallow: 3}},

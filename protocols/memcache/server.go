@@ -30,6 +30,9 @@ type Config struct {
 	MaxPending  int
 	ItemSizeMax int
 	Version     string
+	// Evictions says the backend evicts items to make room ("stats
+	// settings" evictions on), as the embedded engine does; NDB refuses.
+	Evictions bool
 	// Settings are extra "stats settings" lines (name -> value).
 	Settings [][2]string
 	// Credentials, when set, require SASL PLAIN (binary protocol only, as
@@ -93,6 +96,7 @@ type Server struct {
 
 	currConns, totalConns, rejectedConns atomic.Int64
 	verbosity                            atomic.Int64
+	prefix                               prefixStats // stats detail
 	// partial is what connections hold of storage commands still arriving
 	// (connState.partial), against cfg.PartialBytes.
 	partial atomic.Int64

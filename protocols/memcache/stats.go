@@ -10,8 +10,9 @@ import (
 	"github.com/ndbgate/ndbgate/gateway"
 )
 
-// appendStats renders "stats" and its sub-commands in memcached's format.
-func (s *Server) appendStats(dst []byte, arg []byte) []byte {
+// appendStats renders "stats" and its sub-commands in memcached's format;
+// arg2 is the word after the sub-command.
+func (s *Server) appendStats(dst, arg, arg2 []byte) []byte {
 	switch string(arg) {
 	case "":
 		return append(s.appendGeneralStats(dst), replyEnd...)
@@ -19,7 +20,10 @@ func (s *Server) appendStats(dst []byte, arg []byte) []byte {
 		return append(s.appendSettings(dst), replyEnd...)
 	case "items", "slabs", "sizes", "conns", "extstore":
 		return append(dst, replyEnd...) // no slab allocator to describe
+	case "detail":
+		return s.prefix.detailText(dst, arg2)
 	case "reset":
+		s.prefix.reset()
 		s.svc.ResetStats()
 		s.m.stats.Reset()
 		s.totalConns.Store(0)
@@ -96,15 +100,44 @@ func (s *Server) appendSettings(dst []byte) []byte {
 	dst = AppendStat(dst, "maxbytes", ds.LimitBytes)
 	dst = AppendStat(dst, "maxconns", uint64(s.cfg.MaxConnections))
 	dst = AppendStatString(dst, "tcpport", portOf(s.cfg.Addr))
+	dst = AppendStat(dst, "udpport", 0)
 	dst = AppendStat(dst, "verbosity", uint64(s.verbosity.Load()))
+	dst = AppendStatString(dst, "evictions", onOff(s.cfg.Evictions))
+	dst = AppendStatString(dst, "domain_socket", orNULL(s.cfg.Socket))
 	dst = AppendStat(dst, "num_threads", uint64(runtime.GOMAXPROCS(0)))
+	dst = AppendStatString(dst, "stat_key_prefix", string(rune(prefixDelimiter)))
+	dst = AppendStatString(dst, "detail_enabled", yesNo(s.prefix.on.Load()))
 	dst = AppendStatString(dst, "cas_enabled", "yes")
+	dst = AppendStatString(dst, "auth_enabled_sasl", yesNo(s.cfg.Credentials != nil))
 	dst = AppendStat(dst, "item_size_max", uint64(s.cfg.ItemSizeMax))
+	dst = AppendStatString(dst, "flush_enabled", "yes")
+	dst = AppendStatString(dst, "dump_enabled", "yes")
 	dst = AppendStat(dst, "ndbgate_max_pending_per_conn", uint64(s.cfg.MaxPending))
 	for _, kv := range s.cfg.Settings {
 		dst = AppendStatString(dst, kv[0], kv[1])
 	}
 	return dst
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func orNULL(s string) string {
+	if s == "" {
+		return "NULL"
+	}
+	return s
 }
 
 func rusage(tv syscall.Timeval) string {

@@ -94,6 +94,22 @@ var protoCases = []protoCase{
 
 		settings := c.stats("settings")
 		assert.Equal(t, "1048576", settings["item_size_max"], "stats settings item_size_max")
+		for name, want := range map[string]string{ // the ones memcached's binary.t checks, and detail's
+			"evictions": "on", "cas_enabled": "yes", "flush_enabled": "yes",
+			"detail_enabled": "no", "stat_key_prefix": ":",
+		} {
+			assert.Equal(t, want, settings[name], "stats settings %s", name)
+		}
+	}},
+	{name: "stats detail counts per key prefix", run: func(t *testing.T, c *rawConn, _ *target) {
+		// One write: each stats line counts every command before it.
+		c.send("stats detail on\r\nset dt:b 0 0 1\r\nx\r\nget dt:b dt:c nokey\r\ndelete dt:c\r\n" +
+			"append dt:b 0 0 1\r\ny\r\nstats detail dump\r\nstats detail\r\nstats detail off\r\n" +
+			"get dt:b\r\nstats detail dump\r\n")
+		c.expect("OK\r\nSTORED\r\nVALUE dt:b 0 1\r\nx\r\nEND\r\nNOT_FOUND\r\nSTORED\r\n" +
+			"PREFIX dt get 2 hit 1 set 2 del 1\r\nEND\r\n" +
+			"CLIENT_ERROR usage: stats detail on|off|dump\r\nOK\r\n" +
+			"VALUE dt:b 0 2\r\nxy\r\nEND\r\nPREFIX dt get 2 hit 1 set 2 del 1\r\nEND\r\n")
 	}},
 	{name: "storage commands", run: func(t *testing.T, c *rawConn, _ *target) {
 		c.roundTrip("set st:a 0 0 5\r\nhello\r\n", "STORED\r\n")
@@ -297,6 +313,12 @@ var protoCases = []protoCase{
 		c.roundTrip("get ov:a\r\n", "END\r\n")
 		c.roundTrip("set ov:a 0 0 2\r\nok\r\n", "STORED\r\n")
 		c.roundTrip("get ov:a\r\n", "VALUE ov:a 0 2\r\nok\r\nEND\r\n")
+	}},
+	{name: "absurd value length", run: func(t *testing.T, c *rawConn, _ *target) {
+		// Past INT_MAX-2 the command line is malformed: nothing is swallowed,
+		// so the next line runs as a command.
+		c.roundTrip("set ab:a 0 0 2147483646\r\nget ab:a\r\n", "CLIENT_ERROR bad command line format\r\nEND\r\n")
+		c.roundTrip("ms ab:a 2147483646\r\nmn\r\n", "CLIENT_ERROR bad command line format\r\nMN\r\n")
 	}},
 	{name: "key of 251 bytes", run: func(t *testing.T, c *rawConn, tg *target) {
 		k := key251()
