@@ -1,106 +1,83 @@
 // Package config is ndbgate's one configuration model, read from a YAML file,
 // then NDBGATE_* environment variables, then command-line flags (last wins), and
-// validated at start-up with messages that say what to fix.
+// validated at start-up with messages that say what to fix. Each setting is
+// declared once, in the table of settings.go.
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
-	"runtime"
 	"strconv"
-	"strings"
-	"time"
-
-	"gopkg.in/yaml.v3"
 )
 
-// Config is the whole configuration.
+// Config is the whole configuration. Its scalar settings are declared in the
+// table of settings.go (YAML key, env, flag, default, help, check); the lists
+// (tables, containers, key_prefixes) are YAML only and decoded by their tags.
 type Config struct {
-	Listeners   Listeners      `yaml:"listeners"`
-	Memcache    Memcache       `yaml:"memcache"`
-	NDB         NDB            `yaml:"ndb"`
-	Embedded    Embedded       `yaml:"embedded"`
-	Dispatch    Dispatch       `yaml:"dispatch"`
-	Tables      []Table        `yaml:"tables"`
-	API         API            `yaml:"api"`
-	Containers  []Container    `yaml:"containers"`
-	KeyPrefixes []KeyPrefix    `yaml:"key_prefixes"`
-	Limits      Limits         `yaml:"limits"`
-	Log         Log            `yaml:"log"`
-	Extra       map[string]any `yaml:",inline"`
+	Listeners   Listeners
+	Memcache    Memcache
+	NDB         NDB
+	Embedded    Embedded
+	Dispatch    Dispatch
+	Tables      []Table
+	API         API
+	Containers  []Container
+	KeyPrefixes []KeyPrefix
+	Limits      Limits
+	Log         Log
 }
 
 // Listeners holds one address per front end; an empty address turns it off.
 type Listeners struct {
-	Memcache string `yaml:"memcache"`
-	REST     string `yaml:"rest"`
-	GRPC     string `yaml:"grpc"`
+	Memcache, REST, GRPC string
 }
 
 // Memcache configures the memcache front end beyond its TCP address.
 type Memcache struct {
-	// Socket is a unix-socket path served as well (memcached -s); SocketMode
-	// its permissions in octal (memcached -a), default 0700.
-	Socket     string `yaml:"socket"`
-	SocketMode string `yaml:"socket_mode"`
-	TLS        TLS    `yaml:"tls"`
-	// SASLCredentialsFile, when set, requires SASL PLAIN with the users of this
-	// file ("user:password" lines). As under memcached -S, only the binary
-	// protocol is then served.
-	SASLCredentialsFile string `yaml:"sasl_credentials_file"`
-	// EventLoop serves the TCP and unix-socket listeners: "epoll" (Linux's
-	// default: ndbgate's own loops) or "gnet". Empty picks the platform's.
-	EventLoop string `yaml:"event_loop"`
-	// IOUring lets each epoll loop run a turn's socket reads, and its replies,
-	// as one io_uring_enter each, where the kernel allows io_uring; default
-	// true. Where it does not (an old kernel, a seccomp profile that blocks
-	// it), the loops make one syscall per read and write, as when false.
-	IOUring *bool `yaml:"io_uring"`
+	Socket     string
+	SocketMode string // octal, as memcached -a
+	TLS        TLS
+	// SASLCredentialsFile, when set, requires SASL PLAIN; only the binary
+	// protocol is then served, as under memcached -S.
+	SASLCredentialsFile string
+	EventLoop           string // "epoll", "gnet", or empty for the platform's
+	// IOUring is a pointer so that a Config built without Default still
+	// means true (see IOUringOn). Where the kernel refuses io_uring the
+	// loops make one syscall per read and write, as when false.
+	IOUring *bool
 }
 
 // IOUringOn is IOUring with its default (true) applied.
 func (m Memcache) IOUringOn() bool { return m.IOUring == nil || *m.IOUring }
 
-// TLS is the memcache TLS listener. ClientCAFile turns on mutual TLS: clients
-// must present a certificate signed by one of its CAs.
+// TLS is the memcache TLS listener. ClientCAFile turns on mutual TLS.
 type TLS struct {
-	Listen       string `yaml:"listen"`
-	CertFile     string `yaml:"cert_file"`
-	KeyFile      string `yaml:"key_file"`
-	ClientCAFile string `yaml:"client_ca_file"`
+	Listen, CertFile, KeyFile, ClientCAFile string
 }
 
 // NDB selects a real cluster. An empty connectstring means the embedded engine.
 type NDB struct {
-	Connectstring string `yaml:"connectstring"`
-	PoolSize      int    `yaml:"pool_size"`
+	Connectstring string
+	PoolSize      int
 }
 
 // Embedded configures the in-process engine.
 type Embedded struct {
-	MemoryLimit  ByteSize `yaml:"memory_limit"`
-	Partitions   int      `yaml:"partitions"`
-	Nodes        int      `yaml:"nodes"`
-	ReapInterval Duration `yaml:"reap_interval"`
-	// SimulatedRoundTrip makes every backend round complete this much later,
-	// as a data node round trip would: for measuring batching and coalescing
-	// on one machine. Benchmarks only; never the default.
-	SimulatedRoundTrip Duration `yaml:"simulated_round_trip"`
+	MemoryLimit  ByteSize
+	Partitions   int
+	Nodes        int
+	ReapInterval Duration
+	// SimulatedRoundTrip delays every backend round, as a data node round
+	// trip would: for measuring batching on one machine. Benchmarks only.
+	SimulatedRoundTrip Duration
 }
 
-// Dispatch tunes the backend dispatcher (ndbclient): rounds, coalescing,
-// admission, retries. Lanes (per-node queues with coalescing) are on for the
-// NDB driver and for the embedded engine with a simulated round trip.
+// Dispatch tunes the backend dispatcher (ndbclient); zero values mean
+// ndbclient's defaults. Coalesce is a pointer: nil means true.
 type Dispatch struct {
-	RoundSize     int   `yaml:"round_size"`       // ops per round trip, default 128, at most 1024
-	Coalesce      *bool `yaml:"coalesce"`         // merge queued requests of a node into one round trip; default true
-	RoundsPerNode int   `yaml:"rounds_per_node"`  // round trips in flight per data node, default 1
-	MaxInFlight   int   `yaml:"max_inflight_ops"` // past it requests fail fast with Overloaded, default 65536
-	MaxRetries    int   `yaml:"max_retries"`      // retries of Temporary errors, default 3
+	RoundSize, RoundsPerNode, MaxInFlight, MaxRetries int
+	Coalesce                                          *bool
 }
 
 // Table declares a table of the embedded engine, for the row API (REST, gRPC).
@@ -125,31 +102,23 @@ type TableColumn struct {
 
 // API configures the REST and gRPC front ends.
 type API struct {
-	// KeysFile, when set, requires an API key (header X-API-KEY, gRPC metadata
-	// x-api-key or RonDB's APIKey field) on every data request; see gateway/auth.
-	KeysFile string `yaml:"keys_file"`
-	// TLS, when Enabled, serves REST and gRPC over TLS only (mutual TLS with
-	// ClientCAFile).
-	TLS    APITLS    `yaml:"tls"`
-	Limits APILimits `yaml:"limits"`
+	// KeysFile, when set, requires an API key on every data request; see
+	// gateway/auth.
+	KeysFile string
+	TLS      APITLS // when Enabled, REST and gRPC are served over TLS only
+	Limits   APILimits
 }
 
 // APITLS is TLS for the REST and gRPC listeners.
 type APITLS struct {
-	Enabled      bool   `yaml:"enabled"`
-	CertFile     string `yaml:"cert_file"`
-	KeyFile      string `yaml:"key_file"`
-	ClientCAFile string `yaml:"client_ca_file"`
+	Enabled                         bool
+	CertFile, KeyFile, ClientCAFile string
 }
 
 // APILimits bound what one REST or gRPC request may ask for.
 type APILimits struct {
-	MaxBatch      int      `yaml:"max_batch"`      // operations in a batch, default 256
-	MaxBody       ByteSize `yaml:"max_body"`       // request body, default 4m
-	MaxFilters    int      `yaml:"max_filters"`    // filters of one pk-read, default 64
-	MaxColumns    int      `yaml:"max_columns"`    // read columns of one pk-read, default 256
-	MaxIdentifier int      `yaml:"max_identifier"` // db, table, column names, default 64
-	MaxMultiGet   int      `yaml:"max_multi_get"`  // keys of a KV multi-get, default 256
+	MaxBatch, MaxFilters, MaxColumns, MaxIdentifier, MaxMultiGet int
+	MaxBody                                                      ByteSize
 }
 
 // Container maps memcached items onto a table's columns, as in ndbmemcache.
@@ -179,100 +148,28 @@ type KeyPrefix struct {
 	Policy    string `yaml:"policy"` // ndb-only (default), caching, local-only
 }
 
-// Limits bound what clients may send.
+// Limits bound what memcache clients may send.
 type Limits struct {
-	ItemSizeMax    ByteSize `yaml:"item_size_max"`
-	MaxConnections int      `yaml:"max_connections"`
-	// MaxPendingPerConn bounds replies awaiting completion on one connection;
-	// past it the server stops reading that connection until replies go out.
-	MaxPendingPerConn int `yaml:"max_pending_per_conn"`
+	ItemSizeMax       ByteSize
+	MaxConnections    int
+	MaxPendingPerConn int // past it the connection is not read until replies go out
 }
 
 // Log configures log/slog.
 type Log struct {
-	Level  string `yaml:"level"`  // debug, info, warn, error
-	Format string `yaml:"format"` // text, json
+	Level, Format string
 }
 
-// Default returns the configuration used when nothing is set.
+// Default returns the configuration used when nothing is set: the table's
+// defaults.
 func Default() Config {
-	return Config{
-		Listeners: Listeners{Memcache: "127.0.0.1:11211", REST: "127.0.0.1:4406", GRPC: "127.0.0.1:5406"},
-		Memcache:  Memcache{SocketMode: "0700"},
-		NDB:       NDB{PoolSize: 2},
-		Embedded:  Embedded{Partitions: 16, Nodes: 1, ReapInterval: Duration(time.Second)},
-		Limits:    Limits{ItemSizeMax: 1 << 20, MaxConnections: 4096, MaxPendingPerConn: 1024},
-		API:       API{Limits: APILimits{MaxBatch: 256, MaxBody: 4 << 20, MaxFilters: 64, MaxColumns: 256, MaxIdentifier: 64, MaxMultiGet: 256}},
-		Log:       Log{Level: "info", Format: "text"},
-	}
-}
-
-// LoadFile merges a YAML file over c. Unknown keys are an error, so a typo does
-// not silently fall back to a default.
-func (c *Config) LoadFile(path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("config file: %w", err)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: empty file
-		return fmt.Errorf("config file %s: %w", path, err)
-	}
-	if len(c.Extra) > 0 {
-		keys := make([]string, 0, len(c.Extra))
-		for k := range c.Extra {
-			keys = append(keys, k)
-		}
-		return fmt.Errorf("config file %s: unknown top-level keys %v (known: listeners, memcache, ndb, embedded, dispatch, tables, api, containers, key_prefixes, limits, log)", path, keys)
-	}
-	return nil
-}
-
-// envVars maps NDBGATE_* variables onto setters.
-var envVars = []struct {
-	name string
-	set  func(c *Config, v string) error
-}{
-	{"NDBGATE_MEMCACHE", func(c *Config, v string) error { c.Listeners.Memcache = v; return nil }},
-	{"NDBGATE_REST", func(c *Config, v string) error { c.Listeners.REST = v; return nil }},
-	{"NDBGATE_GRPC", func(c *Config, v string) error { c.Listeners.GRPC = v; return nil }},
-	{"NDBGATE_MEMCACHE_SOCKET", func(c *Config, v string) error { c.Memcache.Socket = v; return nil }},
-	{"NDBGATE_MEMCACHE_TLS", func(c *Config, v string) error { c.Memcache.TLS.Listen = v; return nil }},
-	{"NDBGATE_MEMCACHE_EVENT_LOOP", func(c *Config, v string) error { c.Memcache.EventLoop = v; return nil }},
-	{"NDBGATE_MEMCACHE_IO_URING", func(c *Config, v string) error { return setBool(&c.Memcache.IOUring, v) }},
-	{"NDBGATE_MEMCACHE_SASL_CREDENTIALS", func(c *Config, v string) error { c.Memcache.SASLCredentialsFile = v; return nil }},
-	{"NDBGATE_API_KEYS", func(c *Config, v string) error { c.API.KeysFile = v; return nil }},
-	{"NDBGATE_NDB_CONNECTSTRING", func(c *Config, v string) error { c.NDB.Connectstring = v; return nil }},
-	{"NDBGATE_NDB_POOL_SIZE", func(c *Config, v string) error { return setInt(&c.NDB.PoolSize, v) }},
-	{"NDBGATE_ITEM_SIZE_MAX", func(c *Config, v string) error { return c.Limits.ItemSizeMax.Set(v) }},
-	{"NDBGATE_MEMORY_LIMIT", func(c *Config, v string) error { return c.Embedded.MemoryLimit.Set(v) }},
-	{"NDBGATE_PARTITIONS", func(c *Config, v string) error { return setInt(&c.Embedded.Partitions, v) }},
-	{"NDBGATE_NODES", func(c *Config, v string) error { return setInt(&c.Embedded.Nodes, v) }},
-	{"NDBGATE_MAX_CONNECTIONS", func(c *Config, v string) error { return setInt(&c.Limits.MaxConnections, v) }},
-	{"NDBGATE_LOG_LEVEL", func(c *Config, v string) error { c.Log.Level = v; return nil }},
-	{"NDBGATE_LOG_FORMAT", func(c *Config, v string) error { c.Log.Format = v; return nil }},
-}
-
-// EnvNames lists the environment variables read, for the README and --help.
-func EnvNames() []string {
-	out := make([]string, len(envVars))
-	for i, e := range envVars {
-		out[i] = e.name
-	}
-	return out
-}
-
-// ApplyEnv merges NDBGATE_* variables from lookup (os.LookupEnv in production).
-func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
-	for _, e := range envVars {
-		if v, ok := lookup(e.name); ok {
-			if err := e.set(c, v); err != nil {
-				return fmt.Errorf("environment %s=%q: %w", e.name, v, err)
-			}
+	var c Config
+	for _, s := range settings {
+		if err := parse(s.Field(&c), s.Default); err != nil {
+			panic(fmt.Sprintf("config: default of %s: %v", s.Key, err))
 		}
 	}
-	return nil
+	return c
 }
 
 // SocketFileMode parses SocketMode (octal, e.g. 0700).
@@ -287,100 +184,27 @@ func (m Memcache) SocketFileMode() (os.FileMode, error) {
 	return os.FileMode(n), nil
 }
 
-func setInt(dst *int, v string) error {
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil {
-		return fmt.Errorf("want a whole number")
-	}
-	*dst = n
-	return nil
-}
-
-func setBool(dst **bool, v string) error {
-	b, err := strconv.ParseBool(strings.TrimSpace(v))
-	if err != nil {
-		return fmt.Errorf("want true or false")
-	}
-	*dst = &b
-	return nil
-}
-
-// Validate checks everything a user can get wrong and says what to fix.
+// Validate checks everything a user can get wrong and says what to fix: each
+// setting's own check from the table, then what spans settings and lists.
 func (c *Config) Validate() error {
 	var errs []error
-	for _, l := range []struct{ name, addr string }{
-		{"listeners.memcache (--memcache)", c.Listeners.Memcache},
-		{"listeners.rest (--rest)", c.Listeners.REST},
-		{"listeners.grpc (--grpc)", c.Listeners.GRPC},
-		{"memcache.tls.listen (--memcache-tls)", c.Memcache.TLS.Listen},
-	} {
-		if l.addr == "" {
+	for _, s := range settings {
+		if s.Check == nil {
 			continue
 		}
-		if _, port, err := net.SplitHostPort(l.addr); err != nil {
-			errs = append(errs, fmt.Errorf("%s = %q is not host:port (e.g. 127.0.0.1:11211; empty turns it off)", l.name, l.addr))
-		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-			errs = append(errs, fmt.Errorf("%s = %q has a bad port", l.name, l.addr))
+		p := s.Field(c)
+		if err := s.Check(value(p)); err != nil {
+			errs = append(errs, fmt.Errorf("%s = %s: %w", nameOf(s.Key), show(p), err))
 		}
-	}
-	if _, err := c.Memcache.SocketFileMode(); err != nil {
-		errs = append(errs, fmt.Errorf("memcache.socket_mode (--memcache-socket-mode) = %q: %v", c.Memcache.SocketMode, err))
-	}
-	switch c.Memcache.EventLoop {
-	case "", "gnet":
-	case "epoll":
-		if runtime.GOOS != "linux" {
-			errs = append(errs, fmt.Errorf("memcache.event_loop (--memcache-event-loop) = \"epoll\" is Linux only; use \"gnet\" or leave it empty"))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("memcache.event_loop (--memcache-event-loop) = %q: must be \"epoll\" (Linux), \"gnet\", or empty for the platform's default", c.Memcache.EventLoop))
-	}
-	if t := c.Memcache.TLS; t.Listen != "" && (t.CertFile == "" || t.KeyFile == "") {
-		errs = append(errs, fmt.Errorf("memcache.tls.listen (--memcache-tls) = %q needs memcache.tls.cert_file and key_file (--tls-cert, --tls-key)", t.Listen))
-	}
-	if c.Limits.ItemSizeMax < 1024 || c.Limits.ItemSizeMax > 1<<30 {
-		errs = append(errs, fmt.Errorf("limits.item_size_max (--item-size-max) = %d: must be between 1k and 1g, as memcached's -I", c.Limits.ItemSizeMax))
-	}
-	if c.Embedded.MemoryLimit != 0 && c.Embedded.MemoryLimit < 1<<20 {
-		errs = append(errs, fmt.Errorf("embedded.memory_limit (--memory-limit) = %d: use 0 for no limit or at least 1m", c.Embedded.MemoryLimit))
-	}
-	if d := c.Dispatch; d.RoundSize < 0 || d.RoundSize > 1024 || d.RoundsPerNode < 0 || d.MaxInFlight < 0 || d.MaxRetries < 0 {
-		errs = append(errs, fmt.Errorf("dispatch: round_size must be 0..1024 (0 = default 128); rounds_per_node, max_inflight_ops and max_retries must not be negative"))
-	}
-	if c.Embedded.SimulatedRoundTrip < 0 || c.Embedded.SimulatedRoundTrip > Duration(time.Second) {
-		errs = append(errs, fmt.Errorf("embedded.simulated_round_trip (--simulated-round-trip) = %v: must be 0..1s", time.Duration(c.Embedded.SimulatedRoundTrip)))
-	}
-	if c.Embedded.Partitions < 1 || c.Embedded.Partitions > 4096 {
-		errs = append(errs, fmt.Errorf("embedded.partitions = %d: must be 1..4096", c.Embedded.Partitions))
 	}
 	if c.Embedded.Nodes < 1 || c.Embedded.Nodes > c.Embedded.Partitions {
-		errs = append(errs, fmt.Errorf("embedded.nodes = %d: must be 1..partitions (%d)", c.Embedded.Nodes, c.Embedded.Partitions))
+		errs = append(errs, fmt.Errorf("%s = %d: must be 1..partitions (%d)", nameOf("embedded.nodes"), c.Embedded.Nodes, c.Embedded.Partitions))
 	}
-	if c.NDB.PoolSize < 1 || c.NDB.PoolSize > 64 {
-		errs = append(errs, fmt.Errorf("ndb.pool_size (--ndb-pool-size) = %d: must be 1..64", c.NDB.PoolSize))
-	}
-	if c.Limits.MaxConnections < 1 {
-		errs = append(errs, fmt.Errorf("limits.max_connections = %d: must be at least 1", c.Limits.MaxConnections))
-	}
-	if c.Limits.MaxPendingPerConn < 1 {
-		errs = append(errs, fmt.Errorf("limits.max_pending_per_conn = %d: must be at least 1", c.Limits.MaxPendingPerConn))
-	}
-	switch c.Log.Level {
-	case "debug", "info", "warn", "error":
-	default:
-		errs = append(errs, fmt.Errorf("log.level (--log-level) = %q: use debug, info, warn or error", c.Log.Level))
-	}
-	switch c.Log.Format {
-	case "text", "json":
-	default:
-		errs = append(errs, fmt.Errorf("log.format (--log-format) = %q: use text or json", c.Log.Format))
+	if t := c.Memcache.TLS; t.Listen != "" && (t.CertFile == "" || t.KeyFile == "") {
+		errs = append(errs, fmt.Errorf("%s = %q needs memcache.tls.cert_file and key_file (--tls-cert, --tls-key)", nameOf("memcache.tls.listen"), t.Listen))
 	}
 	if t := c.API.TLS; t.Enabled && (t.CertFile == "" || t.KeyFile == "") {
-		errs = append(errs, fmt.Errorf("api.tls.enabled (--api-tls) needs api.tls.cert_file and key_file (--tls-cert, --tls-key)"))
-	}
-	if l := c.API.Limits; l.MaxBatch < 1 || l.MaxBatch > 4096 || l.MaxBody < 1024 || l.MaxFilters < 1 || l.MaxColumns < 1 ||
-		l.MaxIdentifier < 1 || l.MaxIdentifier > 255 || l.MaxMultiGet < 1 || l.MaxMultiGet > 4096 {
-		errs = append(errs, fmt.Errorf("api.limits: max_batch and max_multi_get must be 1..4096, max_body at least 1k, max_identifier 1..255, the others at least 1"))
+		errs = append(errs, fmt.Errorf("%s needs api.tls.cert_file and key_file (--tls-cert, --tls-key)", nameOf("api.tls.enabled")))
 	}
 	errs = append(errs, c.validateTables()...)
 	names := map[string]bool{}

@@ -806,11 +806,11 @@ func runPod(t *testing.T, objs []runtime.Object, c chartCase) {
 }
 
 // ndbgateEnvNames are the environment variables ndbgate reads, from its
-// source: config/config.go's envVars and cmd/ndbgate's NDBGATE_CONFIG.
+// source: config/settings.go's table and NDBGATE_CONFIG.
 func ndbgateEnvNames(t *testing.T) map[string]bool {
 	t.Helper()
 	names := map[string]bool{}
-	for _, f := range []string{"config/config.go", "cmd/ndbgate/main.go"} {
+	for _, f := range []string{"config/settings.go"} {
 		src, err := os.ReadFile(filepath.Join(repoRoot, f))
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,343 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A setting is one scalar value of the configuration. The table below is the
+// only place a setting's names, default and help are written: YAML decoding,
+// the environment, flags, --help, Default and Validate all walk it, and a test
+// holds README's configuration table to it.
+type setting struct {
+	Key     string // YAML path, dotted
+	Env     string // NDBGATE_* variable; "" for none
+	Flag    string // flag name without dashes; "" for none. Settings may share one
+	Default string // as written in YAML; "" is empty (or zero)
+	Help    string
+	Field   func(*Config) any // the value's address in a Config
+	Check   func(v any) error // nil, or what is wrong with the value
+}
+
+// One flag sets the memcache and the REST/gRPC TLS files alike; settings
+// that share a flag share its help.
+const (
+	tlsCertHelp     = "TLS certificate file (PEM): memcache's TLS listener, and REST/gRPC with --api-tls"
+	tlsKeyHelp      = "TLS private key file (PEM): memcache's TLS listener, and REST/gRPC with --api-tls"
+	tlsClientCAHelp = "require client certificates signed by these CAs (PEM), mutual TLS: memcache's TLS listener, and REST/gRPC"
+)
+
+// configEnv and configFlag name the YAML file; they are not settings of it.
+const (
+	configEnv  = "NDBGATE_CONFIG"
+	configFlag = "config"
+)
+
+var settings = []setting{
+	{Key: "listeners.memcache", Env: "NDBGATE_MEMCACHE", Flag: "memcache", Default: "127.0.0.1:11211",
+		Help: "memcache listener host:port; empty turns it off", Check: hostPort,
+		Field: func(c *Config) any { return &c.Listeners.Memcache }},
+	{Key: "listeners.rest", Env: "NDBGATE_REST", Flag: "rest", Default: "127.0.0.1:4406",
+		Help: "HTTP listener (REST APIs, metrics, health) host:port; empty turns it off", Check: hostPort,
+		Field: func(c *Config) any { return &c.Listeners.REST }},
+	{Key: "listeners.grpc", Env: "NDBGATE_GRPC", Flag: "grpc", Default: "127.0.0.1:5406",
+		Help: "gRPC listener host:port; empty turns it off", Check: hostPort,
+		Field: func(c *Config) any { return &c.Listeners.GRPC }},
+
+	{Key: "memcache.socket", Env: "NDBGATE_MEMCACHE_SOCKET", Flag: "memcache-socket",
+		Help:  "memcache: also serve this unix-socket path (memcached -s)",
+		Field: func(c *Config) any { return &c.Memcache.Socket }},
+	{Key: "memcache.socket_mode", Flag: "memcache-socket-mode", Default: "0700",
+		Help: "memcache: unix-socket permissions, octal (memcached -a)", Check: octalMode,
+		Field: func(c *Config) any { return &c.Memcache.SocketMode }},
+	{Key: "memcache.event_loop", Env: "NDBGATE_MEMCACHE_EVENT_LOOP", Flag: "memcache-event-loop",
+		Help: "memcache: event loop for TCP and unix sockets, epoll (Linux only) or gnet; empty picks epoll on Linux, else gnet", Check: eventLoop,
+		Field: func(c *Config) any { return &c.Memcache.EventLoop }},
+	{Key: "memcache.io_uring", Env: "NDBGATE_MEMCACHE_IO_URING", Flag: "memcache-io-uring", Default: "true",
+		Help:  "memcache: epoll loops batch each turn's reads and replies into one io_uring_enter where the kernel allows it",
+		Field: func(c *Config) any { return &c.Memcache.IOUring }},
+	{Key: "memcache.tls.listen", Env: "NDBGATE_MEMCACHE_TLS", Flag: "memcache-tls",
+		Help: "memcache: also serve TLS on host:port (needs --tls-cert and --tls-key)", Check: hostPort,
+		Field: func(c *Config) any { return &c.Memcache.TLS.Listen }},
+	{Key: "memcache.tls.cert_file", Flag: "tls-cert",
+		Help:  tlsCertHelp,
+		Field: func(c *Config) any { return &c.Memcache.TLS.CertFile }},
+	{Key: "memcache.tls.key_file", Flag: "tls-key",
+		Help:  tlsKeyHelp,
+		Field: func(c *Config) any { return &c.Memcache.TLS.KeyFile }},
+	{Key: "memcache.tls.client_ca_file", Flag: "tls-client-ca",
+		Help:  tlsClientCAHelp,
+		Field: func(c *Config) any { return &c.Memcache.TLS.ClientCAFile }},
+	{Key: "memcache.sasl_credentials_file", Env: "NDBGATE_MEMCACHE_SASL_CREDENTIALS", Flag: "memcache-sasl-credentials",
+		Help:  "memcache: require SASL PLAIN with the user:password lines of this file (binary protocol only, as memcached -S)",
+		Field: func(c *Config) any { return &c.Memcache.SASLCredentialsFile }},
+
+	{Key: "ndb.connectstring", Env: "NDBGATE_NDB_CONNECTSTRING", Flag: "ndb-connectstring",
+		Help:  "NDB management server(s), host:1186[,host2:1186]; empty = embedded engine",
+		Field: func(c *Config) any { return &c.NDB.Connectstring }},
+	{Key: "ndb.pool_size", Env: "NDBGATE_NDB_POOL_SIZE", Flag: "ndb-pool-size", Default: "2",
+		Help: "NDB cluster connections in the pool", Check: within(1, 64, "must be 1..64"),
+		Field: func(c *Config) any { return &c.NDB.PoolSize }},
+
+	{Key: "embedded.memory_limit", Env: "NDBGATE_MEMORY_LIMIT", Flag: "memory-limit", Default: "0",
+		Help: "embedded engine memory limit, e.g. 512m; 0 = none (memcached -m)", Check: memoryLimit,
+		Field: func(c *Config) any { return &c.Embedded.MemoryLimit }},
+	{Key: "embedded.partitions", Env: "NDBGATE_PARTITIONS", Flag: "partitions", Default: "16",
+		Help: "embedded engine: partitions per table", Check: within(1, 4096, "must be 1..4096"),
+		Field: func(c *Config) any { return &c.Embedded.Partitions }},
+	{Key: "embedded.nodes", Env: "NDBGATE_NODES", Flag: "nodes", Default: "1",
+		Help:  "embedded engine: simulated data nodes, 1..partitions",
+		Field: func(c *Config) any { return &c.Embedded.Nodes }},
+	{Key: "embedded.reap_interval", Default: "1s",
+		Help:  "embedded engine: how often expired rows are freed",
+		Field: func(c *Config) any { return &c.Embedded.ReapInterval }},
+	{Key: "embedded.simulated_round_trip", Flag: "simulated-round-trip", Default: "0",
+		Help:  "embedded engine, benchmarks only: delay every backend round trip by this much (e.g. 100us)",
+		Check: within(0, Duration(time.Second), "must be 0..1s"),
+		Field: func(c *Config) any { return &c.Embedded.SimulatedRoundTrip }},
+
+	{Key: "dispatch.round_size", Default: "128",
+		Help: "most operations per backend round trip (0 = 128)", Check: within(0, 1024, "must be 0..1024 (0 = default 128)"),
+		Field: func(c *Config) any { return &c.Dispatch.RoundSize }},
+	{Key: "dispatch.coalesce", Default: "true",
+		Help:  "merge requests queued for a data node into one round trip",
+		Field: func(c *Config) any { return &c.Dispatch.Coalesce }},
+	{Key: "dispatch.rounds_per_node", Default: "1",
+		Help: "round trips in flight per data node (0 = 1)", Check: notNegative,
+		Field: func(c *Config) any { return &c.Dispatch.RoundsPerNode }},
+	{Key: "dispatch.max_inflight_ops", Default: "65536",
+		Help: "operations admitted at once; past it requests fail fast as overloaded (0 = 65536)", Check: notNegative,
+		Field: func(c *Config) any { return &c.Dispatch.MaxInFlight }},
+	{Key: "dispatch.max_retries", Default: "3",
+		Help: "retries of Temporary backend errors (0 = 3)", Check: notNegative,
+		Field: func(c *Config) any { return &c.Dispatch.MaxRetries }},
+
+	{Key: "api.keys_file", Env: "NDBGATE_API_KEYS", Flag: "api-keys",
+		Help:  "REST/gRPC: require API keys from this YAML file (header X-API-KEY)",
+		Field: func(c *Config) any { return &c.API.KeysFile }},
+	{Key: "api.tls.enabled", Flag: "api-tls", Default: "false",
+		Help:  "REST/gRPC: serve TLS only, with --tls-cert/--tls-key (mutual TLS with --tls-client-ca)",
+		Field: func(c *Config) any { return &c.API.TLS.Enabled }},
+	{Key: "api.tls.cert_file", Flag: "tls-cert",
+		Help:  tlsCertHelp,
+		Field: func(c *Config) any { return &c.API.TLS.CertFile }},
+	{Key: "api.tls.key_file", Flag: "tls-key",
+		Help:  tlsKeyHelp,
+		Field: func(c *Config) any { return &c.API.TLS.KeyFile }},
+	{Key: "api.tls.client_ca_file", Flag: "tls-client-ca",
+		Help:  tlsClientCAHelp,
+		Field: func(c *Config) any { return &c.API.TLS.ClientCAFile }},
+	{Key: "api.limits.max_batch", Default: "256",
+		Help: "operations in one batch", Check: within(1, 4096, "must be 1..4096"),
+		Field: func(c *Config) any { return &c.API.Limits.MaxBatch }},
+	{Key: "api.limits.max_body", Default: "4m",
+		Help: "largest REST request body and gRPC message", Check: within(1<<10, ^ByteSize(0), "must be at least 1k"),
+		Field: func(c *Config) any { return &c.API.Limits.MaxBody }},
+	{Key: "api.limits.max_filters", Default: "64",
+		Help: "filters of one pk-read", Check: atLeastOne,
+		Field: func(c *Config) any { return &c.API.Limits.MaxFilters }},
+	{Key: "api.limits.max_columns", Default: "256",
+		Help: "read columns of one pk-read", Check: atLeastOne,
+		Field: func(c *Config) any { return &c.API.Limits.MaxColumns }},
+	{Key: "api.limits.max_identifier", Default: "64",
+		Help: "length of a database, table or column name", Check: within(1, 255, "must be 1..255"),
+		Field: func(c *Config) any { return &c.API.Limits.MaxIdentifier }},
+	{Key: "api.limits.max_multi_get", Default: "256",
+		Help: "keys of one KV multi-get", Check: within(1, 4096, "must be 1..4096"),
+		Field: func(c *Config) any { return &c.API.Limits.MaxMultiGet }},
+
+	{Key: "limits.item_size_max", Env: "NDBGATE_ITEM_SIZE_MAX", Flag: "item-size-max", Default: "1m",
+		Help:  "largest value, e.g. 1m (memcached -I)",
+		Check: within[ByteSize](1<<10, 1<<30, "must be between 1k and 1g, as memcached's -I"),
+		Field: func(c *Config) any { return &c.Limits.ItemSizeMax }},
+	{Key: "limits.max_connections", Env: "NDBGATE_MAX_CONNECTIONS", Flag: "max-connections", Default: "4096",
+		Help: "memcache: most open connections (memcached -c)", Check: atLeastOne,
+		Field: func(c *Config) any { return &c.Limits.MaxConnections }},
+	{Key: "limits.max_pending_per_conn", Default: "1024",
+		Help: "memcache: commands of one connection awaiting reply before it stops being read", Check: atLeastOne,
+		Field: func(c *Config) any { return &c.Limits.MaxPendingPerConn }},
+
+	{Key: "log.level", Env: "NDBGATE_LOG_LEVEL", Flag: "log-level", Default: "info",
+		Help: "debug, info, warn or error", Check: oneOf("use debug, info, warn or error", "debug", "info", "warn", "error"),
+		Field: func(c *Config) any { return &c.Log.Level }},
+	{Key: "log.format", Env: "NDBGATE_LOG_FORMAT", Flag: "log-format", Default: "text",
+		Help: "text or json", Check: oneOf("use text or json", "text", "json"),
+		Field: func(c *Config) any { return &c.Log.Format }},
+}
+
+// lookupSetting returns the setting of a YAML key, or nil.
+func lookupSetting(key string) *setting {
+	for i := range settings {
+		if settings[i].Key == key {
+			return &settings[i]
+		}
+	}
+	return nil
+}
+
+// nameOf is how messages name a setting: its YAML key and flag.
+func nameOf(key string) string {
+	s := lookupSetting(key)
+	if s == nil {
+		panic("config: no setting " + key)
+	}
+	if s.Flag == "" {
+		return s.Key
+	}
+	return s.Key + " (--" + s.Flag + ")"
+}
+
+// parse sets the value at p (a Field) from its text in env or a flag.
+func parse(p any, v string) error {
+	switch p := p.(type) {
+	case *string:
+		*p = v
+		return nil
+	case *int:
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return errors.New("want a whole number")
+		}
+		*p = n
+		return nil
+	case *bool:
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return errors.New("want true or false")
+		}
+		*p = b
+		return nil
+	case **bool:
+		b := new(bool)
+		if err := parse(b, v); err != nil {
+			return err
+		}
+		*p = b
+		return nil
+	case *ByteSize:
+		return p.Set(v)
+	case *Duration:
+		return p.Set(v)
+	}
+	panic(fmt.Sprintf("config: no parser for %T", p))
+}
+
+// typeName is a Field's kind of value, for --help.
+func typeName(p any) string {
+	switch p.(type) {
+	case *int:
+		return "int"
+	case *bool, **bool:
+		return "bool"
+	case *ByteSize:
+		return "size"
+	case *Duration:
+		return "duration"
+	}
+	return "string"
+}
+
+// value dereferences a Field for checks; a nil *bool is false.
+func value(p any) any {
+	switch p := p.(type) {
+	case *string:
+		return *p
+	case *int:
+		return *p
+	case *bool:
+		return *p
+	case **bool:
+		return *p != nil && **p
+	case *ByteSize:
+		return *p
+	case *Duration:
+		return *p
+	}
+	panic(fmt.Sprintf("config: no value for %T", p))
+}
+
+// show is a value as validation messages quote it.
+func show(p any) string {
+	switch v := value(p).(type) {
+	case string:
+		return strconv.Quote(v)
+	case Duration:
+		return time.Duration(v).String()
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// Checks, each given a setting's value.
+
+func within[T int | ByteSize | Duration](lo, hi T, msg string) func(any) error {
+	return func(v any) error {
+		if x := v.(T); x < lo || x > hi {
+			return errors.New(msg)
+		}
+		return nil
+	}
+}
+
+var (
+	atLeastOne  = within(1, math.MaxInt, "must be at least 1")
+	notNegative = within(0, math.MaxInt, "must not be negative (0 = the default)")
+)
+
+func oneOf(msg string, allowed ...string) func(any) error {
+	return func(v any) error {
+		for _, a := range allowed {
+			if v.(string) == a {
+				return nil
+			}
+		}
+		return errors.New(msg)
+	}
+}
+
+// hostPort accepts host:port, or empty (off).
+func hostPort(v any) error {
+	addr := v.(string)
+	if addr == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("not host:port (e.g. 127.0.0.1:11211; empty turns it off)")
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return errors.New("has a bad port (0..65535)")
+	}
+	return nil
+}
+
+func octalMode(v any) error {
+	_, err := Memcache{SocketMode: v.(string)}.SocketFileMode()
+	return err
+}
+
+func eventLoop(v any) error {
+	switch v.(string) {
+	case "", "gnet":
+	case "epoll":
+		if runtime.GOOS != "linux" {
+			return errors.New(`Linux only; use "gnet" or leave it empty`)
+		}
+	default:
+		return errors.New(`must be "epoll" (Linux), "gnet", or empty for the platform's default`)
+	}
+	return nil
+}
+
+func memoryLimit(v any) error {
+	if b := v.(ByteSize); b != 0 && b < 1<<20 {
+		return errors.New("use 0 for no limit or at least 1m")
+	}
+	return nil
+}
