@@ -130,6 +130,12 @@ type Op struct {
 	// changed none, except an OpDeleteAll that failed part way: it counts the
 	// rows it removed before the failure.
 	Affected uint64
+
+	// Tag is the caller's own: the dispatcher and the drivers never read or
+	// write it. A caller keeps in it what finds its record of the op when the
+	// batch completes (the gateway: the index of the key a read is for).
+	// Reset clears it.
+	Tag int
 }
 
 // KeyPartition is the partition of the op's key when the dispatcher has
