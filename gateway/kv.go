@@ -37,6 +37,24 @@ const (
 // changing the row between the read and the conditional update.
 const maxModifyAttempts = 16
 
+// errTooManyChanges ends a request whose stages kept losing races.
+var errTooManyChanges = ndbclient.Errorf(ndbclient.CodeTemporary, "too many concurrent changes to the key")
+
+// attempt counts one more start of a stage that can be retried after a lost
+// race (a read-modify-write, a create, a vivify, a stale check). Past
+// maxModifyAttempts it fails the request with Temporary, finishes it, and
+// returns false: the stage must not start.
+func (r *Request) attempt() bool {
+	r.attempts++
+	if r.attempts <= maxModifyAttempts {
+		return true
+	}
+	r.fail(errTooManyChanges)
+	r.NewCas = 0
+	r.finish()
+	return false
+}
+
 func (r *Request) submit(cl *ndbclient.Client, st stage, from, to int) {
 	r.stage = st
 	r.batch.Reset()
@@ -244,10 +262,7 @@ func (r *Request) nextGetPass() {
 // startVivify creates the empty item a meta get with N asks for on a miss and
 // takes its recache token; if another client created it first, the get runs again.
 func (r *Request) startVivify() {
-	r.attempts++
-	if r.attempts > maxModifyAttempts {
-		r.fail(ndbclient.Errorf(ndbclient.CodeTemporary, "too many concurrent changes to the key"))
-		r.finish()
+	if !r.attempt() {
 		return
 	}
 	o, c, ok := r.firstOp(ndbclient.OpInsert)
