@@ -166,8 +166,6 @@ type ItemMeta struct {
 // one op failing does not fail the others unless they share a transaction.
 type Batch struct {
 	Ops []*Op
-	// Hint carries no semantics; drivers may use it for metrics.
-	Hint string
 	// Shard is the caller's metrics shard: its event loop's, or 0 (shared)
 	// for callers with none (internal/shardmetrics). Reset keeps it.
 	Shard int
@@ -177,7 +175,7 @@ type Batch struct {
 }
 
 // Reset empties the batch, keeping capacity and Shard.
-func (b *Batch) Reset() { b.Ops = b.Ops[:0]; b.Hint = ""; b.abandoned.Store(false) }
+func (b *Batch) Reset() { b.Ops = b.Ops[:0]; b.abandoned.Store(false) }
 
 // Abandon says nobody will read the batch's results: what of it still waits
 // in a node's queue completes at once with ErrAbandoned instead of being
