@@ -404,7 +404,7 @@ func (r *Request) readModifyDone() {
 	case VerbIncr, VerbDecr:
 		n, ok := parseLooseUint(old)
 		if !ok {
-			r.fail(ndbclient.ErrNotNumeric)
+			r.fail(ndbclient.Errorf(ndbclient.CodeNotNumeric, "key %q: the value is not a decimal number", r.Key(0)))
 			r.NewCas = 0
 			r.finish()
 			return
