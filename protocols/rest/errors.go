@@ -38,9 +38,10 @@ type routeError struct {
 
 func (e *routeError) Error() string { return e.msg }
 
-// appendError appends {"error":{"code":...,"message":...}} for err.
-func appendError(dst []byte, err error) ([]byte, int) {
-	status, code := statusOf(err)
+// appendErrorMember appends "error":{"code":...,"message":...}, the member
+// every error reply holds: alone in an error body, or beside an operationId
+// (a batch's sub-operation) or a key (an _mget's item).
+func appendErrorMember(dst []byte, code string, err error) []byte {
 	msg := err.Error()
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
@@ -50,9 +51,16 @@ func appendError(dst []byte, err error) ([]byte, int) {
 	if errors.As(err, &ne) {
 		msg = ne.Message // the code is already in "code"; native codes are for logs
 	}
-	dst = append(dst, `{"error":{"code":`...)
+	dst = append(dst, `"error":{"code":`...)
 	dst = rowapi.AppendString(dst, []byte(code))
 	dst = append(dst, `,"message":`...)
 	dst = rowapi.AppendString(dst, []byte(msg))
-	return append(dst, "}}"...), status
+	return append(dst, '}')
+}
+
+// appendErrorBody appends the error reply {"error":{...}}.
+func appendErrorBody(dst []byte, code string, err error) []byte {
+	dst = append(dst, '{')
+	dst = appendErrorMember(dst, code, err)
+	return append(dst, '}')
 }

@@ -308,9 +308,9 @@ func appendItems(out []byte, items []gateway.Item, more bool) []byte {
 		out = rowapi.AppendString(out, it.Key)
 		switch {
 		case it.Err != nil:
-			e, _ := appendError(nil, it.Err)
+			_, code := statusOf(it.Err)
 			out = append(out, `,"found":false,`...)
-			out = append(out, e[1:len(e)-1]...)
+			out = appendErrorMember(out, code, it.Err)
 		case !it.Hit:
 			out = append(out, `,"found":false`...)
 		default:
