@@ -76,3 +76,27 @@ func keys(m map[string]int64) []string {
 	}
 	return out
 }
+
+// The KV API answers each gateway class: a miss 404, a failed If-None-Match
+// or If-Match 412.
+func TestKVClasses(t *testing.T) {
+	h := newTestHandler(t)
+	put := func(key string, hdr ...string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPut, "/v1/kv/default/"+key, strings.NewReader("v"))
+		for i := 0; i+1 < len(hdr); i += 2 {
+			r.Header.Set(hdr[i], hdr[i+1])
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	require.Equal(t, http.StatusNoContent, put("k").Code)
+	e := requireJSONError(t, put("k", "If-None-Match", "*"), http.StatusPreconditionFailed, "ConditionFailed")
+	assert.Contains(t, e["message"], `key "k" exists`)
+	e = requireJSONError(t, put("k", "If-Match", `"999"`), http.StatusPreconditionFailed, "ConditionFailed")
+	assert.Contains(t, e["message"], "cas differs")
+	requireJSONError(t, put("absent", "If-Match", `"1"`), http.StatusNotFound, "NotFound")
+	e = requireJSONError(t, do(t, h, http.MethodGet, "/v1/kv/default/absent", ""), http.StatusNotFound, "NotFound")
+	assert.Contains(t, e["message"], `key "absent" not found in container "default"`)
+	requireJSONError(t, do(t, h, http.MethodDelete, "/v1/kv/default/absent", ""), http.StatusNotFound, "NotFound")
+}
