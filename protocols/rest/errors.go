@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -25,9 +26,22 @@ func statusOf(err error) (int, string) {
 		return http.StatusNotFound, "NotFound"
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge, "BodyTooLarge"
+	// The request's context is the only one that reaches the backend, and
+	// net/http cancels it when the client goes away: nginx's 499, a client
+	// error, not logged as a failure. A deadline is ours, and the answer may
+	// come later: 503, as for Temporary. gRPC reports the two as Canceled and
+	// DeadlineExceeded, the codes these names follow.
+	case errors.Is(err, context.Canceled):
+		return statusClientClosedRequest, "Canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, "DeadlineExceeded"
 	}
 	return rowapi.HTTPStatus(err)
 }
+
+// statusClientClosedRequest is nginx's 499: the client closed the
+// connection before the reply. HTTP has no standard status for it.
+const statusClientClosedRequest = 499
 
 // routeError is a request no route serves: 404 for its path, 405 for its
 // method.
