@@ -37,6 +37,24 @@ const (
 // changing the row between the read and the conditional update.
 const maxModifyAttempts = 16
 
+// errTooManyChanges ends a request whose stages kept losing races.
+var errTooManyChanges = ndbclient.Errorf(ndbclient.CodeTemporary, "too many concurrent changes to the key")
+
+// attempt counts one more start of a stage that can be retried after a lost
+// race (a read-modify-write, a create, a vivify, a stale check). Past
+// maxModifyAttempts it fails the request with Temporary, finishes it, and
+// returns false: the stage must not start.
+func (r *Request) attempt() bool {
+	r.attempts++
+	if r.attempts <= maxModifyAttempts {
+		return true
+	}
+	r.fail(errTooManyChanges)
+	r.NewCas = 0
+	r.finish()
+	return false
+}
+
 func (r *Request) submit(cl *ndbclient.Client, st stage, from, to int) {
 	r.stage = st
 	r.batch.Reset()
@@ -244,10 +262,7 @@ func (r *Request) nextGetPass() {
 // startVivify creates the empty item a meta get with N asks for on a miss and
 // takes its recache token; if another client created it first, the get runs again.
 func (r *Request) startVivify() {
-	r.attempts++
-	if r.attempts > maxModifyAttempts {
-		r.fail(ndbclient.Errorf(ndbclient.CodeTemporary, "too many concurrent changes to the key"))
-		r.finish()
+	if !r.attempt() {
 		return
 	}
 	o, c, ok := r.firstOp(ndbclient.OpInsert)
@@ -303,7 +318,7 @@ func (r *Request) addGetOps(n, i int, t *keyTarget) int {
 		return n
 	}
 	o.Read = append(o.Read, c.readProj...)
-	o.Affected = uint64(i) // remembers the item; drivers leave Affected alone for reads
+	o.Tag = i // the item the read is for
 	o.NoBump, o.Lease = r.Meta.NoBump, r.Meta.Lease
 	if r.Meta.Recache > 0 {
 		o.RecacheAt = uint32(r.svc.expireAt(r.Meta.Recache))
@@ -326,11 +341,11 @@ func (r *Request) getDone() {
 		if o.Kind != ndbclient.OpRead {
 			continue
 		}
-		it := &r.Items[o.Affected]
+		it := &r.Items[o.Tag]
 		switch ndbclient.CodeOf(o.Err) {
 		case ndbclient.CodeOK:
 			it.Hit = true
-			it.Flags, it.Cas, it.Expire = rowMeta(r.targets[o.Affected].route.Container, o.Row)
+			it.Flags, it.Cas, it.Expire = rowMeta(r.targets[o.Tag].route.Container, o.Row)
 			it.Meta, it.Won = o.Meta, o.Won
 			if r.Verb == VerbGat {
 				it.Expire = uint32(r.svc.expireAt(r.Exptime))
@@ -355,7 +370,7 @@ func (r *Request) fillLocal() {
 		if o.Kind != ndbclient.OpRead || o.Err != nil {
 			continue
 		}
-		t := &r.targets[o.Affected]
+		t := &r.targets[o.Tag]
 		if t.route.Policy != PolicyCaching {
 			continue
 		}
@@ -382,15 +397,15 @@ func (r *Request) decodeItems() {
 		if o.Kind != ndbclient.OpRead || o.Err != nil {
 			continue
 		}
-		it := &r.Items[o.Affected]
-		c := r.targets[o.Affected].route.Container
+		it := &r.Items[o.Tag]
+		c := r.targets[o.Tag].route.Container
 		if c.simple && (c.MathColumn < 0 || o.Row[len(o.Row)-1].IsNull()) {
 			it.Value = o.Row[0].B
 			continue
 		}
 		start := len(r.textBuf)
 		r.textBuf = decodeText(c, o.Row, r.textBuf)
-		r.spans = append(r.spans, textSpan{item: int(o.Affected), start: start, end: len(r.textBuf)})
+		r.spans = append(r.spans, textSpan{item: o.Tag, start: start, end: len(r.textBuf)})
 	}
 	for _, sp := range r.spans {
 		r.Items[sp.item].Value = r.textBuf[sp.start:sp.end:sp.end]

@@ -78,10 +78,10 @@ func New(o Options) (*Service, error) {
 	// CAS values must differ across restarts of a gateway sharing a persistent
 	// cluster, so there the sequence starts at the clock in microseconds; it then
 	// grows by one per write, which stays ahead of the clock below a million
-	// writes a second. The embedded engine forgets everything on restart, so it
-	// counts from 1 as memcached does: some meta clients (meta-memcache's parser)
-	// read a cas token as a 32-bit number.
-	if o.Backend.Driver().Name() != "embedded" {
+	// writes a second. A volatile backend (the embedded engine) forgets
+	// everything on restart, so it counts from 1 as memcached does: some meta
+	// clients (meta-memcache's parser) read a cas token as a 32-bit number.
+	if v, ok := o.Backend.Driver().(ndbclient.VolatileDriver); !ok || !v.Volatile() {
 		s.casSeq.Store(uint64(o.Now().UnixMicro()))
 	}
 	return s, nil

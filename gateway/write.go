@@ -179,11 +179,7 @@ func (r *Request) markDeleted(c *Container, o *ndbclient.Op) bool {
 // startStaleCheck reads the item's cas after a cas store failed: with I, a
 // supplied cas older than the item's still stores, marked stale.
 func (r *Request) startStaleCheck() {
-	r.attempts++
-	if r.attempts > maxModifyAttempts {
-		r.fail(ndbclient.Errorf(ndbclient.CodeTemporary, "too many concurrent changes to the key"))
-		r.NewCas = 0
-		r.finish()
+	if !r.attempt() {
 		return
 	}
 	o, c, ok := r.firstOp(ndbclient.OpRead)
@@ -361,11 +357,7 @@ func (r *Request) incrDone() {
 // ---- read-modify-write (incr fallback, append on numbers, typed containers) ----
 
 func (r *Request) startReadModify() {
-	r.attempts++
-	if r.attempts > maxModifyAttempts {
-		r.fail(ndbclient.Errorf(ndbclient.CodeTemporary, "too many concurrent changes to the key"))
-		r.NewCas = 0
-		r.finish()
+	if !r.attempt() {
 		return
 	}
 	o, c, ok := r.firstOp(ndbclient.OpRead)
@@ -412,7 +404,7 @@ func (r *Request) readModifyDone() {
 	case VerbIncr, VerbDecr:
 		n, ok := parseLooseUint(old)
 		if !ok {
-			r.fail(ndbclient.ErrNotNumeric)
+			r.fail(ndbclient.Errorf(ndbclient.CodeNotNumeric, "key %q: the value is not a decimal number", r.Key(0)))
 			r.NewCas = 0
 			r.finish()
 			return
@@ -495,11 +487,7 @@ func (r *Request) writeModifyDone() {
 // startCreate inserts the initial value (or an append's data). If another
 // client created the key in the meantime, the incr or append is retried.
 func (r *Request) startCreate() {
-	r.attempts++
-	if r.attempts > maxModifyAttempts {
-		r.fail(ndbclient.Errorf(ndbclient.CodeTemporary, "too many concurrent changes to the key"))
-		r.NewCas = 0
-		r.finish()
+	if !r.attempt() {
 		return
 	}
 	o, c, ok := r.firstOp(ndbclient.OpInsert)

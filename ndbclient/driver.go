@@ -40,6 +40,13 @@ type InlineDriver interface {
 	CompletesInline() bool
 }
 
+// VolatileDriver is an optional Driver method: Volatile reports that the
+// driver's rows live only as long as the process (the embedded engine), so
+// nothing written by an earlier run can be read after a restart.
+type VolatileDriver interface {
+	Volatile() bool
+}
+
 // RowSizer is an optional Driver method: LargestRow is the most bytes a row
 // of the table named like t has held (0 when none, or when the driver does
 // not know the table). Front ends size the pieces of a large multi-get by it

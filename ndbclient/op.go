@@ -130,6 +130,12 @@ type Op struct {
 	// changed none, except an OpDeleteAll that failed part way: it counts the
 	// rows it removed before the failure.
 	Affected uint64
+
+	// Tag is the caller's own: the dispatcher and the drivers never read or
+	// write it. A caller keeps in it what finds its record of the op when the
+	// batch completes (the gateway: the index of the key a read is for).
+	// Reset clears it.
+	Tag int
 }
 
 // KeyPartition is the partition of the op's key when the dispatcher has
@@ -160,8 +166,6 @@ type ItemMeta struct {
 // one op failing does not fail the others unless they share a transaction.
 type Batch struct {
 	Ops []*Op
-	// Hint carries no semantics; drivers may use it for metrics.
-	Hint string
 	// Shard is the caller's metrics shard: its event loop's, or 0 (shared)
 	// for callers with none (internal/shardmetrics). Reset keeps it.
 	Shard int
@@ -171,7 +175,7 @@ type Batch struct {
 }
 
 // Reset empties the batch, keeping capacity and Shard.
-func (b *Batch) Reset() { b.Ops = b.Ops[:0]; b.Hint = ""; b.abandoned.Store(false) }
+func (b *Batch) Reset() { b.Ops = b.Ops[:0]; b.abandoned.Store(false) }
 
 // Abandon says nobody will read the batch's results: what of it still waits
 // in a node's queue completes at once with ErrAbandoned instead of being

@@ -232,16 +232,21 @@ func newEmbedded(cfg config.Config) *embedded.Engine {
 
 // dispatchConfig maps the configuration onto the backend dispatcher. Lanes
 // (per-node queues, coalescing) pay off only when a round trip costs
-// something: with the NDB driver, or the embedded engine's simulated delay.
+// something: not with a driver that completes every round inline (the
+// embedded engine without a simulated round trip).
 func dispatchConfig(cfg config.Config, d ndbclient.Driver) ndbclient.DispatchConfig {
 	dc := cfg.Dispatch
+	inline := false
+	if in, ok := d.(ndbclient.InlineDriver); ok {
+		inline = in.CompletesInline()
+	}
 	out := ndbclient.DispatchConfig{
 		RoundSize:     dc.RoundSize,
 		RoundsPerNode: dc.RoundsPerNode,
 		MaxInFlight:   dc.MaxInFlight,
 		MaxRetries:    dc.MaxRetries,
 		Coalesce:      dc.Coalesce == nil || *dc.Coalesce,
-		Lanes:         d.Name() != "embedded" || cfg.Embedded.SimulatedRoundTrip > 0,
+		Lanes:         !inline,
 	}
 	return out
 }

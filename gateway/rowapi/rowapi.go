@@ -210,7 +210,7 @@ func (s *Service) Execute(ctx context.Context, who *auth.Principal, ops []Op) ([
 	nops := make([]ndbclient.Op, len(ops))
 	infos := make([]*tableInfo, len(ops))
 	projs := make([][]int, len(ops))
-	b := &ndbclient.Batch{Ops: make([]*ndbclient.Op, 0, len(ops)), Hint: "rowapi"}
+	b := &ndbclient.Batch{Ops: make([]*ndbclient.Op, 0, len(ops))}
 	var keys []ndbclient.Value // key values of every op, carved from shared chunks
 	for i := range ops {
 		op := &ops[i]

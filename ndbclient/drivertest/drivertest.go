@@ -197,10 +197,12 @@ func Run(t *testing.T, prefix string, open func(t *testing.T) (ndbclient.Driver,
 			if i == 12 {
 				o.Lock = ndbclient.LockShared
 			}
+			o.Tag = 1000 + i
 			ops = append(ops, o)
 		}
 		exec(t, ops...)
 		for i, o := range ops {
+			assert.Equal(t, 1000+i, o.Tag, "b%d: the caller's tag is left alone", i)
 			if exists(i) {
 				require.NoError(t, o.Err, "b%d", i)
 				assert.Equal(t, fmt.Sprintf("v%d", i), string(o.Row[0].B))

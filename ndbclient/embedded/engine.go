@@ -171,6 +171,10 @@ func untilNextSecond(now time.Time) time.Duration {
 
 func (e *Engine) Name() string { return "embedded" }
 
+// Volatile reports that the rows are gone when the process ends
+// (ndbclient.VolatileDriver).
+func (e *Engine) Volatile() bool { return true }
+
 func (e *Engine) Ready() error {
 	if e.closed.Load() {
 		return errClosed

@@ -12,7 +12,7 @@ func (p *partition) do(op *ndbclient.Op, key []byte, tag uint32, now uint32, u *
 	op.Row = op.Row[:0]
 	if op.Kind == ndbclient.OpRead {
 		op.Err = p.read(op, key, tag, now)
-		return // Affected is left alone for reads: callers may use it as a tag
+		return // Affected is left as it was: a read changes no row
 	}
 	if u != nil {
 		u.save(p, key, tag, now)

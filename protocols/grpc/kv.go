@@ -80,17 +80,13 @@ func (s *kvServer) get(who *auth.Principal, in *kvpb.GetRequest) (*kvpb.GetRespo
 	r.Verb = gateway.VerbGet
 	r.AddKey(in.Key)
 	s.o.KV.Run(r)
-	if r.Outcome == gateway.OutcomeError {
-		return nil, r.Err
+	if _, err := r.Result(); err != nil {
+		return nil, err
 	}
-	it := &r.Items[0]
-	if it.Err != nil {
-		return nil, it.Err
+	if _, err := r.ItemResult(0); err != nil {
+		return nil, err
 	}
-	if !it.Hit {
-		return nil, status.Errorf(codes.NotFound, "key %q not found", in.Key)
-	}
-	return &kvpb.GetResponse{Item: item(it)}, nil
+	return &kvpb.GetResponse{Item: item(&r.Items[0])}, nil
 }
 
 func (s *kvServer) MultiGet(ctx context.Context, in *kvpb.MultiGetRequest) (*kvpb.MultiGetResponse, error) {
@@ -129,8 +125,8 @@ func (s *kvServer) multiGet(who *auth.Principal, in *kvpb.MultiGetRequest) (*kvp
 			r.AddKey(k)
 		}
 		s.o.KV.Run(r)
-		if r.Outcome == gateway.OutcomeError {
-			return nil, r.Err
+		if _, err := r.Result(); err != nil {
+			return nil, err
 		}
 		for i := range r.Items {
 			it := &r.Items[i]
@@ -182,20 +178,10 @@ func (s *kvServer) set(who *auth.Principal, in *kvpb.SetRequest) (*kvpb.SetRespo
 	r.AddKey(in.Key)
 	r.SetValue(in.Value)
 	s.o.KV.Run(r)
-	switch r.Outcome {
-	case gateway.OutcomeStored:
-		return &kvpb.SetResponse{Cas: r.NewCas}, nil
-	case gateway.OutcomeNotStored:
-		if verb == gateway.VerbAdd {
-			return nil, status.Errorf(codes.AlreadyExists, "key %q exists", in.Key)
-		}
-		return nil, status.Errorf(codes.NotFound, "key %q not found", in.Key)
-	case gateway.OutcomeExists:
-		return nil, status.Errorf(codes.Aborted, "cas mismatch: key %q has changed", in.Key)
-	case gateway.OutcomeNotFound:
-		return nil, status.Errorf(codes.NotFound, "key %q not found", in.Key)
+	if _, err := r.Result(); err != nil {
+		return nil, err
 	}
-	return nil, r.Err
+	return &kvpb.SetResponse{Cas: r.NewCas}, nil
 }
 
 func (s *kvServer) Delete(ctx context.Context, in *kvpb.DeleteRequest) (*kvpb.DeleteResponse, error) {
@@ -214,13 +200,10 @@ func (s *kvServer) delete(who *auth.Principal, in *kvpb.DeleteRequest) (*kvpb.De
 	r.Verb = gateway.VerbDelete
 	r.AddKey(in.Key)
 	s.o.KV.Run(r)
-	switch r.Outcome {
-	case gateway.OutcomeDeleted:
-		return &kvpb.DeleteResponse{}, nil
-	case gateway.OutcomeNotFound:
-		return nil, status.Errorf(codes.NotFound, "key %q not found", in.Key)
+	if _, err := r.Result(); err != nil {
+		return nil, err
 	}
-	return nil, r.Err
+	return &kvpb.DeleteResponse{}, nil
 }
 
 func (s *kvServer) Incr(ctx context.Context, in *kvpb.IncrRequest) (*kvpb.IncrResponse, error) {
@@ -245,16 +228,10 @@ func (s *kvServer) incr(who *auth.Principal, in *kvpb.IncrRequest) (*kvpb.IncrRe
 	}
 	r.AddKey(in.Key)
 	s.o.KV.Run(r)
-	switch r.Outcome {
-	case gateway.OutcomeNumber:
-		return &kvpb.IncrResponse{Value: r.Number, Cas: r.NewCas}, nil
-	case gateway.OutcomeNotFound:
-		return nil, status.Errorf(codes.NotFound, "key %q not found", in.Key)
+	if _, err := r.Result(); err != nil {
+		return nil, err
 	}
-	if ndbclient.CodeOf(r.Err) == ndbclient.CodeNotNumeric {
-		return nil, status.Errorf(codes.InvalidArgument, "key %q: the value is not a decimal number", in.Key)
-	}
-	return nil, r.Err
+	return &kvpb.IncrResponse{Value: r.Number, Cas: r.NewCas}, nil
 }
 
 // Batch serves a stream of requests, up to batchWindow at once; each reply

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -398,8 +397,7 @@ func (g gnetLogger) Fatalf(f string, a ...any) { g.l.Error(fmt.Sprintf(f, a...))
 
 // ListenError explains a failure to listen in words a user can act on.
 func ListenError(addr string, err error) error {
-	var op *net.OpError
-	if errors.As(err, &op) || strings.Contains(err.Error(), "address already in use") {
+	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("memcache listener %s: %w (is another memcached or ndbgate running? pick another --memcache address)", addr, err)
 	}
 	return fmt.Errorf("memcache listener %s: %w", addr, err)

@@ -1,7 +1,9 @@
 package rest
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"reflect"
 	"testing"
@@ -66,6 +68,8 @@ func TestStatusOf(t *testing.T) {
 		{ndbclient.ErrUnavailable, 503, "Unavailable"},
 		{ndbclient.Errorf(ndbclient.CodeUnknownResult, "x"), 504, "UnknownResult"},
 		{errors.New("boom"), 500, "Internal"},
+		{context.Canceled, 499, "Canceled"},
+		{fmt.Errorf("read: %w", context.DeadlineExceeded), 503, "DeadlineExceeded"},
 	} {
 		status, code := statusOf(tc.err)
 		assert.Equal(t, tc.status, status, "%v", tc.err)

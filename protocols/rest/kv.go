@@ -82,19 +82,15 @@ func (h *Handler) kvGet(w http.ResponseWriter, r *http.Request, v pathVars) {
 	req.Verb = gateway.VerbGet
 	req.AddKey([]byte(key))
 	h.o.KV.Run(req)
-	if req.Outcome == gateway.OutcomeError {
-		h.fail(w, req.Err)
+	class, err := req.Result()
+	if err == nil {
+		class, err = req.ItemResult(0)
+	}
+	if err != nil {
+		h.kvFail(w, class, err)
 		return
 	}
 	it := &req.Items[0]
-	if it.Err != nil {
-		h.fail(w, it.Err)
-		return
-	}
-	if !it.Hit {
-		h.fail(w, ndbclient.Errorf(ndbclient.CodeNotFound, "key %q not found in container %q", key, v.container))
-		return
-	}
 	hd := w.Header()
 	hd.Set("Content-Type", "application/octet-stream")
 	hd.Set("ETag", etag(it.Cas))
@@ -171,19 +167,12 @@ func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request, v pathVars) {
 	req.AddKey([]byte(key))
 	req.SetValue(body)
 	h.o.KV.Run(req)
-	switch req.Outcome {
-	case gateway.OutcomeStored:
-		w.Header().Set("ETag", etag(req.NewCas))
-		w.WriteHeader(http.StatusNoContent)
-	case gateway.OutcomeNotStored:
-		h.fail(w, ndbclient.Errorf(ndbclient.CodeConditionFailed, "If-None-Match: * and key %q exists", key))
-	case gateway.OutcomeExists:
-		h.fail(w, ndbclient.Errorf(ndbclient.CodeConditionFailed, "If-Match: the item has changed (cas differs)"))
-	case gateway.OutcomeNotFound:
-		h.fail(w, ndbclient.Errorf(ndbclient.CodeNotFound, "key %q not found (If-Match needs an existing item)", key))
-	default:
-		h.fail(w, req.Err)
+	if class, err := req.Result(); err != nil {
+		h.kvFail(w, class, err)
+		return
 	}
+	w.Header().Set("ETag", etag(req.NewCas))
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request, v pathVars) {
@@ -197,14 +186,33 @@ func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request, v pathVars) {
 	req.Verb = gateway.VerbDelete
 	req.AddKey([]byte(key))
 	h.o.KV.Run(req)
-	switch req.Outcome {
-	case gateway.OutcomeDeleted:
-		w.WriteHeader(http.StatusNoContent)
-	case gateway.OutcomeNotFound:
-		h.fail(w, ndbclient.Errorf(ndbclient.CodeNotFound, "key %q not found in container %q", key, v.container))
-	default:
-		h.fail(w, req.Err)
+	if class, err := req.Result(); err != nil {
+		h.kvFail(w, class, err)
+		return
 	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// kvStatus is HTTP's answer to each gateway class that is not an error of
+// its own: a failed add or compare-and-set is a PUT whose If-None-Match: *
+// or If-Match was not met, which HTTP answers 412.
+var kvStatus = [...]struct {
+	status int
+	code   string
+}{
+	gateway.ClassNotFound: {http.StatusNotFound, "NotFound"},
+	gateway.ClassExists:   {http.StatusPreconditionFailed, "ConditionFailed"},
+	gateway.ClassChanged:  {http.StatusPreconditionFailed, "ConditionFailed"},
+}
+
+// kvFail answers a KV request the gateway did not do (Request.Result):
+// by its class, or for ClassError as every error (statusOf).
+func (h *Handler) kvFail(w http.ResponseWriter, class gateway.Class, err error) {
+	if int(class) < len(kvStatus) && kvStatus[class].status != 0 {
+		h.failAs(w, kvStatus[class].status, kvStatus[class].code, err)
+		return
+	}
+	h.fail(w, err)
 }
 
 type mgetJSON struct {
@@ -268,14 +276,14 @@ func (h *Handler) kvMget(w http.ResponseWriter, r *http.Request, v pathVars) {
 		}
 		h.o.KV.Run(req)
 		items := req.Items
-		if req.Outcome == gateway.OutcomeError {
+		if class, err := req.Result(); err != nil {
 			if !started {
-				h.fail(w, req.Err)
+				h.kvFail(w, class, err)
 				return
 			}
 			items = make([]gateway.Item, len(keys))
 			for i, k := range keys {
-				items[i] = gateway.Item{Key: []byte(k), Err: req.Err}
+				items[i] = gateway.Item{Key: []byte(k), Err: err}
 			}
 		}
 		out = appendItems(out, items, start > 0)
@@ -308,9 +316,9 @@ func appendItems(out []byte, items []gateway.Item, more bool) []byte {
 		out = rowapi.AppendString(out, it.Key)
 		switch {
 		case it.Err != nil:
-			e, _ := appendError(nil, it.Err)
+			_, code := statusOf(it.Err)
 			out = append(out, `,"found":false,`...)
-			out = append(out, e[1:len(e)-1]...)
+			out = appendErrorMember(out, code, it.Err)
 		case !it.Hit:
 			out = append(out, `,"found":false`...)
 		default:

@@ -6,6 +6,7 @@ package rest
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -161,12 +162,18 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
+// fail replies with err's status and error body.
 func (h *Handler) fail(w http.ResponseWriter, err error) {
-	body, status := appendError(nil, err)
+	status, code := statusOf(err)
+	h.failAs(w, status, code, err)
+}
+
+// failAs replies with the error body of err under the status and code given.
+func (h *Handler) failAs(w http.ResponseWriter, status int, code string, err error) {
 	if status >= 500 {
 		h.o.Logger.LogAttrs(context.Background(), slog.LevelWarn, "rest request failed", slog.Int("status", status), slog.Any("error", err))
 	}
-	writeJSON(w, status, body)
+	writeJSON(w, status, appendErrorBody(nil, code, err))
 }
 
 func (h *Handler) ping(w http.ResponseWriter, _ *http.Request, _ pathVars) {
@@ -183,24 +190,31 @@ func (h *Handler) stat(w http.ResponseWriter, r *http.Request, _ pathVars) {
 		return
 	}
 	s := h.o.Rows.Stats()
-	b := []byte(`{"MemoryStats":{"AllocationsCount":`)
-	b = strconv.AppendInt(b, s.AllocationsCount, 10)
-	b = append(b, `,"DeallocationsCount":`...)
-	b = strconv.AppendInt(b, s.DeallocationsCount, 10)
-	b = append(b, `,"BuffersCount":`...)
-	b = strconv.AppendInt(b, s.BuffersCount, 10)
-	b = append(b, `,"FreeBuffers":`...)
-	b = strconv.AppendInt(b, s.FreeBuffers, 10)
-	b = append(b, `},"RonDBStats":{"NdbObjectsCreationCount":`...)
-	b = strconv.AppendInt(b, s.NdbObjectsCreationCount, 10)
-	b = append(b, `,"NdbObjectsDeletionCount":`...)
-	b = strconv.AppendInt(b, s.NdbObjectsDeletionCount, 10)
-	b = append(b, `,"NdbObjectsTotalCount":`...)
-	b = strconv.AppendInt(b, s.NdbObjectsTotalCount, 10)
-	b = append(b, `,"NdbObjectsFreeCount":`...)
-	b = strconv.AppendInt(b, s.NdbObjectsFreeCount, 10)
-	b = append(b, "}}"...)
+	var out statJSON
+	out.MemoryStats.AllocationsCount = s.AllocationsCount
+	out.MemoryStats.DeallocationsCount = s.DeallocationsCount
+	out.MemoryStats.BuffersCount = s.BuffersCount
+	out.MemoryStats.FreeBuffers = s.FreeBuffers
+	out.RonDBStats.NdbObjectsCreationCount = s.NdbObjectsCreationCount
+	out.RonDBStats.NdbObjectsDeletionCount = s.NdbObjectsDeletionCount
+	out.RonDBStats.NdbObjectsTotalCount = s.NdbObjectsTotalCount
+	out.RonDBStats.NdbObjectsFreeCount = s.NdbObjectsFreeCount
+	b, err := json.Marshal(&out)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
 	writeJSON(w, http.StatusOK, b)
+}
+
+// statJSON is RonDB's /stat reply. A cold path: encoding/json writes it.
+type statJSON struct {
+	MemoryStats struct {
+		AllocationsCount, DeallocationsCount, BuffersCount, FreeBuffers int64
+	}
+	RonDBStats struct {
+		NdbObjectsCreationCount, NdbObjectsDeletionCount, NdbObjectsTotalCount, NdbObjectsFreeCount int64
+	}
 }
 
 // pk serves POST /0.1.0/{db}/{table}/{pk-read|pk-write|pk-insert|pk-update|pk-delete}.
@@ -225,37 +239,37 @@ func (h *Handler) pk(w http.ResponseWriter, r *http.Request, v pathVars) {
 		h.fail(w, err)
 		return
 	}
-	if res[0].Err != nil {
-		out, status := appendResultBody(nil, &res[0])
-		writeJSON(w, status, out)
-		return
-	}
-	out, status := appendResultBody(body[len(body):], &res[0])
-	writeJSON(w, status, out)
+	status, code := resultStatus(&res[0])
+	writeJSON(w, status, appendResultBody(body[len(body):], &res[0], code))
 }
 
-// appendResultBody appends one operation's response body and returns its
-// status: {"operationId":..,"data":{..}} or, failed, the error object with the
-// operationId beside it.
-func appendResultBody(dst []byte, res *rowapi.Result) ([]byte, int) {
-	status := http.StatusOK
+// resultStatus is one operation's status, and its error's code name when
+// it failed.
+func resultStatus(res *rowapi.Result) (int, string) {
+	if res.Err == nil {
+		return http.StatusOK, ""
+	}
+	return statusOf(res.Err)
+}
+
+// appendResultBody appends one operation's response body:
+// {"operationId":..,"data":{..}} or, failed, the error member (of code, from
+// resultStatus) with the operationId beside it.
+func appendResultBody(dst []byte, res *rowapi.Result, code string) []byte {
 	dst = append(dst, '{')
 	if res.OperationID != "" {
 		dst = append(dst, `"operationId":`...)
 		dst = rowapi.AppendString(dst, []byte(res.OperationID))
-		dst = append(dst, ',')
+		if res.Err != nil || res.Data != nil {
+			dst = append(dst, ',')
+		}
 	}
 	if res.Err != nil {
-		var e []byte
-		e, status = appendError(nil, res.Err)
-		dst = append(dst, e[1:len(e)-1]...) // "error":{...}
-		return append(dst, '}'), status
+		dst = appendErrorMember(dst, code, res.Err)
+		return append(dst, '}')
 	}
 	if res.Data == nil {
-		if dst[len(dst)-1] == ',' {
-			dst = dst[:len(dst)-1]
-		}
-		return append(dst, '}'), status
+		return append(dst, '}')
 	}
 	dst = append(dst, `"data":{`...)
 	for i, c := range res.Data {
@@ -266,7 +280,7 @@ func appendResultBody(dst []byte, res *rowapi.Result) ([]byte, int) {
 		dst = append(dst, ':')
 		dst = append(dst, c.Value...)
 	}
-	return append(dst, "}}"...), status
+	return append(dst, "}}"...)
 }
 
 // batch serves POST /0.1.0/batch (and RonDB's later batchwrite and
@@ -307,11 +321,11 @@ func (h *Handler) batch(only rowapi.Method) routeFunc {
 				one = res[next]
 				next++
 			}
-			mark := len(out)
-			out = append(out, `{"code":000,"body":`...)
-			var status int
-			out, status = appendResultBody(out, &one)
-			copy(out[mark+8:mark+11], strconv.Itoa(status))
+			status, code := resultStatus(&one)
+			out = append(out, `{"code":`...)
+			out = strconv.AppendInt(out, int64(status), 10)
+			out = append(out, `,"body":`...)
+			out = appendResultBody(out, &one, code)
 			out = append(out, '}')
 		}
 		out = append(out, "]}"...)
