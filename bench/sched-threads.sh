@@ -2,7 +2,7 @@
 # How the kernel schedules a server's threads under the default memtier load
 # (text, 2 threads x 25 connections, 1:10, 32 B, 100k keys preloaded): which
 # threads run, how long per 200 ms window, and how they leave the CPU. Used to
-# see whether the event loops stay on their threads (bench/RESULTS.md, ninth
+# see whether the event loops stay on their threads (bench/HISTORY.md, ninth
 # pass). Needs perf (linux-perf) and memtier_benchmark on PATH.
 #
 #   bench/sched-threads.sh                 # ndbgate, built from this tree

@@ -147,7 +147,7 @@ func New(cfg Config) *Engine {
 // tick sets the default clock once a second, just after the second begins:
 // exact to the second, and one wake-up a second instead of the ten a 100 ms
 // ticker made. Each timer that fires on an event loop's processor readies
-// this goroutine there and can cost the loop its thread (bench/RESULTS.md,
+// this goroutine there and can cost the loop its thread (bench/HISTORY.md,
 // tenth pass).
 func (e *Engine) tick() {
 	t := time.NewTimer(untilNextSecond(time.Now()))
