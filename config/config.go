@@ -90,6 +90,17 @@ type Embedded struct {
 	// as a data node round trip would: for measuring batching and coalescing
 	// on one machine. Benchmarks only; never the default.
 	SimulatedRoundTrip Duration `yaml:"simulated_round_trip"`
+	// DataDir keeps the tables and rows there (a log and snapshots), so that
+	// they come back after a restart or a crash. Empty: memory only.
+	DataDir string `yaml:"data_dir"`
+	// Fsync is when the log reaches the disk: always (before a write is
+	// acknowledged), everysec or no (the OS decides).
+	Fsync string `yaml:"fsync"`
+	// SnapshotInterval: a snapshot this often if anything changed; 0 never.
+	SnapshotInterval Duration `yaml:"snapshot_interval"`
+	// SnapshotLogSize: a snapshot once the log since the last one is this
+	// big and at least as big as that snapshot; 0 never.
+	SnapshotLogSize ByteSize `yaml:"snapshot_log_size"`
 }
 
 // Dispatch tunes the backend dispatcher (ndbclient): rounds, coalescing,
@@ -200,10 +211,11 @@ func Default() Config {
 		Listeners: Listeners{Memcache: "127.0.0.1:11211", REST: "127.0.0.1:4406", GRPC: "127.0.0.1:5406"},
 		Memcache:  Memcache{SocketMode: "0700"},
 		NDB:       NDB{PoolSize: 2},
-		Embedded:  Embedded{Partitions: 16, Nodes: 1, ReapInterval: Duration(time.Second)},
-		Limits:    Limits{ItemSizeMax: 1 << 20, MaxConnections: 4096, MaxPendingPerConn: 1024},
-		API:       API{Limits: APILimits{MaxBatch: 256, MaxBody: 4 << 20, MaxFilters: 64, MaxColumns: 256, MaxIdentifier: 64, MaxMultiGet: 256}},
-		Log:       Log{Level: "info", Format: "text"},
+		Embedded: Embedded{Partitions: 16, Nodes: 1, ReapInterval: Duration(time.Second),
+			Fsync: "everysec", SnapshotInterval: Duration(time.Hour), SnapshotLogSize: 64 << 20},
+		Limits: Limits{ItemSizeMax: 1 << 20, MaxConnections: 4096, MaxPendingPerConn: 1024},
+		API:    API{Limits: APILimits{MaxBatch: 256, MaxBody: 4 << 20, MaxFilters: 64, MaxColumns: 256, MaxIdentifier: 64, MaxMultiGet: 256}},
+		Log:    Log{Level: "info", Format: "text"},
 	}
 }
 
@@ -249,6 +261,10 @@ var envVars = []struct {
 	{"NDBGATE_MEMORY_LIMIT", func(c *Config, v string) error { return c.Embedded.MemoryLimit.Set(v) }},
 	{"NDBGATE_PARTITIONS", func(c *Config, v string) error { return setInt(&c.Embedded.Partitions, v) }},
 	{"NDBGATE_NODES", func(c *Config, v string) error { return setInt(&c.Embedded.Nodes, v) }},
+	{"NDBGATE_DATA_DIR", func(c *Config, v string) error { c.Embedded.DataDir = v; return nil }},
+	{"NDBGATE_FSYNC", func(c *Config, v string) error { c.Embedded.Fsync = v; return nil }},
+	{"NDBGATE_SNAPSHOT_INTERVAL", func(c *Config, v string) error { return c.Embedded.SnapshotInterval.Set(v) }},
+	{"NDBGATE_SNAPSHOT_LOG_SIZE", func(c *Config, v string) error { return c.Embedded.SnapshotLogSize.Set(v) }},
 	{"NDBGATE_MAX_CONNECTIONS", func(c *Config, v string) error { return setInt(&c.Limits.MaxConnections, v) }},
 	{"NDBGATE_LOG_LEVEL", func(c *Config, v string) error { c.Log.Level = v; return nil }},
 	{"NDBGATE_LOG_FORMAT", func(c *Config, v string) error { c.Log.Format = v; return nil }},
@@ -355,6 +371,20 @@ func (c *Config) Validate() error {
 	}
 	if c.Embedded.Nodes < 1 || c.Embedded.Nodes > c.Embedded.Partitions {
 		errs = append(errs, fmt.Errorf("embedded.nodes = %d: must be 1..partitions (%d)", c.Embedded.Nodes, c.Embedded.Partitions))
+	}
+	switch c.Embedded.Fsync {
+	case "always", "everysec", "no":
+	default:
+		errs = append(errs, fmt.Errorf("embedded.fsync (--fsync) = %q: use always, everysec or no", c.Embedded.Fsync))
+	}
+	if c.Embedded.SnapshotInterval < 0 {
+		errs = append(errs, fmt.Errorf("embedded.snapshot_interval (--snapshot-interval) = %v: use 0 for none or a positive duration such as 1h", time.Duration(c.Embedded.SnapshotInterval)))
+	}
+	if n := c.Embedded.SnapshotLogSize; n != 0 && n < 1<<20 {
+		errs = append(errs, fmt.Errorf("embedded.snapshot_log_size (--snapshot-log-size) = %d: use 0 for none or at least 1m", n))
+	}
+	if c.Embedded.DataDir != "" && c.NDB.Connectstring != "" {
+		errs = append(errs, fmt.Errorf("embedded.data_dir (--data-dir) is for the embedded engine; with ndb.connectstring the cluster keeps the data: drop one of them"))
 	}
 	if c.NDB.PoolSize < 1 || c.NDB.PoolSize > 64 {
 		errs = append(errs, fmt.Errorf("ndb.pool_size (--ndb-pool-size) = %d: must be 1..64", c.NDB.PoolSize))

@@ -128,6 +128,8 @@ func loadConfig(args []string, lookup func(string) (string, bool), stderr io.Wri
 		apiKeys           = fs.String("api-keys", "", "REST/gRPC: require API keys from this YAML file (header X-API-KEY)")
 		apiTLS            = fs.Bool("api-tls", false, "REST/gRPC: serve TLS only, with --tls-cert/--tls-key (mutual TLS with --tls-client-ca)")
 		logFormat         = fs.String("log-format", cfg.Log.Format, "text or json")
+		dataDir           = fs.String("data-dir", "", "embedded engine: keep tables and rows in this directory (a log and snapshots), so they survive restarts and crashes; empty = memory only")
+		fsyncMode         = fs.String("fsync", cfg.Embedded.Fsync, "with --data-dir: always (a write is acknowledged once on disk), everysec or no")
 		itemSizeMax       config.ByteSize
 		memoryLimit       config.ByteSize
 		itemSizeMaxString = cfg.Limits.ItemSizeMax.String()
@@ -136,6 +138,10 @@ func loadConfig(args []string, lookup func(string) (string, bool), stderr io.Wri
 	var simRTT config.Duration
 	fs.Func("simulated-round-trip", "embedded engine, benchmarks only: delay every backend round trip by this much (e.g. 100us)", func(s string) error { return simRTT.Set(s) })
 	fs.Func("memory-limit", "embedded engine memory limit, e.g. 512m; 0 = none (memcached -m)", func(s string) error { return memoryLimit.Set(s) })
+	var snapInterval config.Duration
+	var snapLogSize config.ByteSize
+	fs.Func("snapshot-interval", "with --data-dir: snapshot this often if anything changed, e.g. 30m; 0 = never (default 1h)", func(s string) error { return snapInterval.Set(s) })
+	fs.Func("snapshot-log-size", "with --data-dir: snapshot once the log since the last one is this big (and at least the snapshot's size), e.g. 64m; 0 = never", func(s string) error { return snapLogSize.Set(s) })
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -204,6 +210,14 @@ func loadConfig(args []string, lookup func(string) (string, bool), stderr io.Wri
 			cfg.Embedded.MemoryLimit = memoryLimit
 		case "simulated-round-trip":
 			cfg.Embedded.SimulatedRoundTrip = simRTT
+		case "data-dir":
+			cfg.Embedded.DataDir = *dataDir
+		case "fsync":
+			cfg.Embedded.Fsync = *fsyncMode
+		case "snapshot-interval":
+			cfg.Embedded.SnapshotInterval = snapInterval
+		case "snapshot-log-size":
+			cfg.Embedded.SnapshotLogSize = snapLogSize
 		}
 	})
 	if err := cfg.Validate(); err != nil {

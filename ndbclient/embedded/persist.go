@@ -38,12 +38,13 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	began := time.Now()
-	next, pending, err := e.recover(d)
+	next, pending, snapBytes, err := e.recover(d)
 	if err == nil {
 		var f logFile
 		if f, err = d.createLog(next, cfg.logFileHook); err == nil {
 			e.wal = newWAL(e, d, next, f, cfg.Fsync)
 			e.wal.sinceSnap.Store(pending)
+			e.wal.snapBytes.Store(snapBytes)
 		} else {
 			err = fmt.Errorf("data dir %s: %w", d.path, err)
 		}
@@ -61,19 +62,19 @@ func Open(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// recover loads the dir's state; it returns the next log's sequence number
-// and the bytes of log replayed.
-func (e *Engine) recover(d *dataDir) (next uint64, pending int64, err error) {
+// recover loads the dir's state; it returns the next log's sequence number,
+// the bytes of log replayed and the snapshot's size.
+func (e *Engine) recover(d *dataDir) (next uint64, pending, snapBytes int64, err error) {
 	logs, snaps, err := d.files()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	now := e.now()
 	var start uint64
 	if len(snaps) > 0 {
 		start = snaps[len(snaps)-1]
-		if err := e.loadSnapshot(d, start, now); err != nil {
-			return 0, 0, err
+		if snapBytes, err = e.loadSnapshot(d, start, now); err != nil {
+			return 0, 0, 0, err
 		}
 		for _, s := range snaps[:len(snaps)-1] { // left by a crash before the cleanup
 			_ = os.Remove(d.file(d.snapName(s)))
@@ -90,14 +91,14 @@ func (e *Engine) recover(d *dataDir) (next uint64, pending int64, err error) {
 	next = max(start, 0) + 1
 	for i, seq := range replay {
 		if i > 0 && seq != replay[i-1]+1 || i == 0 && len(snaps) > 0 && seq != start {
-			return 0, 0, fmt.Errorf("data dir %s: %s is missing (the files run %s to %s): the log after the snapshot must be whole; restore it, or move the data dir away to start empty",
+			return 0, 0, 0, fmt.Errorf("data dir %s: %s is missing (the files run %s to %s): the log after the snapshot must be whole; restore it, or move the data dir away to start empty",
 				d.path, d.logName(seq-1), d.logName(replay[0]), d.logName(replay[len(replay)-1]))
 		}
 	}
 	for i, seq := range replay {
 		n, cut, err := e.replayLog(d, seq, i == len(replay)-1, now)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 		pending += n
 		next = seq + 1
@@ -115,7 +116,7 @@ func (e *Engine) recover(d *dataDir) (next uint64, pending int64, err error) {
 			break
 		}
 	}
-	return next, pending, d.sync()
+	return next, pending, snapBytes, d.sync()
 }
 
 func fileSize(st os.FileInfo) int64 {
@@ -196,9 +197,17 @@ func (e *Engine) cutLog(path string, off, size int64, why error) error {
 	return nil
 }
 
-// loadSnapshot applies snap-<seq>. Any flaw is an error: the snapshot is
-// the base the log applies to.
-func (e *Engine) loadSnapshot(d *dataDir, seq uint64, now uint32) error {
+// loadSnapshot applies snap-<seq> and returns its size. Any flaw is an
+// error: the snapshot is the base the log applies to.
+func (e *Engine) loadSnapshot(d *dataDir, seq uint64, now uint32) (int64, error) {
+	st, err := os.Stat(d.file(d.snapName(seq)))
+	if err != nil {
+		return 0, fmt.Errorf("data dir: %w", err)
+	}
+	return st.Size(), e.loadSnapshotFile(d, seq, now)
+}
+
+func (e *Engine) loadSnapshotFile(d *dataDir, seq uint64, now uint32) error {
 	path := d.file(d.snapName(seq))
 	corrupt := func(off int64, err error) error {
 		return fmt.Errorf("snapshot %s is corrupt at offset %d: %v; ndbgate will not start from a damaged snapshot: restore the file, or move the data dir away to start empty", path, off, err)
@@ -637,6 +646,7 @@ func (e *Engine) snapshot() error {
 		return err
 	}
 	w.sinceSnap.Add(-r.pending)
+	w.snapBytes.Store(size)
 	e.snapshots.Add(1)
 	logs, snaps, _ := d.files()
 	for _, s := range snaps {

@@ -578,7 +578,7 @@ func TestPersistOffByDefault(t *testing.T) {
 
 func TestPersistTablesComeBackInOrder(t *testing.T) {
 	dir, clock, logs := t.TempDir(), newClock(), &logBuffer{}
-	e := openT(t, persistCfg(dir, FsyncEverySec, clock, logs))
+	e := openT(t, persistCfg(dir, FsyncAlways, clock, logs))
 	names := []string{"a", "b", "c"}
 	for _, n := range names {
 		tbl := mustCreate(t, e, memcacheTable(n, 64))
@@ -597,7 +597,7 @@ func TestPersistTablesComeBackInOrder(t *testing.T) {
 	}
 	want := dump(e)
 	e.crash() // no snapshot: the log alone
-	e2 := openT(t, persistCfg(dir, FsyncEverySec, clock, logs))
+	e2 := openT(t, persistCfg(dir, FsyncAlways, clock, logs))
 	assert.Equal(t, want, dump(e2))
 	for i, tb := range *e2.tables.Load() {
 		assert.Equal(t, i, tb.id)
@@ -613,7 +613,7 @@ func TestPersistTablesComeBackInOrder(t *testing.T) {
 	want2 := dump(e2)
 	assert.Equal(t, slices.Sorted(maps.Keys(want)), slices.Sorted(maps.Keys(want2)))
 	require.NoError(t, e2.Close())
-	e3 := openT(t, persistCfg(dir, FsyncEverySec, clock, logs)) // from the snapshot
+	e3 := openT(t, persistCfg(dir, FsyncAlways, clock, logs)) // from the snapshot
 	assert.Equal(t, want2, dump(e3))
 }
 

@@ -132,8 +132,11 @@ type wal struct {
 	every     time.Duration // retryAfter, and everysec's fsync interval
 
 	// sinceSnap is the bytes of log since the last snapshot, replayed ones
-	// included; past snapLogSize the writer asks for a snapshot.
+	// included; past snapLogSize, and past the last snapshot's size (so that
+	// a large data set is not rewritten for every few changes), the writer
+	// asks for a snapshot.
 	sinceSnap   atomic.Int64
+	snapBytes   atomic.Int64
 	snapLogSize int64
 	snapTrigger chan struct{}
 
@@ -400,7 +403,7 @@ func (w *wal) flushOnce(sync bool) (bool, error) {
 	if w.mode == FsyncNo || !w.dirty {
 		w.done()
 	}
-	if took > 0 && w.snapLogSize > 0 && w.sinceSnap.Load() >= w.snapLogSize {
+	if took > 0 && w.snapLogSize > 0 && w.sinceSnap.Load() >= max(w.snapLogSize, w.snapBytes.Load()) {
 		select {
 		case w.snapTrigger <- struct{}{}:
 		default:
