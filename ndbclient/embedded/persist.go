@@ -740,5 +740,9 @@ func (e *Engine) closeDataDir() error {
 	if err := w.dir.close(); err != nil {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if err != nil { // callers that defer Close do not look
+		e.log.LogAttrs(context.Background(), slog.LevelError, "data dir: close", slog.Any("error", err))
+	}
+	return err
 }

@@ -46,6 +46,18 @@ func persistCfg(dir string, mode FsyncMode, clock *testClock, logs *logBuffer) C
 		Logger: slog.New(slog.NewTextHandler(logs, nil)), retryAfter: 20 * time.Millisecond}
 }
 
+// memDir is a temporary dir on tmpfs where there is one (/dev/shm), where
+// fsync costs nothing: for tests that open hundreds of engines.
+func memDir(t testing.TB) string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		if dir, err := os.MkdirTemp("/dev/shm", "ndbgate-test-"); err == nil {
+			t.Cleanup(func() { _ = os.RemoveAll(dir) })
+			return dir
+		}
+	}
+	return t.TempDir()
+}
+
 func openT(t testing.TB, cfg Config) *Engine {
 	t.Helper()
 	e, err := Open(cfg)
@@ -222,7 +234,7 @@ func TestPersistCrashKeepsAcknowledgedWrites(t *testing.T) {
 // Where they end comes from the file's size after each acknowledged write,
 // not from the decoder.
 func TestPersistTornLogEveryOffset(t *testing.T) {
-	src, clock, logs := t.TempDir(), newClock(), &logBuffer{}
+	src, clock, logs := memDir(t), newClock(), &logBuffer{}
 	e := openT(t, persistCfg(src, FsyncAlways, clock, logs))
 	tbl := mustCreate(t, e, memcacheTable("items", 64))
 	logPath := filepath.Join(src, e.wal.dir.logName(e.wal.seq))
@@ -254,7 +266,7 @@ func TestPersistTornLogEveryOffset(t *testing.T) {
 		return start
 	}
 	check := func(t *testing.T, damaged []byte, pos int64, expectCut bool) {
-		dir := t.TempDir()
+		dir := memDir(t)
 		path := filepath.Join(dir, filepath.Base(logPath))
 		require.NoError(t, os.WriteFile(path, damaged, 0o600))
 		logs := &logBuffer{}
