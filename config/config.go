@@ -71,6 +71,17 @@ type Embedded struct {
 	// SimulatedRoundTrip delays every backend round, as a data node round
 	// trip would: for measuring batching on one machine. Benchmarks only.
 	SimulatedRoundTrip Duration
+	// DataDir keeps the tables and rows there (a log and snapshots), so that
+	// they come back after a restart or a crash. Empty: memory only.
+	DataDir string
+	// Fsync is when the log reaches the disk: always (before a write is
+	// acknowledged), everysec or no (the OS decides).
+	Fsync string
+	// SnapshotInterval: a snapshot this often if anything changed; 0 never.
+	SnapshotInterval Duration
+	// SnapshotLogSize: a snapshot once the log since the last one is this
+	// big and at least as big as that snapshot; 0 never.
+	SnapshotLogSize ByteSize
 }
 
 // Dispatch tunes the backend dispatcher (ndbclient); zero values mean
@@ -205,6 +216,9 @@ func (c *Config) Validate() error {
 	}
 	if t := c.API.TLS; t.Enabled && (t.CertFile == "" || t.KeyFile == "") {
 		errs = append(errs, fmt.Errorf("%s needs api.tls.cert_file and key_file (--tls-cert, --tls-key)", nameOf("api.tls.enabled")))
+	}
+	if c.Embedded.DataDir != "" && c.NDB.Connectstring != "" {
+		errs = append(errs, fmt.Errorf("%s is for the embedded engine; with ndb.connectstring the cluster keeps the data: drop one of them", nameOf("embedded.data_dir")))
 	}
 	errs = append(errs, c.validateTables()...)
 	names := map[string]bool{}

@@ -102,6 +102,10 @@ func TestValidationNamesTheSetting(t *testing.T) {
 			c.KeyPrefixes = []KeyPrefix{{Prefix: "a", Container: "default"}, {Prefix: "a", Container: "default"}}
 		}, "prefix declared twice"},
 		{"container without columns", func(c *Config) { c.Containers = []Container{{Name: "x", Database: "d", Table: "t"}} }, "needs key_columns and value_columns"},
+		{"fsync", func(c *Config) { c.Embedded.Fsync = "sometimes" }, `embedded.fsync (--fsync) = "sometimes": use always, everysec or no`},
+		{"snapshot log size", func(c *Config) { c.Embedded.SnapshotLogSize = 4096 }, "embedded.snapshot_log_size (--snapshot-log-size)"},
+		{"snapshot interval", func(c *Config) { c.Embedded.SnapshotInterval = -1 }, "embedded.snapshot_interval"},
+		{"data dir with a cluster", func(c *Config) { c.Embedded.DataDir = "/d"; c.NDB.Connectstring = "mgm:1186" }, "embedded.data_dir (--data-dir) is for the embedded engine"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()
@@ -130,4 +134,22 @@ func TestShippedExampleConfigIsValid(t *testing.T) {
 	require.NoError(t, c.Validate())
 	assert.Len(t, c.Containers, 1)
 	assert.Len(t, c.KeyPrefixes, 3)
+}
+
+func TestDataDirSettings(t *testing.T) {
+	c := Default()
+	assert.Equal(t, "", c.Embedded.DataDir, "memory only unless asked")
+	assert.Equal(t, "everysec", c.Embedded.Fsync)
+	require.NoError(t, c.LoadFile(writeFile(t, "embedded: {data_dir: /var/lib/ndbgate, fsync: always, snapshot_interval: 5m, snapshot_log_size: 128m}\n")))
+	assert.Equal(t, "/var/lib/ndbgate", c.Embedded.DataDir)
+	assert.Equal(t, "always", c.Embedded.Fsync)
+	assert.Equal(t, Duration(5*time.Minute), c.Embedded.SnapshotInterval)
+	assert.Equal(t, ByteSize(128<<20), c.Embedded.SnapshotLogSize)
+	env := map[string]string{"NDBGATE_DATA_DIR": "/data", "NDBGATE_FSYNC": "no", "NDBGATE_SNAPSHOT_INTERVAL": "0s", "NDBGATE_SNAPSHOT_LOG_SIZE": "0"}
+	require.NoError(t, c.ApplyEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }))
+	assert.Equal(t, "/data", c.Embedded.DataDir)
+	assert.Equal(t, "no", c.Embedded.Fsync)
+	assert.Zero(t, c.Embedded.SnapshotInterval)
+	assert.Zero(t, c.Embedded.SnapshotLogSize)
+	require.NoError(t, c.Validate())
 }

@@ -101,6 +101,20 @@ var settings = []setting{
 		Help:  "embedded engine, benchmarks only: delay every backend round trip by this much (e.g. 100us)",
 		Check: within(0, Duration(time.Second), "must be 0..1s"),
 		Field: func(c *Config) any { return &c.Embedded.SimulatedRoundTrip }},
+	{Key: "embedded.data_dir", Env: "NDBGATE_DATA_DIR", Flag: "data-dir",
+		Help:  "embedded engine: keep tables and rows in this directory (a log and snapshots), so they survive restarts and crashes; empty = memory only",
+		Field: func(c *Config) any { return &c.Embedded.DataDir }},
+	{Key: "embedded.fsync", Env: "NDBGATE_FSYNC", Flag: "fsync", Default: "everysec",
+		Help: "with --data-dir: always (a write is acknowledged once on disk), everysec or no", Check: oneOf("use always, everysec or no", "always", "everysec", "no"),
+		Field: func(c *Config) any { return &c.Embedded.Fsync }},
+	{Key: "embedded.snapshot_interval", Env: "NDBGATE_SNAPSHOT_INTERVAL", Flag: "snapshot-interval", Default: "1h",
+		Help:  "with --data-dir: snapshot this often if anything changed, e.g. 30m; 0 = never",
+		Check: within(0, Duration(math.MaxInt64), "use 0 for none or a positive duration such as 1h"),
+		Field: func(c *Config) any { return &c.Embedded.SnapshotInterval }},
+	{Key: "embedded.snapshot_log_size", Env: "NDBGATE_SNAPSHOT_LOG_SIZE", Flag: "snapshot-log-size", Default: "64m",
+		Help:  "with --data-dir: snapshot once the log since the last one is this big (and at least the snapshot's size), e.g. 64m; 0 = never",
+		Check: snapshotLogSize,
+		Field: func(c *Config) any { return &c.Embedded.SnapshotLogSize }},
 
 	{Key: "dispatch.round_size", Default: "128",
 		Help: "most operations per backend round trip (0 = 128)", Check: within(0, 1024, "must be 0..1024 (0 = default 128)"),
@@ -338,6 +352,13 @@ func eventLoop(v any) error {
 func memoryLimit(v any) error {
 	if b := v.(ByteSize); b != 0 && b < 1<<20 {
 		return errors.New("use 0 for no limit or at least 1m")
+	}
+	return nil
+}
+
+func snapshotLogSize(v any) error {
+	if n := v.(ByteSize); n != 0 && n < 1<<20 {
+		return errors.New("use 0 for none or at least 1m")
 	}
 	return nil
 }

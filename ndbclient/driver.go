@@ -84,4 +84,9 @@ type DriverStats struct {
 	// holding the key's primary replica (NDB; 0 on the embedded engine).
 	HintedTransactions    uint64
 	TransactionsOnPrimary uint64
+	// The embedded engine's data dir (0 without one): bytes of log since the
+	// last snapshot, snapshots taken, and failed log writes or fsyncs.
+	LogBytes       uint64
+	Snapshots      uint64
+	LogWriteErrors uint64
 }

@@ -28,13 +28,17 @@ const (
 	CodeNotNumeric
 	// CodeTooLarge: a value is longer than its column allows.
 	CodeTooLarge
+	// CodeStorage: the engine could not write the change to its data dir
+	// (disk full, I/O error), so it did not apply it. Later writes work
+	// again once the disk takes them.
+	CodeStorage
 	numCodes
 )
 
 var codeNames = [numCodes]string{
 	"OK", "NotFound", "Duplicate", "ConditionFailed", "InvalidArgument", "SchemaError",
 	"Overloaded", "Temporary", "UnknownResult", "Unavailable", "Internal", "OutOfMemory",
-	"NotNumeric", "TooLarge",
+	"NotNumeric", "TooLarge", "Storage",
 }
 
 func (c Code) String() string {

@@ -89,6 +89,9 @@ var (
 	descConn  = prometheus.NewDesc("ndbgate_backend_connects_total", "Attachments to the cluster: the first, and one per recovery after every data node was lost.", nil, nil)
 	descHint  = prometheus.NewDesc("ndbgate_backend_hinted_transactions_total", "Transactions started with their key as the TC hint (NDB).", nil, nil)
 	descOnPri = prometheus.NewDesc("ndbgate_backend_transactions_on_primary_total", "Hinted transactions whose TC ran on the data node holding the key's primary replica (NDB).", nil, nil)
+	descLogB  = prometheus.NewDesc("ndbgate_engine_log_bytes", "Bytes of the embedded engine's log since its last snapshot (0 without a data dir).", nil, nil)
+	descSnaps = prometheus.NewDesc("ndbgate_engine_snapshots_total", "Snapshots the embedded engine wrote to its data dir.", nil, nil)
+	descLogE  = prometheus.NewDesc("ndbgate_engine_log_write_errors_total", "Failed writes or fsyncs of the embedded engine's log; writes are refused while it fails.", nil, nil)
 )
 
 // driverCollector reads DriverStats at scrape time, so the hot path pays nothing.
@@ -106,6 +109,9 @@ func (c *driverCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descConn
 	ch <- descHint
 	ch <- descOnPri
+	ch <- descLogB
+	ch <- descSnaps
+	ch <- descLogE
 }
 
 func (c *driverCollector) Collect(ch chan<- prometheus.Metric) {
@@ -121,4 +127,7 @@ func (c *driverCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descConn, prometheus.CounterValue, float64(s.Connects))
 	ch <- prometheus.MustNewConstMetric(descHint, prometheus.CounterValue, float64(s.HintedTransactions))
 	ch <- prometheus.MustNewConstMetric(descOnPri, prometheus.CounterValue, float64(s.TransactionsOnPrimary))
+	ch <- prometheus.MustNewConstMetric(descLogB, prometheus.GaugeValue, float64(s.LogBytes))
+	ch <- prometheus.MustNewConstMetric(descSnaps, prometheus.CounterValue, float64(s.Snapshots))
+	ch <- prometheus.MustNewConstMetric(descLogE, prometheus.CounterValue, float64(s.LogWriteErrors))
 }

@@ -252,12 +252,36 @@ func dispatchConfig(cfg config.Config, d ndbclient.Driver) ndbclient.DispatchCon
 }
 
 // openBackend returns the NDB driver when a connectstring is set, else the
-// embedded engine.
+// embedded engine (loading its data dir, if one is set).
 func openBackend(cfg config.Config, log *slog.Logger) (ndbclient.Driver, error) {
 	if cfg.NDB.Connectstring != "" {
 		return openNDB(cfg, log)
 	}
-	return newEmbedded(cfg), nil
+	if cfg.Embedded.DataDir == "" {
+		return newEmbedded(cfg), nil
+	}
+	fsync, err := embedded.ParseFsync(cfg.Embedded.Fsync)
+	if err != nil {
+		return nil, fmt.Errorf("embedded.fsync (--fsync): %w", err)
+	}
+	e, err := embedded.Open(embedded.Config{
+		Partitions:   cfg.Embedded.Partitions,
+		Nodes:        cfg.Embedded.Nodes,
+		MemoryLimit:  uint64(cfg.Embedded.MemoryLimit),
+		ReapInterval: time.Duration(cfg.Embedded.ReapInterval),
+
+		RoundTripDelay: time.Duration(cfg.Embedded.SimulatedRoundTrip),
+
+		DataDir:          cfg.Embedded.DataDir,
+		Fsync:            fsync,
+		SnapshotInterval: time.Duration(cfg.Embedded.SnapshotInterval),
+		SnapshotLogSize:  int64(cfg.Embedded.SnapshotLogSize),
+		Logger:           log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded.data_dir (--data-dir): %w", err)
+	}
+	return e, nil
 }
 
 func needsLocal(cfg config.Config) bool {
@@ -373,10 +397,14 @@ func memcacheShape(c config.Container, itemMax int) *ndbclient.Table {
 }
 
 // ensureTable returns the driver's table of t's name, creating it if the driver
-// can (the embedded engine); a table of another shape is a schema error.
+// can (the embedded engine); a table of another shape is a schema error. A
+// table the embedded engine loaded from its data dir must still have the
+// configured shape (CreateTable checks it and returns the stored one).
 func ensureTable(cl *ndbclient.Client, t *ndbclient.Table) (*ndbclient.Table, error) {
 	if got, err := cl.Table(t.Database, t.Name); err == nil {
-		return got, nil
+		if r, ok := cl.Driver().(interface{ Restored(*ndbclient.Table) bool }); !ok || !r.Restored(t) {
+			return got, nil
+		}
 	}
 	return cl.Driver().CreateTable(t)
 }

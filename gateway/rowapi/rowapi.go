@@ -505,6 +505,8 @@ func HTTPStatus(err error) (int, string) {
 		return 503, code.String()
 	case ndbclient.CodeUnknownResult:
 		return 504, code.String()
+	case ndbclient.CodeStorage:
+		return 507, code.String() // Insufficient Storage
 	}
 	return 500, ndbclient.CodeInternal.String()
 }

@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,9 +15,33 @@ import (
 )
 
 // The hot path allocates nothing once the caller's op and the engine's scratch
-// buffers are warm.
+// buffers are warm: in memory, and with a data dir (the log's buffers are
+// reused too; with fsync always, through Submit, whose completion comes from
+// the log writer).
 func TestSteadyStateAllocations(t *testing.T) {
-	e := newEngine(t, Config{})
+	t.Run("in memory", func(t *testing.T) {
+		e := newEngine(t, Config{})
+		steadyStateAllocations(t, e, nil)
+	})
+	for _, mode := range []FsyncMode{FsyncEverySec, FsyncAlways} {
+		t.Run("data dir, fsync "+mode.String(), func(t *testing.T) {
+			e, err := Open(Config{DataDir: t.TempDir(), Fsync: mode, ReapInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, e.Close()) })
+			var submit func(*ndbclient.Batch)
+			if mode == FsyncAlways {
+				ch := make(chan struct{}, 1)
+				done := func(*ndbclient.Batch, error) { ch <- struct{}{} }
+				submit = func(b *ndbclient.Batch) { e.Submit(b, done); <-ch }
+			}
+			steadyStateAllocations(t, e, submit)
+		})
+	}
+}
+
+// steadyStateAllocations runs the hot path's ops through exec (nil:
+// Execute) and checks they allocate nothing.
+func steadyStateAllocations(t *testing.T, e *Engine, exec func(*ndbclient.Batch)) {
 	tbl := mustCreate(t, e, memcacheTable("alloc", 1024))
 	for i := range 1000 {
 		put(t, e, tbl, fmt.Sprint("key:", i), item{value: strings.Repeat("v", 32), math: u64(1)})
@@ -60,7 +85,9 @@ func TestSteadyStateAllocations(t *testing.T) {
 			}
 			b := &ndbclient.Batch{Ops: c.ops}
 			allocs := testing.AllocsPerRun(1000, func() {
-				if err := e.Execute(ctx, b); err != nil {
+				if exec != nil {
+					exec(b)
+				} else if err := e.Execute(ctx, b); err != nil {
 					panic(err)
 				}
 			})

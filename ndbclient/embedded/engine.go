@@ -41,6 +41,7 @@ package embedded
 
 import (
 	"hash/maphash"
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -75,6 +76,27 @@ type Config struct {
 	// The default is a clock a background goroutine sets as each second
 	// begins (like memcached's current_time), which keeps it off the hot path.
 	Now func() uint32
+
+	// DataDir, when set (Open only), keeps the tables and their rows there:
+	// a log of every change and periodic snapshots (persist.go). Empty: in
+	// memory only, at no cost on the hot path.
+	DataDir string
+	// Fsync is when the log is fsynced (default everysec).
+	Fsync FsyncMode
+	// SnapshotInterval is how often a snapshot is taken when the log has
+	// grown since the last one; 0 for never (then only SnapshotLogSize and
+	// Close take one).
+	SnapshotInterval time.Duration
+	// SnapshotLogSize takes a snapshot once the log since the last one holds
+	// this many bytes; 0 for no such trigger.
+	SnapshotLogSize int64
+	// Logger receives the data dir's messages (default slog.Default()).
+	Logger *slog.Logger
+
+	// logFileHook wraps each log file the engine opens (tests: failing writes).
+	logFileHook func(logFile) logFile
+	// retryAfter replaces the log's retry interval (tests).
+	retryAfter time.Duration
 }
 
 // Engine is the embedded driver. It is safe for concurrent use.
@@ -100,8 +122,14 @@ type Engine struct {
 	clock     atomic.Uint32 // the default Now
 	closed    atomic.Bool
 	stop      chan struct{}
-	bg        sync.WaitGroup // the reaper and the clock
+	bg        sync.WaitGroup // the reaper, the clock and the snapshotter
 	closeOnce sync.Once
+	closeErr  error
+
+	log       *slog.Logger
+	wal       *wal // nil without a data dir
+	syncWait  bool // fsync always: writes complete once durable
+	snapshots atomic.Uint64
 }
 
 // clockSlack is how far into each second the default clock is set, so that a
@@ -110,8 +138,17 @@ const clockSlack = time.Millisecond
 
 var _ ndbclient.Driver = (*Engine)(nil)
 
-// New returns a running engine; Close stops its reaper.
+// New returns a running engine, in memory only (Config.DataDir is for
+// Open); Close stops its reaper.
 func New(cfg Config) *Engine {
+	cfg.DataDir = ""
+	e := makeEngine(cfg)
+	e.start()
+	return e
+}
+
+// makeEngine returns an engine whose background goroutines have not started.
+func makeEngine(cfg Config) *Engine {
 	if cfg.Partitions <= 0 {
 		cfg.Partitions = 16
 	}
@@ -133,15 +170,28 @@ func New(cfg Config) *Engine {
 	runtime.AddCleanup(e, func(pp *pagePool) { pp.drain() }, e.pool)
 	e.byPtr.Store(&map[*ndbclient.Table]*table{})
 	e.tables.Store(&[]*table{})
+	e.log = cfg.Logger
+	if e.log == nil {
+		e.log = slog.Default()
+	}
 	if e.now == nil {
 		e.clock.Store(uint32(time.Now().Unix()))
 		e.now = e.clock.Load
-		e.bg.Go(e.tick)
-	}
-	if cfg.ReapInterval > 0 {
-		e.bg.Go(func() { e.reaper(cfg.ReapInterval) })
 	}
 	return e
+}
+
+// start starts the background goroutines.
+func (e *Engine) start() {
+	if e.cfg.Now == nil {
+		e.bg.Go(e.tick)
+	}
+	if e.cfg.ReapInterval > 0 {
+		e.bg.Go(func() { e.reaper(e.cfg.ReapInterval) })
+	}
+	if e.wal != nil {
+		e.bg.Go(e.snapshotter)
+	}
 }
 
 // tick sets the default clock once a second, just after the second begins:
@@ -182,14 +232,20 @@ func (e *Engine) Ready() error {
 	return nil
 }
 
-// Close stops the background goroutines. Later batches fail with Unavailable.
+// Close stops the background goroutines. Later batches fail with
+// Unavailable. With a data dir it then takes a snapshot (if anything changed
+// since the last one), fsyncs the log and lets go of the dir; the error says
+// what of that failed.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
 		e.closed.Store(true)
 		close(e.stop)
 		e.bg.Wait()
+		if e.wal != nil {
+			e.closeErr = e.closeDataDir()
+		}
 	})
-	return nil
+	return e.closeErr
 }
 
 // CreateTable stores a copy of s and returns it. Creating a table that exists
@@ -203,6 +259,11 @@ func (e *Engine) CreateTable(s *ndbclient.Table) (*ndbclient.Table, error) {
 	defer e.mu.Unlock()
 	if t := e.byName[s.FullName()]; t != nil {
 		if !t.sameShape(s) {
+			if t.restored {
+				return nil, ndbclient.Errorf(ndbclient.CodeSchemaError,
+					"table %s in data dir %s has another shape than the one asked for (%s); start with the configuration that made it (the same item_size_max, columns and keys), or with another data dir",
+					s.FullName(), e.cfg.DataDir, t.shapeDiff(s))
+			}
 			return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s already exists with a different shape", s.FullName())
 		}
 		return t.schema, nil
@@ -211,13 +272,25 @@ func (e *Engine) CreateTable(s *ndbclient.Table) (*ndbclient.Table, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e.wal != nil {
+		if err := e.logCreate(t); err != nil {
+			return nil, err
+		}
+	}
+	e.addTable(t)
+	return t.schema, nil
+}
+
+// addTable makes t's partitions and publishes it. e.mu is held.
+func (e *Engine) addTable(t *table) {
+	t.e, t.id = e, len(*e.tables.Load())
 	t.parts = make([]*partition, t.schema.Partitions)
 	for i := range t.parts {
 		t.parts[i] = newPartition(e, t, i, e.nextGid)
 		e.nextGid++
 	}
 	e.nparts.Add(int64(len(t.parts)))
-	e.byName[s.FullName()] = t
+	e.byName[t.schema.FullName()] = t
 	byPtr := make(map[*ndbclient.Table]*table, len(e.byName))
 	for _, t := range e.byName {
 		byPtr[t.schema] = t
@@ -225,7 +298,15 @@ func (e *Engine) CreateTable(s *ndbclient.Table) (*ndbclient.Table, error) {
 	e.byPtr.Store(&byPtr)
 	tables := append(append([]*table(nil), *e.tables.Load()...), t)
 	e.tables.Store(&tables)
-	return t.schema, nil
+}
+
+// allPartitions lists every partition of every table, in ascending gid.
+func (e *Engine) allPartitions() []*partition {
+	var out []*partition
+	for _, t := range *e.tables.Load() {
+		out = append(out, t.parts...)
+	}
+	return out
 }
 
 // Table returns the stored schema of database.name.
@@ -390,6 +471,11 @@ func (e *Engine) Stats() ndbclient.DriverStats {
 		Nodes:       e.cfg.Nodes,
 		LiveNodes:   e.cfg.Nodes,
 		Connects:    1,
+	}
+	if w := e.wal; w != nil {
+		st.LogBytes = uint64(max(w.sinceSnap.Load(), 0))
+		st.Snapshots = e.snapshots.Load()
+		st.LogWriteErrors = w.writeErrors.Load()
 	}
 	for _, t := range *e.tables.Load() {
 		st.Tables++

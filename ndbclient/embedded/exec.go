@@ -23,33 +23,55 @@ func (e *Engine) Execute(ctx context.Context, b *ndbclient.Batch) error {
 		failAll(b, errClosed)
 		return errClosed
 	}
-	now := e.now()
-	switch len(b.Ops) {
-	case 0:
-		return nil
-	case 1:
-		e.runOne(b.Ops[0], now) // a one-op transaction is just the op
-		return nil
+	lsn := e.apply(b)
+	if lsn != 0 && e.syncWait {
+		e.wal.awaitSync(lsn, b)
 	}
-	x := execPool.Get().(*exec)
-	x.run(e, b.Ops, now)
-	x.done()
-	execPool.Put(x)
 	return nil
 }
 
+// apply runs the batch; with a data dir it returns the lsn of its last frame
+// in the log (0: it logged nothing).
+func (e *Engine) apply(b *ndbclient.Batch) uint64 {
+	now := e.now()
+	switch len(b.Ops) {
+	case 0:
+		return 0
+	case 1:
+		return e.runOne(b.Ops[0], now) // a one-op transaction is just the op
+	}
+	x := execPool.Get().(*exec)
+	x.run(e, b.Ops, now)
+	lsn := x.lsn
+	x.done()
+	execPool.Put(x)
+	return lsn
+}
+
 // CompletesInline reports that Submit calls done before it returns, unless a
-// simulated round trip is configured (ndbclient.InlineDriver).
-func (e *Engine) CompletesInline() bool { return e.cfg.RoundTripDelay <= 0 }
+// simulated round trip is configured or writes wait for fsync
+// (ndbclient.InlineDriver).
+func (e *Engine) CompletesInline() bool { return e.cfg.RoundTripDelay <= 0 && !e.syncWait }
 
 // Submit runs the batch inline and calls done on the caller's goroutine; with
-// a simulated round-trip delay, it completes that much later elsewhere.
+// a simulated round-trip delay, it completes that much later elsewhere, and
+// with fsync always, a batch that changed rows completes from the log writer
+// once its changes are durable.
 func (e *Engine) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
 	if d := e.cfg.RoundTripDelay; d > 0 {
 		time.AfterFunc(d, func() { done(b, e.Execute(context.Background(), b)) })
 		return
 	}
-	done(b, e.Execute(context.Background(), b))
+	if e.closed.Load() {
+		failAll(b, errClosed)
+		done(b, errClosed)
+		return
+	}
+	if lsn := e.apply(b); lsn != 0 && e.syncWait {
+		e.wal.await(lsn, b, done)
+		return
+	}
+	done(b, nil)
 }
 
 var errClosed = &ndbclient.Error{Code: ndbclient.CodeUnavailable, Message: "embedded engine is closed"}
@@ -65,7 +87,8 @@ func failAll(b *ndbclient.Batch, err error) {
 const keyStack = 320
 
 // runOne is the single-op fast path: no scratch state, no sorting, no pool.
-func (e *Engine) runOne(op *ndbclient.Op, now uint32) {
+// It returns the lsn of the op's frame in the log, 0 for none.
+func (e *Engine) runOne(op *ndbclient.Op, now uint32) uint64 {
 	t, err := e.tableOf(op.Table)
 	if err == nil {
 		err = t.checkOp(op, false)
@@ -73,19 +96,26 @@ func (e *Engine) runOne(op *ndbclient.Op, now uint32) {
 	if err != nil {
 		op.Err = err
 		op.Row = op.Row[:0]
-		return
+		return 0
 	}
 	if op.Kind == ndbclient.OpDeleteAll {
 		t.deleteAll(op, now)
-		return
+		return 0
 	}
 	var kb [keyStack]byte
 	key := t.appendKey(kb[:0], op.Key)
 	h := e.hash(key)
 	p := t.parts[t.partIndex(e, h, op.Key)]
 	p.mu.Lock()
-	p.do(op, key, uint32(h), now, nil)
+	if e.wal == nil {
+		p.do(op, key, uint32(h), now, nil, nil)
+		p.mu.Unlock()
+		return 0
+	}
+	p.do(op, key, uint32(h), now, nil, &p.lb)
+	lsn := e.wal.commitOrUndo(&p.lb, now)
 	p.mu.Unlock()
+	return lsn
 }
 
 // exec is the scratch state of one multi-op batch, pooled.
@@ -97,6 +127,16 @@ type exec struct {
 	order []uint64 // gid<<32 | op index, sorted: the partition grouping
 	locks []*partition
 	undo  undoLog
+	lb    logBatch // with a data dir: what the current lock hold logs
+	lsn   uint64   // the batch's last frame in the log
+}
+
+// logBatch is x.lb with a data dir, else nil.
+func (x *exec) logBatch() *logBatch {
+	if x.e.wal == nil {
+		return nil
+	}
+	return &x.lb
 }
 
 // prep is what the lock-free first pass learned about one op.
@@ -111,11 +151,12 @@ var execPool = sync.Pool{New: func() any { return new(exec) }}
 
 func (x *exec) done() {
 	clear(x.prep)
-	x.e = nil
+	x.lb.reset()
+	x.e, x.lsn = nil, 0
 }
 
 func (x *exec) run(e *Engine, ops []*ndbclient.Op, now uint32) {
-	x.e, x.now = e, now
+	x.e, x.now, x.lsn = e, now, 0
 	x.prep = slices.Grow(x.prep[:0], len(ops))[:len(ops)]
 	x.keys = x.keys[:0]
 	for i, op := range ops {
@@ -176,13 +217,17 @@ func (x *exec) runGroup(ops []*ndbclient.Op, a, b int) {
 		}
 	}
 	slices.Sort(x.order) // keys are unique, so this is stable by op index
+	lb := x.logBatch()
 	for k := 0; k < len(x.order); {
 		p := x.prep[uint32(x.order[k])].p
 		p.mu.Lock()
 		for ; k < len(x.order) && uint32(x.order[k]>>32) == p.gid; k++ {
 			i := int(uint32(x.order[k]))
 			pr := &x.prep[i]
-			p.do(ops[i], x.keys[pr.koff:pr.kend], pr.tag, x.now, nil)
+			p.do(ops[i], x.keys[pr.koff:pr.kend], pr.tag, x.now, nil, lb)
+		}
+		if lb != nil {
+			x.lsn = max(x.lsn, x.e.wal.commitOrUndo(lb, x.now))
 		}
 		p.mu.Unlock()
 	}
@@ -191,6 +236,10 @@ func (x *exec) runGroup(ops []*ndbclient.Op, a, b int) {
 // deleteAll empties every partition of t, one lock at a time (like NDB's scan
 // delete, it is not atomic across partitions).
 func (t *table) deleteAll(op *ndbclient.Op, now uint32) {
+	if t.e.wal != nil {
+		t.deleteAllLogged(op, now)
+		return
+	}
 	var n uint64
 	for _, p := range t.parts {
 		p.mu.Lock()
@@ -199,4 +248,34 @@ func (t *table) deleteAll(op *ndbclient.Op, now uint32) {
 	}
 	op.Err, op.Affected = nil, n
 	op.Row = op.Row[:0]
+}
+
+// deleteAllLogged is deleteAll with a data dir. It holds every partition of
+// the table at once, so that the log's one clear entry sits where the clear
+// happened for every key (keys do not map to the same partitions after a
+// restart). With fsync always the clear applies only once it is durable (it
+// keeps no before-image to roll back).
+func (t *table) deleteAllLogged(op *ndbclient.Op, now uint32) {
+	op.Row = op.Row[:0]
+	for _, p := range t.parts { // ascending gid
+		p.mu.Lock()
+	}
+	w := t.e.wal
+	err := w.refusing()
+	if err == nil {
+		frame := beginFrame(nil)
+		frame = appendClear(frame, t.id)
+		endFrame(frame, 0)
+		err = w.appendWait(frame)
+	}
+	var n uint64
+	if err == nil {
+		for _, p := range t.parts {
+			n += p.clear(now)
+		}
+	}
+	for _, p := range t.parts {
+		p.mu.Unlock()
+	}
+	op.Err, op.Affected = err, n
 }

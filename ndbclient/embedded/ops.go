@@ -7,15 +7,28 @@ import (
 
 // do runs one checked op on this partition, whose lock the caller holds. key is
 // the op's encoded primary key and tag its index tag. Inside a transaction, u
-// records what a mutation changes so the run can be undone.
-func (p *partition) do(op *ndbclient.Op, key []byte, tag uint32, now uint32, u *undoLog) {
+// records what a mutation changes so the run can be undone. With a data dir,
+// lb collects the change for the log (and, with fsync always and no u, its
+// before-image).
+func (p *partition) do(op *ndbclient.Op, key []byte, tag uint32, now uint32, u *undoLog, lb *logBatch) {
 	op.Row = op.Row[:0]
 	if op.Kind == ndbclient.OpRead {
 		op.Err = p.read(op, key, tag, now)
 		return // Affected is left as it was: a read changes no row
 	}
+	popOnFail := false
+	if lb != nil {
+		w := p.e.wal
+		if err := w.refusing(); err != nil {
+			op.Err, op.Affected = err, 0
+			return
+		}
+		if u == nil && w.mode == FsyncAlways {
+			u, popOnFail = &lb.undo, true
+		}
+	}
 	if u != nil {
-		u.save(p, key, tag, now)
+		u.save(p, op, key, tag, now)
 	}
 	op.Affected = 0
 	var err error
@@ -65,6 +78,11 @@ func (p *partition) do(op *ndbclient.Op, key []byte, tag uint32, now uint32, u *
 			p.afterWrite(s, op)
 		}
 		op.Affected = 1
+		if lb != nil {
+			lb.logChange(p, op, key, s)
+		}
+	} else if popOnFail {
+		lb.undo.pop()
 	}
 }
 

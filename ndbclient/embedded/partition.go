@@ -61,6 +61,7 @@ type partition struct {
 	evac     []int32      // scratch: the rows of a page being emptied
 	cands    []uint32     // scratch: pages worth emptying
 	rooms    []*partition // scratch: partitions to empty pages in
+	lb       logBatch     // scratch: a single op's log frame (data dir)
 
 	items atomic.Int64
 	// tailAge is the last access of the LRU tail as of the last eviction
@@ -132,9 +133,10 @@ func (p *partition) expired(s int32, now uint32) bool {
 	return x != 0 && x <= now
 }
 
-// Mutations. put, del and reset are the only ways a partition's rows change;
-// a redo log (durability, later) records at these three points. (Emptying a
-// page moves rows, which changes where they are, not what they hold, and
+// Mutations. put, del and reset are the only ways a partition's rows change.
+// The log (wal.go) records what ops do with them (partition.do, deleteAll),
+// not these calls: evictions, expiry and rollbacks are not logged. (Emptying
+// a page moves rows, which changes where they are, not what they hold, and
 // evicts rows through del.)
 
 // put stores row under slot s (s < 0: a new row with index tag tag) and returns

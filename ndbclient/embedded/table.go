@@ -10,6 +10,9 @@ import (
 // table is the engine's view of a schema: the stored copy handed to callers plus
 // the precomputed row layout and the partitions.
 type table struct {
+	e         *Engine
+	id        int              // position in the engine's table list: the data dir's table number
+	restored  bool             // loaded from the data dir
 	schema    *ndbclient.Table // the stored copy; never changed after creation
 	cols      []colInfo
 	pk        []int // column indexes, key order

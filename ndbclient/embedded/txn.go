@@ -15,6 +15,7 @@ import (
 
 type undoRec struct {
 	p       *partition
+	op      *ndbclient.Op // the op that made the change
 	tag     uint32
 	key     [2]int // key bytes in undoLog.buf
 	row     [2]int // before-image in undoLog.buf
@@ -33,9 +34,10 @@ func (u *undoLog) reset() {
 	u.recs, u.buf = u.recs[:0], u.buf[:0]
 }
 
-// save records the current state of key's row, live or absent.
-func (u *undoLog) save(p *partition, key []byte, tag uint32, now uint32) {
-	r := undoRec{p: p, tag: tag}
+// save records the current state of key's row, live or absent, before op
+// changes it.
+func (u *undoLog) save(p *partition, op *ndbclient.Op, key []byte, tag uint32, now uint32) {
+	r := undoRec{p: p, op: op, tag: tag}
 	r.key[0] = len(u.buf)
 	u.buf = append(u.buf, key...)
 	r.key[1] = len(u.buf)
@@ -47,6 +49,39 @@ func (u *undoLog) save(p *partition, key []byte, tag uint32, now uint32) {
 		r.state, r.used = p.slots[s].state, p.slots[s].used
 	}
 	u.recs = append(u.recs, r)
+}
+
+// pop forgets the last record (its op failed and changed nothing).
+func (u *undoLog) pop() {
+	r := u.recs[len(u.recs)-1]
+	u.buf = u.buf[:r.key[0]]
+	u.recs[len(u.recs)-1] = undoRec{}
+	u.recs = u.recs[:len(u.recs)-1]
+}
+
+// take moves v's records to the end of u.
+func (u *undoLog) take(v *undoLog) {
+	off := len(u.buf)
+	u.buf = append(u.buf, v.buf...)
+	for _, r := range v.recs {
+		r.key[0], r.key[1] = r.key[0]+off, r.key[1]+off
+		if r.existed {
+			r.row[0], r.row[1] = r.row[0]+off, r.row[1]+off
+		}
+		u.recs = append(u.recs, r)
+	}
+	v.reset()
+}
+
+// rollbackFailing rolls back, as rollback does, changes the log could not
+// take, and fails their ops with err.
+func (u *undoLog) rollbackFailing(now uint32, err error) {
+	u.rollback(now)
+	for i := range u.recs {
+		op := u.recs[i].op
+		op.Err, op.Affected = err, 0
+		op.Row = op.Row[:0]
+	}
 }
 
 // rollback restores every saved row, newest first. Restoring ignores the
@@ -91,23 +126,39 @@ func (x *exec) runTxn(ops []*ndbclient.Op, a, b int) {
 	for _, p := range x.locks {
 		p.mu.Lock()
 	}
-	x.undo.reset()
+	// With fsync always the transaction's before-images go to the log with
+	// its frame, to be rolled back if the frame cannot be made durable.
+	lb, u := x.logBatch(), &x.undo
+	if lb != nil && x.e.wal.mode == FsyncAlways {
+		u = &lb.undo
+	}
+	u.reset()
 	failed := -1
 	for i := a; i < b; i++ {
 		pr := &x.prep[i]
-		pr.p.do(ops[i], x.keys[pr.koff:pr.kend], pr.tag, x.now, &x.undo)
+		pr.p.do(ops[i], x.keys[pr.koff:pr.kend], pr.tag, x.now, u, lb)
 		if ops[i].Err != nil {
 			failed = i
 			break
 		}
 	}
+	if failed < 0 && lb != nil {
+		lsn, err := x.e.wal.commit(lb) // one frame: all of it or none
+		if err != nil {
+			ops[a].Err, ops[a].Affected, failed = err, 0, a
+		}
+		x.lsn = max(x.lsn, lsn)
+	}
 	if failed >= 0 {
-		x.undo.rollback(x.now)
+		u.rollback(x.now)
+		if lb != nil {
+			lb.reset()
+		}
 	}
 	for _, p := range x.locks {
 		p.mu.Unlock()
 	}
-	x.undo.reset()
+	u.reset()
 	clear(x.locks)
 	if failed >= 0 {
 		x.abort(ops, a, b, failed)

@@ -137,7 +137,7 @@ func codeOf(c ndbclient.Code) codes.Code {
 		return codes.AlreadyExists
 	case ndbclient.CodeConditionFailed:
 		return codes.Aborted
-	case ndbclient.CodeOverloaded, ndbclient.CodeOutOfMemory:
+	case ndbclient.CodeOverloaded, ndbclient.CodeOutOfMemory, ndbclient.CodeStorage:
 		return codes.ResourceExhausted
 	case ndbclient.CodeTemporary, ndbclient.CodeUnavailable:
 		return codes.Unavailable

@@ -189,6 +189,8 @@ func appendErrorReply(dst []byte, err error) []byte {
 		return append(dst, replyUnknownResult...)
 	case ndbclient.CodeSchemaError:
 		return append(dst, replySchema...)
+	case ndbclient.CodeStorage:
+		return append(dst, replyStorage...)
 	default:
 		return append(dst, replyInternal...)
 	}
@@ -201,6 +203,7 @@ var (
 	replyUnavailable   = []byte("SERVER_ERROR backend unavailable\r\n")
 	replyUnknownResult = []byte("SERVER_ERROR result unknown, the write may have been applied\r\n")
 	replySchema        = []byte("SERVER_ERROR schema error\r\n")
+	replyStorage       = []byte("SERVER_ERROR cannot write to the data dir (disk full or failing), not stored\r\n")
 	replyInternal      = []byte("SERVER_ERROR internal error\r\n")
 	replyTooManyConns  = []byte("ERROR Too many open connections\r\n")
 )

@@ -1,0 +1,650 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// The log: every committed change is appended, under its partition's lock,
+// as a frame to an in-memory buffer (wal.buf); one writer goroutine moves
+// the buffer to the current log file and fsyncs it as the policy says.
+//
+//   - always: a write is acknowledged once its frame is fsynced. Submit
+//     completes later, from the writer (group commit: one fsync covers every
+//     frame appended while the last one ran). Other clients may read the
+//     change before it is durable, as in Redis with appendfsync always.
+//   - everysec: write() as frames come, fsync once a second.
+//   - no: write() as frames come; the OS decides when they reach the disk.
+//
+// When a write or fsync fails (disk full, I/O error), the file is cut back to
+// its last good length, so it never holds a torn frame before a good one, and:
+//   - always: every change not yet durable is rolled back, newest first, with
+//     every partition locked (before-images kept in wal.undo for exactly this);
+//     their ops fail with CodeStorage. New writes are refused for retryAfter,
+//     then tried again;
+//   - everysec, no: what was acknowledged stays in memory and in the buffer
+//     and is written again every retryAfter; new writes are refused (before
+//     they apply) until that succeeds.
+// Either way memory never holds a change the log will not.
+//
+// Lock order: partition locks (ascending gid), then wal.mu. The writer never
+// holds wal.mu while taking a partition lock; it takes every partition lock
+// only to roll back (always mode), and first completes the appenders that wait
+// for it holding partition locks (delete_all) or Engine.mu (CreateTable).
+
+// FsyncMode is when the log is fsynced.
+type FsyncMode uint8
+
+const (
+	FsyncEverySec FsyncMode = iota // the default
+	FsyncAlways
+	FsyncNo
+)
+
+// ParseFsync parses always, everysec or no.
+func ParseFsync(s string) (FsyncMode, error) {
+	switch s {
+	case "everysec", "":
+		return FsyncEverySec, nil
+	case "always":
+		return FsyncAlways, nil
+	case "no":
+		return FsyncNo, nil
+	}
+	return 0, fmt.Errorf("fsync %q: use always, everysec or no", s)
+}
+
+func (m FsyncMode) String() string {
+	switch m {
+	case FsyncAlways:
+		return "always"
+	case FsyncNo:
+		return "no"
+	}
+	return "everysec"
+}
+
+// retryAfter is how long writes are refused after the log failed, and how
+// often a failing log is tried again (Config.retryAfter in tests).
+const retryAfter = time.Second
+
+// logFile is what the log writes to: an *os.File opened for appending, or a
+// test's failing stand-in.
+type logFile interface {
+	io.Writer
+	Sync() error
+	Truncate(size int64) error
+	Close() error
+}
+
+// waiter is a Submit waiting for its frames to be durable (always), or, with
+// b nil, a blocking appender (delete_all, CreateTable).
+type waiter struct {
+	lsn  uint64
+	b    *ndbclient.Batch
+	done func(*ndbclient.Batch, error)
+}
+
+type wal struct {
+	e    *Engine
+	dir  *dataDir
+	mode FsyncMode
+	log  *slog.Logger
+
+	// refuse is set while the log fails: mutations are refused before they
+	// apply. Read without a lock on the hot path.
+	refuse atomic.Pointer[ndbclient.Error]
+
+	mu       sync.Mutex
+	buf      []byte  // frames appended, not yet taken by the writer
+	undo     undoLog // always: before-images of buf's changes, in order
+	lsn      uint64  // frames appended so far
+	resolved uint64  // always: frames durable or rolled back
+	failed   *ndbclient.Error
+	waiters  []waiter
+	closing  bool
+
+	wake    chan struct{} // buf became non-empty
+	reqs    chan walReq
+	stopped chan struct{}
+
+	// Owned by the writer goroutine.
+	f         logFile
+	seq       uint64
+	base      int64   // file length up to which the file is good: synced, or for no, written
+	out       []byte  // frames taken from buf and not yet done (synced, or for no, written)
+	written   int     // bytes of out in the file
+	outLSN    uint64  // lsn at the end of out
+	outUndo   undoLog // always: before-images of out's changes
+	spare     []byte
+	ready     []waiter
+	needTrunc bool // the file may hold a torn frame past base
+	failedAt  time.Time
+	dirty     bool          // written since the last fsync (everysec)
+	every     time.Duration // retryAfter, and everysec's fsync interval
+
+	// sinceSnap is the bytes of log since the last snapshot, replayed ones
+	// included; past snapLogSize, and past the last snapshot's size (so that
+	// a large data set is not rewritten for every few changes), the writer
+	// asks for a snapshot.
+	sinceSnap   atomic.Int64
+	snapBytes   atomic.Int64
+	snapLogSize int64
+	snapTrigger chan struct{}
+
+	writeErrors, syncs atomic.Uint64
+}
+
+// walReq asks the writer to rotate (start the next log file), to finish
+// (write everything, for Close) or to abandon (stop where it is, as a crash
+// would: tests).
+type walReq struct {
+	kind  int
+	reply chan walReply
+}
+
+const (
+	reqRotate = iota
+	reqFinish
+	reqAbandon
+)
+
+type walReply struct {
+	seq     uint64 // the new file's sequence number
+	pending int64  // log bytes since the last snapshot when the file began
+	err     error
+}
+
+func newWAL(e *Engine, d *dataDir, seq uint64, f logFile, mode FsyncMode) *wal {
+	w := &wal{
+		e: e, dir: d, mode: mode, log: e.log, f: f, seq: seq, base: fileHeaderLen,
+		wake: make(chan struct{}, 1), reqs: make(chan walReq), stopped: make(chan struct{}),
+		snapLogSize: e.cfg.SnapshotLogSize, snapTrigger: make(chan struct{}, 1), every: retryAfter,
+	}
+	if e.cfg.retryAfter > 0 {
+		w.every = e.cfg.retryAfter
+	}
+	go w.run()
+	return w
+}
+
+// refusing is the error a mutation gets before it applies, or nil.
+func (w *wal) refusing() error {
+	if err := w.refuse.Load(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// logBatch collects what a run of ops under one lock hold logs: one frame
+// of entries and, with fsync always, the before-images that undo them.
+type logBatch struct {
+	frame []byte
+	undo  undoLog
+}
+
+func (lb *logBatch) reset() {
+	lb.frame = lb.frame[:0]
+	lb.undo.reset()
+}
+
+// logChange adds op's change (just applied to slot s, or a delete of key) to
+// the batch's frame.
+func (lb *logBatch) logChange(p *partition, op *ndbclient.Op, key []byte, s int32) {
+	if len(lb.frame) == 0 {
+		lb.frame = beginFrame(lb.frame)
+	}
+	if op.Kind == ndbclient.OpDelete {
+		lb.frame = appendDelete(lb.frame, p.t.id, key)
+		return
+	}
+	sl := &p.slots[s]
+	lb.frame = appendPut(lb.frame, p.t.id, sl.state, sl.used, p.row(s))
+}
+
+// commit appends the batch's frame, if any, and returns its lsn. The caller
+// holds the locks of the partitions it changed. In always mode, a log that
+// has failed refuses the frame: the caller must roll back what it applied
+// (lb.undo) and fail its ops with the error.
+func (w *wal) commit(lb *logBatch) (uint64, error) {
+	if len(lb.frame) == 0 {
+		return 0, nil
+	}
+	endFrame(lb.frame, 0)
+	lsn, _, err := w.append(lb.frame, &lb.undo, false)
+	lb.frame = lb.frame[:0]
+	if err != nil {
+		return 0, err
+	}
+	return lsn, nil
+}
+
+// commitOrUndo is commit for plain ops: a refused frame's changes are rolled
+// back here and their ops fail.
+func (w *wal) commitOrUndo(lb *logBatch, now uint32) uint64 {
+	lsn, err := w.commit(lb)
+	if err != nil {
+		lb.undo.rollbackFailing(now, err)
+	}
+	lb.undo.reset()
+	return lsn
+}
+
+// append adds a frame (header filled in) to the buffer. In always mode it
+// takes u's before-images, and refuses the frame once the log has failed;
+// with wait it also returns a channel that gets the frame's outcome.
+func (w *wal) append(frame []byte, u *undoLog, wait bool) (uint64, chan error, error) {
+	w.mu.Lock()
+	if w.failed != nil && (w.mode == FsyncAlways || wait) {
+		err := w.failed
+		w.mu.Unlock()
+		return 0, nil, err
+	}
+	if w.closing {
+		w.mu.Unlock()
+		return 0, nil, errClosed
+	}
+	wakeup := len(w.buf) == 0
+	w.buf = append(w.buf, frame...)
+	w.sinceSnap.Add(int64(len(frame)))
+	w.lsn++
+	lsn := w.lsn
+	if u != nil && w.mode == FsyncAlways {
+		w.undo.take(u)
+	}
+	var ch chan error
+	if wait && w.mode == FsyncAlways {
+		ch = make(chan error, 1)
+		w.waiters = append(w.waiters, waiter{lsn: lsn, done: func(_ *ndbclient.Batch, err error) { ch <- err }})
+	}
+	w.mu.Unlock()
+	if wakeup {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+	return lsn, ch, nil
+}
+
+// appendWait appends a frame that must be durable before its change applies
+// (always mode; in the others it returns at once): delete_all and
+// CreateTable, whose changes keep no before-image.
+func (w *wal) appendWait(frame []byte) error {
+	_, ch, err := w.append(frame, nil, true)
+	if err != nil || ch == nil {
+		return err
+	}
+	return <-ch
+}
+
+// await calls done once the frames up to lsn are durable, or rolled back
+// (their ops then carry the error). Always mode only.
+func (w *wal) await(lsn uint64, b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
+	w.mu.Lock()
+	if lsn <= w.resolved {
+		w.mu.Unlock()
+		done(b, nil)
+		return
+	}
+	w.waiters = append(w.waiters, waiter{lsn: lsn, b: b, done: done})
+	w.mu.Unlock()
+}
+
+// awaitSync blocks until the frames up to lsn are resolved (Execute).
+func (w *wal) awaitSync(lsn uint64, b *ndbclient.Batch) {
+	ch := make(chan struct{})
+	w.await(lsn, b, func(*ndbclient.Batch, error) { close(ch) })
+	<-ch
+}
+
+// run is the writer goroutine.
+func (w *wal) run() {
+	defer close(w.stopped)
+	tick := time.NewTicker(w.every) // everysec's fsync, and retries
+	defer tick.Stop()
+	for {
+		select {
+		case <-w.wake:
+			if w.failing() {
+				continue // the tick retries
+			}
+			w.flush(w.mode == FsyncAlways)
+		case <-tick.C:
+			if w.failing() {
+				w.retry()
+				continue
+			}
+			w.flush(w.mode != FsyncNo)
+		case r := <-w.reqs:
+			switch r.kind {
+			case reqRotate:
+				r.reply <- w.rotate()
+			case reqFinish:
+				r.reply <- walReply{err: w.finish()}
+				return
+			case reqAbandon:
+				_ = w.f.Close()
+				r.reply <- walReply{}
+				return
+			}
+		}
+	}
+}
+
+func (w *wal) failing() bool { return w.refuse.Load() != nil }
+
+// flush moves the buffer to the file, and fsyncs it if sync is set, until the
+// buffer is empty (in always mode frames keep arriving while it fsyncs: each
+// round is one group commit).
+func (w *wal) flush(sync bool) {
+	for {
+		more, err := w.flushOnce(sync)
+		if err != nil {
+			w.fail(err)
+			return
+		}
+		if !more {
+			return
+		}
+	}
+}
+
+// flushOnce takes the buffer and writes (and with sync, fsyncs) what is not
+// done yet. It reports whether the buffer had frames.
+func (w *wal) flushOnce(sync bool) (bool, error) {
+	w.mu.Lock()
+	took := len(w.buf)
+	if took > 0 {
+		if len(w.out) == 0 {
+			w.out, w.buf = w.buf, w.spare[:0]
+			w.spare = nil
+		} else {
+			w.out = append(w.out, w.buf...)
+			w.buf = w.buf[:0]
+		}
+		w.outLSN = w.lsn
+		if w.mode == FsyncAlways {
+			w.outUndo.take(&w.undo)
+		}
+	}
+	w.mu.Unlock()
+	if w.needTrunc {
+		if err := w.f.Truncate(w.base); err != nil {
+			return false, fmt.Errorf("cut the log back to %d bytes: %w", w.base, err)
+		}
+		w.needTrunc, w.written = false, 0
+	}
+	if w.written < len(w.out) {
+		n, err := w.f.Write(w.out[w.written:])
+		w.written += max(n, 0)
+		if err != nil {
+			w.needTrunc = true
+			return false, fmt.Errorf("write the log: %w", err)
+		}
+		w.dirty = true
+	}
+	if sync && w.dirty {
+		if err := w.f.Sync(); err != nil {
+			w.needTrunc = true
+			return false, fmt.Errorf("fsync the log: %w", err)
+		}
+		w.syncs.Add(1)
+		w.dirty = false
+	}
+	if w.mode == FsyncNo || !w.dirty {
+		w.done()
+	}
+	if took > 0 && w.snapLogSize > 0 && w.sinceSnap.Load() >= max(w.snapLogSize, w.snapBytes.Load()) {
+		select {
+		case w.snapTrigger <- struct{}{}:
+		default:
+		}
+	}
+	return took > 0, nil
+}
+
+// done marks out as in the file for good: its waiters complete.
+func (w *wal) done() {
+	if len(w.out) == 0 {
+		return
+	}
+	w.base += int64(len(w.out))
+	w.spare, w.out, w.written = w.out[:0], nil, 0
+	if w.mode != FsyncAlways {
+		return
+	}
+	w.outUndo.reset()
+	w.mu.Lock()
+	w.resolved = max(w.resolved, w.outLSN)
+	w.ready = w.takeWaiters(w.ready[:0], w.resolved, false)
+	w.mu.Unlock()
+	w.complete(nil)
+}
+
+// takeWaiters moves the waiters up to lsn (all blocking ones with
+// onlyBlocking) from w.waiters to dst. w.mu is held.
+func (w *wal) takeWaiters(dst []waiter, lsn uint64, onlyBlocking bool) []waiter {
+	keep := w.waiters[:0]
+	for _, wt := range w.waiters {
+		if wt.lsn <= lsn && (!onlyBlocking || wt.b == nil) {
+			dst = append(dst, wt)
+		} else {
+			keep = append(keep, wt)
+		}
+	}
+	clear(w.waiters[len(keep):])
+	w.waiters = keep
+	return dst
+}
+
+// complete calls the ready waiters: blocking ones get err, Submits nil (the
+// rollback has set their ops' errors).
+func (w *wal) complete(err error) {
+	for _, wt := range w.ready {
+		if wt.b == nil {
+			wt.done(nil, err)
+		} else {
+			wt.done(wt.b, nil)
+		}
+	}
+	clear(w.ready)
+	w.ready = w.ready[:0]
+}
+
+// storageError is what clients get while the log fails.
+func (w *wal) storageError(err error) *ndbclient.Error {
+	return ndbclient.Errorf(ndbclient.CodeStorage, "data dir %s: %v; the change was not applied", w.dir.path, err)
+}
+
+// fail handles a failed write or fsync (see the top of this file).
+func (w *wal) fail(err error) {
+	w.writeErrors.Add(1)
+	serr := w.storageError(err)
+	if w.needTrunc {
+		if terr := w.f.Truncate(w.base); terr == nil {
+			w.needTrunc, w.written, w.dirty = false, 0, false
+		} else {
+			err = errors.Join(err, fmt.Errorf("cut the log back to %d bytes: %w", w.base, terr))
+		}
+	}
+	w.failedAt = time.Now()
+	w.mu.Lock()
+	first := w.failed == nil
+	w.failed = serr
+	w.refuse.Store(serr)
+	if w.mode == FsyncAlways {
+		// Appenders that wait holding partition locks or Engine.mu must let
+		// go before the rollback below takes every partition lock.
+		w.ready = w.takeWaiters(w.ready[:0], w.lsn, true)
+	}
+	w.mu.Unlock()
+	level := slog.LevelError
+	if !first {
+		level = slog.LevelDebug
+	}
+	w.log.LogAttrs(context.Background(), level, "data dir: the log cannot be written; writes are refused until it can",
+		slog.String("dir", w.dir.path), slog.String("file", w.dir.logName(w.seq)), slog.String("fsync", w.mode.String()),
+		slog.Int64("good_bytes", w.base), slog.Any("error", err))
+	if w.mode != FsyncAlways {
+		return // out stays, to be written again
+	}
+	w.complete(serr)
+	w.rollbackAll(serr)
+}
+
+// rollbackAll undoes every change not yet durable, newest first, with every
+// partition locked, and completes the Submits that wait for them.
+func (w *wal) rollbackAll(serr *ndbclient.Error) {
+	parts := w.e.allPartitions()
+	for _, p := range parts {
+		p.mu.Lock()
+	}
+	now := w.e.now()
+	w.mu.Lock()
+	w.undo.rollbackFailing(now, serr)
+	w.undo.reset()
+	w.outUndo.rollbackFailing(now, serr)
+	w.outUndo.reset()
+	w.buf = w.buf[:0]
+	w.out, w.written = w.out[:0], 0
+	w.resolved = w.lsn
+	w.ready = w.takeWaiters(w.ready[:0], w.lsn, false)
+	w.mu.Unlock()
+	for _, p := range parts {
+		p.mu.Unlock()
+	}
+	w.complete(serr)
+}
+
+// retry tries a failing log again: in always mode, writes may come again
+// after retryAfter; in the others, what the buffer holds is written again.
+func (w *wal) retry() {
+	if w.needTrunc {
+		if err := w.f.Truncate(w.base); err != nil {
+			return
+		}
+		w.needTrunc, w.written, w.dirty = false, 0, false
+	}
+	if w.mode == FsyncAlways {
+		if time.Since(w.failedAt) < w.every {
+			return
+		}
+	} else {
+		for {
+			more, err := w.flushOnce(w.mode != FsyncNo)
+			if err != nil {
+				w.writeErrors.Add(1)
+				w.failedAt = time.Now()
+				if w.needTrunc {
+					if terr := w.f.Truncate(w.base); terr == nil {
+						w.needTrunc, w.written, w.dirty = false, 0, false
+					}
+				}
+				return
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	w.mu.Lock()
+	w.failed = nil
+	w.refuse.Store(nil)
+	w.mu.Unlock()
+	w.log.LogAttrs(context.Background(), slog.LevelWarn, "data dir: the log is written again; writes are accepted",
+		slog.String("dir", w.dir.path), slog.String("file", w.dir.logName(w.seq)))
+}
+
+// rotate writes and fsyncs what the buffer holds to the current file, then
+// starts the next one: frames appended from then on go there. A snapshot
+// taken after it returns holds, for each row, a state at least as new as the
+// new file's start.
+func (w *wal) rotate() walReply {
+	if w.failing() {
+		return walReply{err: errors.New("the log is failing")}
+	}
+	var pending int64
+	for {
+		more, err := w.flushOnce(true)
+		if err != nil {
+			w.fail(err)
+			return walReply{err: err}
+		}
+		if !more {
+			// Frames from here on go to the next file.
+			w.mu.Lock()
+			empty := len(w.buf) == 0
+			pending = w.sinceSnap.Load()
+			w.mu.Unlock()
+			if empty {
+				break
+			}
+		}
+	}
+	f, err := w.dir.createLog(w.seq+1, w.e.cfg.logFileHook)
+	if err != nil {
+		return walReply{err: err}
+	}
+	_ = w.f.Close() // fsynced above
+	w.f, w.seq, w.base = f, w.seq+1, fileHeaderLen
+	return walReply{seq: w.seq, pending: pending}
+}
+
+// finish stops the log for Close: every frame is written and fsynced.
+func (w *wal) finish() error {
+	w.mu.Lock()
+	w.closing = true
+	w.mu.Unlock()
+	var err error
+	if w.failing() {
+		w.retry()
+	}
+	if !w.failing() {
+		for {
+			more, ferr := w.flushOnce(true)
+			if ferr != nil {
+				err = ferr
+				w.fail(ferr)
+				break
+			}
+			if !more {
+				break
+			}
+		}
+	} else {
+		err = errors.New("the log is failing")
+	}
+	if err != nil {
+		w.mu.Lock()
+		lost := len(w.out) + len(w.buf)
+		w.mu.Unlock()
+		if lost > 0 {
+			w.log.LogAttrs(context.Background(), slog.LevelError, "data dir: acknowledged writes could not be written to the log and are lost",
+				slog.String("dir", w.dir.path), slog.Int("bytes", lost), slog.Any("error", err))
+		}
+	}
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// request sends a request to the writer and waits for its reply.
+func (w *wal) request(kind int) walReply {
+	r := walReq{kind: kind, reply: make(chan walReply, 1)}
+	select {
+	case w.reqs <- r:
+		return <-r.reply
+	case <-w.stopped:
+		return walReply{err: errClosed}
+	}
+}
