@@ -12,6 +12,7 @@ package ndb
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -166,4 +167,30 @@ func TestSchemaChangesRefusedOnADescribedTable(t *testing.T) {
 	got, err := d.Table(tbl.Database, tbl.Name)
 	require.NoError(t, err)
 	require.Equal(t, -1, got.ColumnIndex("extra"), "nothing was added")
+}
+
+// The dispatcher asks the partition of every key: NDB's own hash, computed
+// without an allocation, the same for the same key, and within the table's
+// partitions (every key lands on a data node of the cluster).
+func TestPartitionOfAKey(t *testing.T) {
+	d := openDriver(t, connectstring(t), 1)
+	tbl := suiteTable(t, d, "suite", false)
+	key := []ndbclient.Value{ndbclient.Bytes([]byte("partition:key"))}
+	p := d.Partition(tbl, key)
+	seen := map[int]bool{}
+	for i := range 64 {
+		k := []ndbclient.Value{ndbclient.Bytes(fmt.Appendf(nil, "partition:%d", i))}
+		seen[d.Partition(tbl, k)] = true
+	}
+	assert.Greater(t, len(seen), 1, "64 keys all hashed to one partition")
+	for q := range seen {
+		assert.GreaterOrEqual(t, q, 0)
+		assert.Less(t, d.NodeOf(tbl, q), d.Stats().Nodes, "partition %d's node", q)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if d.Partition(tbl, key) != p {
+			t.Error("the same key hashed to another partition")
+		}
+	})
+	assert.Zero(t, allocs, "allocations per Partition")
 }
