@@ -284,11 +284,7 @@ func (cs *connState) refuse(cmd *Command, res Result) (int, stop) {
 	cs.swallow = res.Swallow
 	cs.srv.m.parseErrors.Inc()
 	if len(res.Reply) > 0 {
-		d := dialectText
-		if cmd.Kind.IsMeta() {
-			d = dialectMeta
-		}
-		cs.reply(d, cmd.Kind, res.Reply, false)
+		cs.reply(dialectOf(cmd), cmd.Kind, res.Reply, false)
 	}
 	if res.TooLarge && (cmd.Kind == CmdSet || cmd.Kind == CmdMetaSet) && len(cmd.Keys) == 1 {
 		// memcached drops the old item when a set is refused, so a client
