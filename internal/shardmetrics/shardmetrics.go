@@ -20,8 +20,8 @@ import (
 // shards is the number of shards every family has: shard 0 for callers with
 // no event loop of their own (goroutine-per-connection listeners, REST, gRPC,
 // background work), so that a zero shard number means "shared", and then one
-// per event loop. gnet starts a loop per CPU; Go runs at most GOMAXPROCS of
-// them at once. Callers pass any shard number; it is taken modulo shards.
+// per event loop. The epoll transport runs a loop per processor and gnet one
+// per CPU; Go runs at most GOMAXPROCS of them at once. Callers pass any shard number; it is taken modulo shards.
 var shards = max(runtime.NumCPU(), runtime.GOMAXPROCS(0)) + 1
 
 // SharedShard is the shard for callers with no event loop of their own: the

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
@@ -397,4 +398,17 @@ func TestBinaryCasOnIncrAndAppend(t *testing.T) {
 	assert.Equal(t, uint16(statusOK), do(binReq(opAppend, []byte("s"), nil, []byte(">"), 6, r.cas)).status)
 	r = do(binReq(opGet, []byte("s"), nil, nil, 7, 0))
 	assert.Equal(t, "mid>", string(r.vb))
+}
+
+// A refused binary command counts as a binary one (stats' ndbgate_binary_cmds,
+// ndbgate_memcache_commands_total{dialect="binary"}), not as text.
+func TestRefusedBinaryCommandCountsAsBinary(t *testing.T) {
+	srv := NewServer(Config{Version: "test"}, newDemoService(t, newEngine(t)), discardLog)
+	cs := srv.newConnState(&recordingTransport{}, shardmetrics.SharedShard, nil)
+	text, bin := srv.m.stats.Value(int(dialectText)), srv.m.stats.Value(int(dialectBinary))
+	unknown := binReq(0x50, nil, nil, nil, 1, 0) // no such opcode
+	require.Equal(t, len(unknown), cs.serve(unknown))
+	cs.flush()
+	assert.Equal(t, bin+1, srv.m.stats.Value(int(dialectBinary)))
+	assert.Equal(t, text, srv.m.stats.Value(int(dialectText)))
 }

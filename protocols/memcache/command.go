@@ -1,5 +1,6 @@
 // Package memcache implements memcached's protocols: pure parsers and encoders
-// (bytes in, commands out, no I/O) and the gnet server that drives them.
+// (bytes in, commands out, no I/O) and the server that drives them, which
+// its transports (package transport) feed with bytes.
 package memcache
 
 // CommandKind names a parsed command.

@@ -1,26 +1,36 @@
 package memcache
 
 import (
-	"bytes"
 	"hash/maphash"
 	"sync/atomic"
 
 	"github.com/ndbgate/ndbgate/gateway"
+	"github.com/ndbgate/ndbgate/protocols/memcache/transport"
 )
 
-// connState is one client connection. Everything except pending.state is touched
-// only on the connection's event loop; completions from other goroutines set
-// pending.state and wake the loop.
+// connState is one client connection: the transport's Session. Everything
+// except pending.state is touched only on the connection's event loop;
+// completions from other goroutines set pending.state and wake the loop.
+//
+// Serving input (serve) takes one command at a time through four steps:
+//   - admission: the per-call command budget, swallowing the data of a
+//     refused command, and backpressure (admit);
+//   - parsing, and answering what does not parse (step, refuse);
+//   - starting it (start): a batchable get joins the connection's getRun,
+//     anything else is dispatched in its dialect (dispatch.go), once no
+//     command still in flight on one of its keys must go first (mustWait);
+//   - replying, in arrival order (flush), by the dialect's encoder.
 type connState struct {
-	srv     *Server
-	t       transport
-	shard   int // metrics shard: the event loop's
-	swallow int // bytes of a refused data block still to discard
-	// scratch is the parser, the reply buffer and spare pendings, shared by
-	// every connection of an event loop.
+	srv   *Server
+	t     transport.Conn
+	shard int // metrics shard: the event loop's
+	// scratch is the parser, the command it fills and spare pendings,
+	// shared by every connection of an event loop.
 	scratch *loopScratch
 	// queue holds commands in arrival order; replies leave from its head.
-	queue      []*pending
+	queue []*pending
+	// run is the open run of batchable gets, if any.
+	run        getRun
 	closeAfter bool
 	closed     atomic.Bool
 	// proto is fixed by the connection's first byte, as in memcached.
@@ -29,17 +39,13 @@ type connState struct {
 	authed bool
 	// authFailures counts failed SASL attempts: each waits longer.
 	authFailures int
-	// openGet collects a run of binary quiet gets into one request (one backend
-	// batch); a non-quiet get, any other command or the end of the input ends it.
-	openGet *pending
 	// undone counts queued commands whose completion comes from another
 	// goroutine and has not come yet. At zero (the embedded engine's inline
 	// completions) nothing in the queue can conflict or block, so the
 	// per-command checks skip their queue scans.
 	undone atomic.Int32
-	// yielded: serve stopped after its per-call command budget with input
-	// left, and has asked to be called again.
-	yielded bool
+	// swallow is the bytes of a refused data block still to discard.
+	swallow int
 	// partial is what this connection holds of the server's budget for
 	// storage commands still arriving; waitingFor is, after serveLoop, the
 	// length of the command it stopped in (0: none).
@@ -49,27 +55,26 @@ type connState struct {
 	// getResume is how many keys of the get at the head of the input have
 	// started, when it stopped between pieces; pieceFailed: a piece of the
 	// get being encoded failed, so its later pieces say nothing.
-	// outputFull: serve stopped because the client is not reading.
 	unflushed   int
 	getResume   int
 	pieceFailed bool
-	outputFull  bool
-	runPiece    int // the keys of the open get run's piece
 }
 
-// loopScratch is what a connection needs only while it is being served: the
-// parser and the command it fills (a command is started before the next is
-// parsed; a partial one is parsed again from the start), the buffer replies
-// are encoded into and the pendings of finished commands, ready for reuse.
-// An event loop serves one connection at a time, so its connections share
+// loopScratch is an event loop's state (transport.Loop): what a connection
+// needs only while it is being served, the parser and the command it fills
+// (a command is started before the next is parsed; a partial one is parsed
+// again from the start), and the pendings of finished commands, ready for
+// reuse. A loop serves one connection at a time, so its connections share
 // one: a command finds these cache lines warm from the connection served
 // before it, not cold from its own last turn (memtier puts 25 connections on
 // each loop). A connection on a goroutine of its own (TLS) has its own.
 type loopScratch struct {
+	srv    *Server
+	shard  int
 	parser Parser
 	cmd    Command
-	out    []byte
 	free   []*pending
+	hashes []uint64 // a command's key hashes, for conflicts
 	// now is when the epoll loop's turn began (monoNanos), the start of the
 	// requests it reads: one clock read per turn instead of one per request.
 	// Zero elsewhere: each request reads the clock.
@@ -85,10 +90,10 @@ type loopScratch struct {
 //     flushEarly, so that the transport's backlog says what is held;
 //   - while that backlog is replyBacklogMax or more, no command starts: the
 //     rest of the input waits, and the transport serves it again when the
-//     client has read (the epoll loop's EPOLLOUT; gnet by polling).
+//     client has read (WakeWhenSent).
 const (
 	flushEarly      = 256 << 10
-	replyBacklogMax = maxStreamBuffer
+	replyBacklogMax = transport.MaxBuffered
 )
 
 // commandsPerServe bounds the commands one connection runs per call before
@@ -104,136 +109,54 @@ const (
 	protoBinary
 )
 
-// binKey is the opcode and opaque of one key of a binary get run.
-type binKey struct {
-	opcode uint8
-	opaque uint32
-}
+// stop says why serveLoop stopped before the end of its input.
+type stop uint8
 
-// Completion states of a pending command.
 const (
-	stateSubmitting uint32 = iota // Do has not returned yet
-	stateWaiting                  // Do returned; completion will come from elsewhere
-	stateDone
+	stopNone   stop = iota // the input is used up, or the connection closes
+	stopBudget             // commandsPerServe ran: the rest after the loop's other connections
+	stopWait               // a completion from elsewhere will wake the loop: the queue is full, a barrier holds, or a command waits for another on its keys
+	stopOutput             // the client is not reading its replies
+	stopInput              // the next command has not all arrived (waitingFor)
 )
 
-// pending is one command awaiting its turn to reply.
-type pending struct {
-	cs      *connState
-	req     *gateway.Request
-	kind    CommandKind
-	noreply bool
-	state   atomic.Uint32
-	fixed   []byte // a reply known at parse time (errors, version)
-	// render makes the reply when p reaches the head of the queue (stats):
-	// it then counts every command before it, as memcached's would.
-	render  func(dst []byte) []byte
-	start   int64 // monoNanos
-	barrier bool  // later commands wait for this one (flush_all)
-	// keys hashes the keys the command touches and writes says whether it
-	// changes them, so later commands on the same keys wait their turn.
-	keys   []uint64
-	writes bool
-	// elsewhere: completing on another goroutine, counted in Server.handoffs
-	// until flushed.
-	elsewhere bool
-	onDone    func(*gateway.Request)
-	// Binary protocol: the request's opcode and opaque, and per key of a get
-	// run its own.
-	bin     bool
-	opcode  uint8
-	opaque  uint32
-	binKeys []binKey
-	// Meta protocol: per command (or per key of an mg run) its flags and key.
-	meta    []metaKey
-	metaBuf []byte
-	// A text get in pieces: piece marks each, more each but the last (no
-	// END after it).
-	piece, more bool
+// Serve implements transport.Session.
+func (cs *connState) Serve(buf []byte) int {
+	used := cs.serve(buf)
+	if used > 0 {
+		cs.srv.m.stats.Add(cs.shard, statBytesRead, uint64(used))
+	}
+	return used
 }
 
-func (cs *connState) newPending(kind CommandKind, noreply bool) *pending {
-	var p *pending
-	if free := cs.scratch.free; len(free) > 0 {
-		p = free[len(free)-1]
-		cs.scratch.free = free[:len(free)-1]
-	} else {
-		p = &pending{}
-		p.req = cs.srv.svc.NewRequest()
-		p.req.Shard = cs.shard // the loop's, so the same for every connection sharing p
-		p.onDone = p.complete
-		p.req.Done = p.onDone
-	}
-	p.cs = cs
-	p.kind, p.noreply, p.fixed, p.render, p.barrier = kind, noreply, p.fixed[:0], nil, false
-	p.keys, p.writes = p.keys[:0], false
-	p.bin, p.opcode, p.opaque, p.binKeys = false, 0, 0, p.binKeys[:0]
-	p.meta, p.metaBuf = p.meta[:0], p.metaBuf[:0]
-	p.piece, p.more = false, false
-	p.start = cs.scratch.now
-	if p.start == 0 {
-		p.start = monoNanos()
-	}
-	p.req.Reset()
-	p.state.Store(stateSubmitting)
-	cs.queue = append(cs.queue, p)
-	return p
-}
+// Flush implements transport.Session.
+func (cs *connState) Flush() { cs.flush() }
 
-// complete runs when the gateway finishes a request, on any goroutine.
-func (p *pending) complete(*gateway.Request) {
-	cs := p.cs // once done is stored, the loop may flush p and reuse it elsewhere
-	if p.state.CompareAndSwap(stateSubmitting, stateDone) {
-		return // inline: the loop flushes after Do returns
-	}
-	p.state.Store(stateDone)
-	cs.undone.Add(-1)
-	if !cs.closed.Load() {
-		cs.t.wake()
-	}
-}
+// Owes reports whether replies are still queued.
+func (cs *connState) Owes() bool { return len(cs.queue) > 0 }
 
-// waiting marks p as completing elsewhere, unless it already completed inline.
-func (cs *connState) waiting(p *pending) {
-	if p.state.CompareAndSwap(stateSubmitting, stateWaiting) {
-		cs.undone.Add(1)
-		p.elsewhere = true
-		cs.srv.handoffs.Add(cs.shard, handoffsStarted, 1)
+// Closing reports whether the connection ends once its replies are out.
+func (cs *connState) Closing() bool { return cs.closeAfter }
+
+// Stop takes no more commands.
+func (cs *connState) Stop() { cs.closeAfter = true }
+
+// Closed forgets the connection. Requests still in flight complete into
+// the dead queue and are dropped.
+func (cs *connState) Closed() {
+	s := cs.srv
+	cs.closed.Store(true)
+	cs.holdPartial(0)
+	for _, p := range cs.queue {
+		if p.req != nil { // nobody will read its reply: drop what is not sent yet
+			p.req.Abandon()
+		}
+		if p.elsewhere { // its reply will never be flushed
+			p.elsewhere = false
+			s.handoffs.Add(cs.shard, handoffsSettled, 1)
+		}
 	}
-}
-
-// do hands the request to the gateway.
-func (cs *connState) do(p *pending) {
-	cs.srv.svc.Do(p.req)
-	cs.waiting(p)
-	if p.state.Load() == stateDone {
-		cs.unflushed += p.replyBytes()
-	}
-}
-
-// replyBytes estimates the length of p's reply, once it is done.
-func (p *pending) replyBytes() int {
-	n := len(p.fixed)
-	for i := range p.req.Items {
-		n += len(p.req.Items[i].Value) + len(p.req.Items[i].Key) + 48
-	}
-	return n
-}
-
-// reply queues a reply known now.
-func (cs *connState) reply(kind CommandKind, b []byte, noreply bool) {
-	p := cs.newPending(kind, noreply)
-	p.fixed = append(p.fixed, b...)
-	p.state.Store(stateDone)
-}
-
-// replyInOrder queues a reply that render makes once every earlier reply
-// has been flushed.
-func (cs *connState) replyInOrder(kind CommandKind, render func(dst []byte) []byte) *pending {
-	p := cs.newPending(kind, false)
-	p.render = render
-	p.state.Store(stateDone)
-	return p
+	s.Unadmit()
 }
 
 // serve parses and starts commands from buf; it returns the bytes consumed.
@@ -253,133 +176,215 @@ func (cs *connState) serve(buf []byte) int {
 	// A command still arriving may take what is left of the server's
 	// budget, and what this connection already holds for it.
 	cs.scratch.parser.MaxBuffered = max(1, int(cs.srv.partialBytes()-cs.srv.partial.Load()+cs.partial))
-	cs.waitingFor, cs.outputFull = 0, false
-	used := cs.serveLoop(buf)
+	cs.waitingFor = 0
+	used, why := cs.serveLoop(buf)
 	cs.holdPartial(int64(max(cs.waitingFor, len(buf)-used)))
-	cs.closeRun()
-	if cs.outputFull && used < len(buf) {
-		cs.t.wakeWhenSent()
-	}
-	if cs.yielded {
-		cs.yielded = false
+	cs.run.close() // the end of the input ends a run
+	switch why {
+	case stopOutput:
+		if used < len(buf) {
+			cs.t.WakeWhenSent()
+		}
+	case stopBudget:
 		if !cs.closeAfter {
-			cs.t.wake() // serve the rest after the loop's other connections
+			cs.t.Wake() // serve the rest after the loop's other connections
 		}
 	}
 	return used
 }
 
-func (cs *connState) parse(buf []byte) Result {
-	if cs.proto == protoBinary {
-		return cs.scratch.parser.ParseBinary(buf, &cs.scratch.cmd)
-	}
-	return cs.scratch.parser.Parse(buf, &cs.scratch.cmd)
-}
-
-func (cs *connState) serveLoop(buf []byte) int {
+// serveLoop runs the commands of buf until it is used up or a command may
+// not run yet; it returns the bytes used and why it stopped.
+func (cs *connState) serveLoop(buf []byte) (int, stop) {
 	used := 0
-	maxPending := cs.srv.cfg.MaxPending
-	budget := commandsPerServe
-	cmd := &cs.scratch.cmd // what parse fills
-	for used < len(buf) && !cs.closeAfter {
-		if budget <= 0 && cs.openGet == nil { // an open get run stays one batch
-			cs.yielded = true
-			break
+	for budget := commandsPerServe; used < len(buf) && !cs.closeAfter; budget-- {
+		if budget <= 0 && cs.run.p == nil { // an open get run stays one batch
+			return used, stopBudget
 		}
-		budget--
 		if cs.swallow > 0 {
 			n := min(cs.swallow, len(buf)-used)
 			cs.swallow -= n
 			used += n
 			continue
 		}
-		if len(cs.queue) >= maxPending || cs.blocked() {
-			cs.flush()
-			if len(cs.queue) >= maxPending || cs.blocked() {
-				break // a completion will wake the loop and serve the rest
-			}
+		if why := cs.admit(); why != stopNone {
+			return used, why
 		}
-		if cs.unflushed >= flushEarly {
-			cs.flush()
-		}
-		if cs.t.backlog() >= replyBacklogMax {
-			cs.outputFull = true
-			break
-		}
-		res := cs.parse(buf[used:])
-		if res.Status != StatusNeedMore && cs.proto == protoBinary && !res.Close && cs.needsAuth(cmd) {
-			cs.closeRun()
-			cs.srv.m.countAuth(authRefused)
-			p := cs.newPending(cmd.Kind, false)
-			p.bin, p.opcode, p.opaque = true, cmd.Opcode, cmd.Opaque
-			p.fixed = appendBinError(p.fixed, cmd.Opcode, cmd.Opaque, statusAuthError)
-			p.state.Store(stateDone)
-			cs.closeAfter = true
-			return used + res.N
-		}
-		switch res.Status {
-		case StatusNeedMore:
-			cs.waitingFor = res.Need
-			return used
-		case StatusError:
-			cs.closeRun()
-			if res.TooLarge && cs.conflicts(cmd) {
-				cs.flush()
-				if cs.conflicts(cmd) {
-					return used
-				}
-			}
-			used += res.N
-			cs.swallow = res.Swallow
-			cs.srv.m.parseErrors.Inc()
-			if len(res.Reply) > 0 {
-				cs.reply(cmd.Kind, res.Reply, false)
-			}
-			if res.TooLarge && (cmd.Kind == CmdSet || cmd.Kind == CmdMetaSet) && len(cmd.Keys) == 1 {
-				// memcached drops the old item when a set is refused, so a
-				// client never reads back the value it meant to replace.
-				p := cs.newPending(CmdDelete, true)
-				p.req.Verb = gateway.VerbUnlink
-				p.req.AddKey(cmd.Keys[0])
-				p.track(cmd)
-				cs.do(p)
-			}
-			if res.Close {
-				cs.closeAfter = true
-			}
-		default:
-			if cs.inRun(cmd) {
-				if cs.openGet != nil && !cs.joinsRun(cmd) {
-					cs.closeRun()
-				}
-				if cs.conflicts(cmd) {
-					cs.closeRun()
-					cs.flush()
-					if cs.conflicts(cmd) {
-						return used
-					}
-				}
-				used += res.N
-				cs.addToRun(cmd)
-				continue
-			}
-			cs.closeRun()
-			if cs.conflicts(cmd) {
-				// An earlier command on one of these keys is still running; the
-				// client must see its effect, so parse this one again once it is done.
-				cs.flush()
-				if cs.conflicts(cmd) {
-					return used
-				}
-			}
-			if !cs.dispatch(cmd) {
-				cs.outputFull = true
-				return used // stopped between the pieces of a get
-			}
-			used += res.N
+		n, why := cs.step(buf[used:])
+		used += n
+		if why != stopNone {
+			return used, why
 		}
 	}
-	return used
+	return used, stopNone
+}
+
+// admit says whether a command may start now: the queue has room and no
+// barrier holds it, after a flush of what is done if need be, and the
+// client is reading its replies.
+func (cs *connState) admit() stop {
+	maxPending := cs.srv.cfg.MaxPending
+	if len(cs.queue) >= maxPending || cs.blocked() {
+		cs.flush()
+		if len(cs.queue) >= maxPending || cs.blocked() {
+			return stopWait
+		}
+	}
+	if cs.unflushed >= flushEarly {
+		cs.flush()
+	}
+	if cs.t.Backlog() >= replyBacklogMax {
+		return stopOutput
+	}
+	return stopNone
+}
+
+// step parses the next command of in and starts it, or answers what does
+// not parse; it returns the bytes used.
+func (cs *connState) step(in []byte) (int, stop) {
+	cmd := &cs.scratch.cmd
+	var res Result
+	if cs.proto == protoBinary {
+		res = cs.scratch.parser.ParseBinary(in, cmd)
+	} else {
+		res = cs.scratch.parser.Parse(in, cmd)
+	}
+	switch {
+	case res.Status == StatusNeedMore:
+		cs.waitingFor = res.Need
+		return 0, stopInput
+	case cs.proto == protoBinary && !res.Close && cs.needsAuth(cmd):
+		cs.refuseUnauthenticated(cmd)
+		return res.N, stopNone
+	case res.Status == StatusError:
+		return cs.refuse(cmd, res)
+	}
+	return cs.start(cmd, res.N)
+}
+
+// refuseUnauthenticated answers a binary command sent before SASL
+// succeeded, and closes the connection, as memcached does.
+func (cs *connState) refuseUnauthenticated(cmd *Command) {
+	cs.run.close()
+	cs.srv.m.countAuth(authRefused)
+	p := cs.newBinPending(cmd)
+	p.fixed = appendBinError(p.fixed, cmd.Opcode, cmd.Opaque, statusAuthError)
+	p.state.Store(stateDone)
+	cs.closeAfter = true
+}
+
+// refuse answers a command that did not parse (res.Reply, unless
+// memcached says nothing), and arranges for its data block to be
+// swallowed.
+func (cs *connState) refuse(cmd *Command, res Result) (int, stop) {
+	cs.run.close()
+	if res.TooLarge && cs.mustWait(cmd) {
+		return 0, stopWait // the unlink below must come after the command in flight
+	}
+	cs.swallow = res.Swallow
+	cs.srv.m.parseErrors.Inc()
+	if len(res.Reply) > 0 {
+		cs.reply(dialectOf(cmd), cmd.Kind, res.Reply, false)
+	}
+	if res.TooLarge && (cmd.Kind == CmdSet || cmd.Kind == CmdMetaSet) && len(cmd.Keys) == 1 {
+		// memcached drops the old item when a set is refused, so a client
+		// never reads back the value it meant to replace. No reply: it
+		// counts as a text delete.
+		p := cs.newPending(dialectText, CmdDelete, true)
+		p.req.Verb = gateway.VerbUnlink
+		p.req.AddKey(cmd.Keys[0])
+		p.writes = true
+		cs.do(p)
+	}
+	if res.Close {
+		cs.closeAfter = true
+	}
+	return res.N, stopNone
+}
+
+// start starts a parsed command of n bytes: a batchable get joins the get
+// run, anything else closes it and is dispatched.
+func (cs *connState) start(cmd *Command, n int) (int, stop) {
+	batch := batchable(cmd)
+	if !batch || !cs.run.joins(cmd) {
+		cs.run.close()
+	}
+	if cs.mustWait(cmd) {
+		return 0, stopWait
+	}
+	if batch {
+		cs.run.add(cmd)
+		return n, stopNone
+	}
+	if !cs.dispatch(cmd) {
+		return 0, stopOutput // stopped between the pieces of a get
+	}
+	return n, stopNone
+}
+
+// mustWait reports whether cmd must wait for an earlier command on one of
+// its keys that is still in flight: the client must see that one's effect.
+// It first closes the run and flushes what is done, then asks again; cmd
+// is parsed again once the other completes.
+func (cs *connState) mustWait(cmd *Command) bool {
+	if !cs.conflicts(cmd) {
+		return false
+	}
+	cs.run.close()
+	cs.flush()
+	return cs.conflicts(cmd)
+}
+
+// conflicts reports whether cmd shares a key with a command still in
+// flight when one of them writes it: one connection's commands take effect
+// in the order they were sent, even when the backend completes them out of
+// order. A command can be in flight only while a completion is awaited
+// from elsewhere (undone) or a get run is open, so only then are keys
+// hashed: cmd's once per check, each earlier command's once (keyHashes).
+func (cs *connState) conflicts(cmd *Command) bool {
+	if len(cmd.Keys) == 0 || cs.undone.Load() <= 0 && cs.run.p == nil {
+		return false
+	}
+	w := writesKeys(cmd)
+	var hashes []uint64 // cmd's, made at the first command to compare with
+	for _, p := range cs.queue {
+		if p.state.Load() == stateDone || (!w && !p.writes) || p.req.NumKeys() == 0 {
+			continue
+		}
+		if hashes == nil {
+			hashes = cs.scratch.hashKeys(cmd)
+		}
+		for _, pk := range p.keyHashes() {
+			for _, h := range hashes {
+				if pk == h {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// hashKeys returns the hashes of cmd's keys, in the loop's scratch.
+func (sc *loopScratch) hashKeys(cmd *Command) []uint64 {
+	sc.hashes = sc.hashes[:0]
+	for _, k := range cmd.Keys {
+		sc.hashes = append(sc.hashes, maphash.Bytes(keySeed, k))
+	}
+	return sc.hashes
+}
+
+// blocked reports whether a barrier command is still running.
+func (cs *connState) blocked() bool {
+	if cs.undone.Load() <= 0 {
+		return false
+	}
+	for _, p := range cs.queue {
+		if p.barrier && p.state.Load() != stateDone {
+			return true
+		}
+	}
+	return false
 }
 
 // holdPartial makes what the connection holds of the server's budget for
@@ -400,323 +405,18 @@ func (s *Server) partialBytes() int64 {
 	return DefaultPartialBytes
 }
 
-// blocked reports whether a barrier command is still running.
-func (cs *connState) blocked() bool {
-	if cs.undone.Load() <= 0 {
-		return false
-	}
-	for _, p := range cs.queue {
-		if p.barrier && p.state.Load() != stateDone {
-			return true
-		}
-	}
-	return false
-}
-
-var keySeed = maphash.MakeSeed()
-
-// writesKeys reports whether a command changes the keys it names.
-func writesKeys(cmd *Command) bool {
-	switch cmd.Kind {
-	case CmdGet, CmdGets, CmdMetaDebug:
-		return false
-	case CmdMetaGet:
-		return !metaGetBatchable(cmd)
-	}
-	return true
-}
-
-// conflicts reports whether cmd must wait for a command still in flight: one
-// connection's commands take effect in the order they were sent, even when the
-// backend completes them out of order.
-func (cs *connState) conflicts(cmd *Command) bool {
-	if len(cmd.Keys) == 0 || cs.undone.Load() <= 0 && cs.openGet == nil {
-		return false
-	}
-	w := writesKeys(cmd)
-	for _, p := range cs.queue {
-		if p.state.Load() == stateDone || len(p.keys) == 0 || (!w && !p.writes) {
-			continue
-		}
-		for _, k := range cmd.Keys {
-			h := maphash.Bytes(keySeed, k)
-			for _, pk := range p.keys {
-				if pk == h {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// track records the keys of a command about to start, for conflicts.
-func (p *pending) track(cmd *Command) {
-	p.writes = writesKeys(cmd)
-	for _, k := range cmd.Keys {
-		p.keys = append(p.keys, maphash.Bytes(keySeed, k))
-	}
-}
-
-// inRun reports whether a command is a binary get-family one, or a meta get,
-// that can share a batch with its neighbours.
-func (cs *connState) inRun(cmd *Command) bool {
-	if cmd.Binary {
-		return cmd.Kind == CmdGet || cmd.Kind == CmdGat || cmd.Kind == CmdTouch
-	}
-	return metaGetBatchable(cmd)
-}
-
-func (cs *connState) joinsRun(cmd *Command) bool {
-	r := cs.openGet.req
-	if cmd.Kind == CmdMetaGet {
-		return cs.openGet.kind == CmdMetaGet && r.Meta.NoBump == cmd.Meta.On('u') && r.Meta.Recache == cmd.Meta.Recache
-	}
-	if cs.openGet.kind == CmdMetaGet {
-		return false
-	}
-	if cmd.Kind == CmdGet {
-		return r.Verb == gateway.VerbGet
-	}
-	return r.Verb == gateway.VerbGat && r.Exptime == cmd.Exptime
-}
-
-// addToRun adds a binary get-family command to the open run, opening one if
-// needed; a non-quiet command ends the run.
-func (cs *connState) addToRun(cmd *Command) {
-	p := cs.openGet
-	if cmd.Kind == CmdMetaGet {
-		if p == nil {
-			p = cs.newPending(CmdMetaGet, false)
-			metaGetOptions(p.req, cmd)
-			cs.openGet, cs.runPiece = p, cs.srv.svc.MultiGetPiece()
-		}
-		p.req.AddKey(cmd.Keys[0])
-		p.addMeta(cmd)
-		p.track(cmd)
-		if !cmd.Quiet || len(p.keys) >= cs.runPiece {
-			cs.closeRun() // a long run goes in pieces
-		}
-		return
-	}
-	if p == nil {
-		kind := cmd.Kind
-		if kind == CmdTouch {
-			kind = CmdGat
-		}
-		p = cs.newPending(kind, false)
-		p.bin, p.opcode, p.opaque = true, cmd.Opcode, cmd.Opaque
-		p.req.Verb = gateway.VerbGet
-		if kind == CmdGat {
-			p.req.Verb, p.req.Exptime = gateway.VerbGat, cmd.Exptime
-		}
-		cs.openGet, cs.runPiece = p, cs.srv.svc.MultiGetPiece()
-	}
-	p.req.AddKey(cmd.Keys[0])
-	p.binKeys = append(p.binKeys, binKey{cmd.Opcode, cmd.Opaque})
-	p.track(cmd)
-	if !cmd.Quiet || len(p.keys) >= cs.runPiece {
-		cs.closeRun() // a long run goes in pieces
-	}
-}
-
-// closeRun starts the open run of binary gets, if any.
-func (cs *connState) closeRun() {
-	if p := cs.openGet; p != nil {
-		cs.openGet = nil
-		cs.do(p)
-	}
-}
-
-// dispatchBinary starts a binary command other than a get.
-func (cs *connState) dispatchBinary(cmd *Command) {
-	s := cs.srv
-	fixed := func(b []byte) {
-		p := cs.newPending(cmd.Kind, false)
-		p.bin, p.opcode, p.opaque = true, cmd.Opcode, cmd.Opaque
-		p.fixed = append(p.fixed, b...)
-		p.state.Store(stateDone)
-	}
-	switch cmd.Kind {
-	case CmdSet, CmdAdd, CmdReplace, CmdAppend, CmdPrepend, CmdCas, CmdDelete, CmdIncr, CmdDecr:
-		p := cs.newPending(cmd.Kind, false)
-		p.bin, p.opcode, p.opaque = true, cmd.Opcode, cmd.Opaque
-		r := p.req
-		r.Verb = storageVerb[cmd.Kind]
-		r.AddKey(cmd.Keys[0])
-		r.SetValue(cmd.Data)
-		r.Flags, r.Exptime, r.Cas, r.Delta = cmd.Flags, cmd.Exptime, cmd.Cas, cmd.Delta
-		r.Create, r.Initial = cmd.Create, cmd.Initial
-		p.track(cmd)
-		cs.do(p)
-	case CmdFlushAll:
-		p := cs.newPending(cmd.Kind, false)
-		p.bin, p.opcode, p.opaque = true, cmd.Opcode, cmd.Opaque
-		if !cmd.Quiet {
-			p.fixed = appendBinHeader(p.fixed, cmd.Opcode, 0, 0, statusOK, 0, cmd.Opaque, 0)
-		}
-		p.barrier = true
-		delay := cmd.Delay
-		go func() {
-			s.svc.FlushAll(delay)
-			p.complete(nil)
-		}()
-		cs.waiting(p)
-	case CmdNoop, CmdVerbosity:
-		if cmd.Kind == CmdVerbosity {
-			s.verbosity.Store(cmd.Level)
-		}
-		fixed(appendBinHeader(nil, cmd.Opcode, 0, 0, statusOK, 0, cmd.Opaque, 0))
-	case CmdVersion:
-		b := appendBinHeader(nil, cmd.Opcode, 0, 0, statusOK, len(s.cfg.Version), cmd.Opaque, 0)
-		fixed(append(b, s.cfg.Version...))
-	case CmdQuit:
-		if !cmd.Quiet {
-			fixed(appendBinHeader(nil, cmd.Opcode, 0, 0, statusOK, 0, cmd.Opaque, 0))
-		}
-		cs.closeAfter = true
-	case CmdSaslList, CmdSaslAuth, CmdSaslStep:
-		cs.dispatchSASL(cmd, fixed)
-	case CmdStats:
-		op, opaque, arg := cmd.Opcode, cmd.Opaque, append([]byte(nil), cmd.Arg...)
-		p := cs.replyInOrder(cmd.Kind, func(dst []byte) []byte {
-			if bytes.HasPrefix(arg, []byte("detail")) {
-				word, _ := bytes.CutPrefix(arg, []byte("detail ")) // "detail" alone has no word
-				if len(word) == len(arg) {
-					word = nil
-				}
-				return s.prefix.detailBinary(dst, op, opaque, word)
-			}
-			text := s.appendStats(nil, arg, nil)
-			if string(text) == string(replyError) {
-				return appendBinError(dst, op, opaque, statusKeyNotFound)
-			}
-			return appendBinStats(dst, op, opaque, text)
-		})
-		p.bin, p.opcode, p.opaque = true, cmd.Opcode, cmd.Opaque
-	default:
-		fixed(appendBinError(nil, cmd.Opcode, cmd.Opaque, statusUnknownCommand))
-	}
-}
-
-// dispatch starts one parsed command. It reports false when a get stopped
-// between its pieces (dispatchGet): the command is then not consumed.
-func (cs *connState) dispatch(cmd *Command) bool {
-	if cmd.Binary {
-		cs.dispatchBinary(cmd)
-		return true
-	}
-	if cmd.Kind.IsMeta() {
-		cs.dispatchMeta(cmd)
-		return true
-	}
-	s := cs.srv
-	switch cmd.Kind {
-	case CmdGet, CmdGets, CmdGat, CmdGats:
-		if len(cmd.Keys) == 0 { // "gat <exptime>" with no keys
-			cs.reply(cmd.Kind, replyEnd, false)
-			return true
-		}
-		return cs.dispatchGet(cmd)
-	case CmdSet, CmdAdd, CmdReplace, CmdAppend, CmdPrepend, CmdCas:
-		p := cs.newPending(cmd.Kind, cmd.NoReply)
-		r := p.req
-		r.Verb = storageVerb[cmd.Kind]
-		r.AddKey(cmd.Keys[0])
-		r.SetValue(cmd.Data)
-		r.Flags, r.Exptime, r.Cas = cmd.Flags, cmd.Exptime, cmd.Cas
-		p.track(cmd)
-		cs.do(p)
-	case CmdDelete, CmdIncr, CmdDecr, CmdTouch:
-		p := cs.newPending(cmd.Kind, cmd.NoReply)
-		r := p.req
-		r.Verb = storageVerb[cmd.Kind]
-		r.AddKey(cmd.Keys[0])
-		r.Delta, r.Exptime = cmd.Delta, cmd.Exptime
-		p.track(cmd)
-		cs.do(p)
-	case CmdFlushAll:
-		p := cs.newPending(cmd.Kind, cmd.NoReply)
-		p.fixed = append(p.fixed, replyOK...)
-		p.barrier = true
-		delay := cmd.Delay
-		go func() { // the scan-delete may take a while; no event loop waits on it
-			s.svc.FlushAll(delay)
-			p.complete(nil)
-		}()
-		cs.waiting(p)
-	case CmdVersion:
-		cs.reply(cmd.Kind, AppendVersion(nil, s.cfg.Version), false)
-	case CmdVerbosity:
-		s.verbosity.Store(cmd.Level)
-		cs.reply(cmd.Kind, replyOK, cmd.NoReply)
-	case CmdQuit:
-		cs.closeAfter = true
-	case CmdStats:
-		arg, arg2 := append([]byte(nil), cmd.Arg...), append([]byte(nil), cmd.Arg2...)
-		cs.replyInOrder(cmd.Kind, func(dst []byte) []byte { return s.appendStats(dst, arg, arg2) })
-	default:
-		cs.reply(cmd.Kind, replyError, false)
-	}
-	return true
-}
-
-// dispatchGet starts a text get, gets, gat or gats, in pieces of at most
-// MultiGetPiece keys. Between pieces it flushes what is done, and it stops while
-// the client is not reading: it then reports false, and the command, left
-// in the input, is parsed again later and resumed at key getResume.
-func (cs *connState) dispatchGet(cmd *Command) bool {
-	keys, piece := cmd.Keys[cs.getResume:], len(cmd.Keys)
-	if piece > 1 {
-		piece = cs.srv.svc.MultiGetPiece()
-	}
-	for len(keys) > 0 {
-		if cs.getResume > 0 {
-			if cs.unflushed >= flushEarly {
-				cs.flush()
-			}
-			if cs.t.backlog() >= replyBacklogMax {
-				return false
-			}
-		}
-		n := min(len(keys), piece)
-		p := cs.newPending(cmd.Kind, false)
-		p.piece, p.more = n < len(cmd.Keys), n < len(keys)
-		r := p.req
-		r.Verb = gateway.VerbGet
-		if cmd.Kind == CmdGat || cmd.Kind == CmdGats {
-			r.Verb, r.Exptime = gateway.VerbGat, cmd.Exptime
-		}
-		for _, k := range keys[:n] {
-			r.AddKey(k)
-			p.keys = append(p.keys, maphash.Bytes(keySeed, k))
-		}
-		p.writes = writesKeys(cmd)
-		cs.do(p)
-		keys = keys[n:]
-		cs.getResume += n
-	}
-	cs.getResume = 0
-	return true
-}
-
-var storageVerb = [NumCommandKinds]gateway.Verb{
-	CmdSet: gateway.VerbSet, CmdAdd: gateway.VerbAdd, CmdReplace: gateway.VerbReplace,
-	CmdAppend: gateway.VerbAppend, CmdPrepend: gateway.VerbPrepend, CmdCas: gateway.VerbCas,
-	CmdDelete: gateway.VerbDelete, CmdIncr: gateway.VerbIncr, CmdDecr: gateway.VerbDecr,
-	CmdTouch: gateway.VerbTouch,
-}
-
-// flush encodes the replies at the head of the queue that are done, in order,
-// and writes them in one call.
+// flush encodes the replies at the head of the queue that are done, in
+// order, into the transport's output, and sends them.
 func (cs *connState) flush() {
-	sc := cs.scratch
-	out := sc.out
 	n := 0
+	var out []byte
 	var now int64 // read once the first reply is ready
 	for _, p := range cs.queue {
 		if p.state.Load() != stateDone {
 			break
+		}
+		if n == 0 {
+			out = cs.t.Output()
 		}
 		if cs.srv.prefix.on.Load() {
 			cs.srv.prefix.record(p)
@@ -740,6 +440,7 @@ func (cs *connState) flush() {
 	if n == 0 {
 		return
 	}
+	sc := cs.scratch
 	for i := 0; i < n; i++ {
 		sc.free = append(sc.free, cs.queue[i])
 		cs.queue[i] = nil
@@ -748,16 +449,16 @@ func (cs *connState) flush() {
 	cs.queue = cs.queue[:rest]
 	cs.unflushed = 0
 	if len(out) > 0 {
-		// A failed write closes the connection mid-callback, and its fd may
-		// be reused by then: later flushes must not write. write copies
-		// what the socket does not take, so out is free again on return.
-		if !cs.closed.Load() {
-			cs.t.write(out)
-			cs.srv.m.stats.Add(cs.shard, statBytesWritten, uint64(len(out)))
-		}
-		if cap(out) > 1<<20 {
-			out = nil // do not pin a huge buffer to an idle loop
-		}
+		cs.send(out)
 	}
-	sc.out = out[:0]
+}
+
+// send gives replies to the transport. A failed write closes the
+// connection mid-callback, and its fd may be reused by then: later
+// flushes must not write.
+func (cs *connState) send(b []byte) {
+	if !cs.closed.Load() {
+		cs.t.Send(b)
+		cs.srv.m.stats.Add(cs.shard, statBytesWritten, uint64(len(b)))
+	}
 }

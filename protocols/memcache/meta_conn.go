@@ -8,28 +8,30 @@ import (
 )
 
 // metaKey is what the reply to one meta command needs from its request line:
-// its flag tokens and key, copied into pending.metaBuf.
+// its flag tokens and key, copied into metaReply.buf.
 type metaKey struct {
-	tokens, key [2]int // spans in pending.metaBuf
+	tokens, key [2]int // spans in metaReply.buf
 	b64         bool
 	quiet       bool
 }
 
 // metaTokens returns key i's flag tokens and key (as sent).
 func (p *pending) metaTokens(i int) (tokens, key []byte) {
-	mk := &p.meta[i]
-	return p.metaBuf[mk.tokens[0]:mk.tokens[1]], p.metaBuf[mk.key[0]:mk.key[1]]
+	m := &p.meta
+	mk := &m.keys[i]
+	return m.buf[mk.tokens[0]:mk.tokens[1]], m.buf[mk.key[0]:mk.key[1]]
 }
 
 func (p *pending) addMeta(cmd *Command) {
+	m := &p.meta
 	mk := metaKey{b64: cmd.Meta.KeyB64, quiet: cmd.Quiet}
-	mk.tokens[0] = len(p.metaBuf)
-	p.metaBuf = append(p.metaBuf, cmd.Meta.Tokens...)
-	mk.tokens[1] = len(p.metaBuf)
-	p.metaBuf = append(p.metaBuf, cmd.Meta.RawKey...)
-	mk.key[1] = len(p.metaBuf)
+	mk.tokens[0] = len(m.buf)
+	m.buf = append(m.buf, cmd.Meta.Tokens...)
+	mk.tokens[1] = len(m.buf)
+	m.buf = append(m.buf, cmd.Meta.RawKey...)
+	mk.key[1] = len(m.buf)
 	mk.key[0] = mk.tokens[1]
-	p.meta = append(p.meta, mk)
+	m.keys = append(m.keys, mk)
 }
 
 // metaGetBatchable reports whether an mg can share a batch with its
@@ -60,10 +62,10 @@ func metaGetOptions(r *gateway.Request, cmd *Command) {
 func (cs *connState) dispatchMeta(cmd *Command) {
 	m := &cmd.Meta
 	if cmd.Kind == CmdMetaNoop {
-		cs.reply(cmd.Kind, replyMetaNoop, false)
+		cs.reply(dialectMeta, cmd.Kind, replyMetaNoop, false)
 		return
 	}
-	p := cs.newPending(cmd.Kind, false)
+	p := cs.newPending(dialectMeta, cmd.Kind, false)
 	p.addMeta(cmd)
 	r := p.req
 	r.AddKey(cmd.Keys[0])
@@ -129,7 +131,7 @@ func (cs *connState) dispatchMeta(cmd *Command) {
 	if cmd.Kind != CmdMetaGet && cmd.Kind != CmdMetaDebug && m.On('E') {
 		r.Meta.HasNewCas, r.Meta.NewCas = true, m.NewCas
 	}
-	p.track(cmd)
+	p.writes = writesKeys(cmd)
 	cs.do(p)
 }
 
@@ -150,7 +152,7 @@ func (cs *connState) encodeMeta(dst []byte, p *pending) []byte {
 		return appendMetaDebug(dst, p)
 	}
 	tokens, key := p.metaTokens(0)
-	mk := &p.meta[0]
+	mk := &p.meta.keys[0]
 	var code string
 	switch r.Outcome {
 	case gateway.OutcomeStored, gateway.OutcomeDeleted, gateway.OutcomeTouched, gateway.OutcomeNumber:
@@ -206,7 +208,7 @@ func (cs *connState) encodeMeta(dst []byte, p *pending) []byte {
 // appendMetaItem appends one mg reply: VA/HD with the flags asked for, or EN.
 func appendMetaItem(dst []byte, p *pending, i int, it *gateway.Item, now uint32) []byte {
 	tokens, key := p.metaTokens(i)
-	mk := &p.meta[i]
+	mk := &p.meta.keys[i]
 	if it.Err != nil {
 		return appendErrorReply(dst, it.Err)
 	}

@@ -2,13 +2,13 @@ package memcache
 
 import (
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ndbgate/ndbgate/gateway"
 	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"github.com/ndbgate/ndbgate/ndbclient"
+	"github.com/ndbgate/ndbgate/protocols/memcache/transport"
 )
 
 // Outcome labels of the request counter, coarse on purpose: per-command detail
@@ -54,7 +54,7 @@ type serverMetrics struct {
 
 // Indexes into serverMetrics.stats; the first three are the dialects.
 const (
-	statBytesRead = numDialects + iota
+	statBytesRead = int(numDialects) + iota
 	statBytesWritten
 	numStats
 )
@@ -64,15 +64,7 @@ func (m *serverMetrics) countAuth(o int) {
 	m.authN[o].Add(1)
 }
 
-// Dialects and auth outcomes, for ndbgate_memcache_commands_total and
-// ndbgate_memcache_auth_total.
-const (
-	dialectText = iota
-	dialectMeta
-	dialectBinary
-	numDialects
-)
-
+// Auth outcomes, for ndbgate_memcache_auth_total.
 const (
 	authOK = iota
 	authFailure
@@ -97,11 +89,9 @@ func newServerMetrics() *serverMetrics {
 	return m
 }
 
-// clockBase lets requests be timed with the monotonic clock alone: time.Now
-// reads the wall clock too.
-var clockBase = time.Now()
-
-func monoNanos() int64 { return int64(time.Since(clockBase)) }
+// monoNanos is the clock requests are timed by: the transports' monotonic
+// clock, which dates an epoll loop's turn (loopScratch.now).
+func monoNanos() int64 { return transport.Nanos() }
 
 // observe counts p, done at now (monoNanos).
 func (m *serverMetrics) observe(p *pending, now int64) {
@@ -121,15 +111,15 @@ func (m *serverMetrics) observe(p *pending, now int64) {
 	}
 	shard := p.cs.shard
 	requestMetrics.Counts.Add(shard, int(p.kind)*numOutcomes+o, 1)
-	d, n := dialectText, 1
-	switch {
-	case p.bin:
-		d, n = dialectBinary, max(1, len(p.binKeys))
-	case p.kind.IsMeta():
-		d, n = dialectMeta, max(1, len(p.meta))
+	n := 1
+	switch p.dialect {
+	case dialectBinary:
+		n = max(1, len(p.bin.keys))
+	case dialectMeta:
+		n = max(1, len(p.meta.keys))
 	}
-	dialectCounts.Add(shard, d, uint64(n))
-	m.stats.Add(shard, d, uint64(n))
+	dialectCounts.Add(shard, int(p.dialect), uint64(n))
+	m.stats.Add(shard, int(p.dialect), uint64(n))
 	requestMetrics.Durations.Observe(shard, int(p.kind), now-p.start)
 }
 

@@ -8,13 +8,18 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient/embedded"
 )
 
-// discardTransport stands in for gnet: replies are counted and dropped.
-type discardTransport struct{ n int }
+// discardTransport stands in for a transport: replies are counted and
+// dropped.
+type discardTransport struct {
+	n   int
+	out []byte
+}
 
-func (d *discardTransport) write(b []byte) { d.n += len(b) }
-func (d *discardTransport) wake()          {}
-func (d *discardTransport) backlog() int   { return 0 }
-func (d *discardTransport) wakeWhenSent()  {}
+func (d *discardTransport) Output() []byte { return d.out[:0] }
+func (d *discardTransport) Send(b []byte)  { d.n += len(b); d.out = b[:0] }
+func (d *discardTransport) Wake()          {}
+func (d *discardTransport) Backlog() int   { return 0 }
+func (d *discardTransport) WakeWhenSent()  {}
 
 // benchConn is one connection of a server on the embedded engine, with the
 // network taken away: what is left is the per-command CPU the gateway spends.

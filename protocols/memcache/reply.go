@@ -7,24 +7,30 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
-// encode appends p's reply. This is the one place canonical errors become
-// memcached text replies.
+// encode appends p's reply: a reply made before (fixed, or render's), or
+// its dialect's encoder's. This file's encoders and meta_conn.go's are the
+// one place canonical errors become memcached replies.
 func (cs *connState) encode(dst []byte, p *pending) []byte {
 	if p.req.Outcome == gateway.OutcomeNone || len(p.fixed) > 0 {
 		return append(dst, p.fixed...)
 	}
-	if p.bin {
+	switch p.dialect {
+	case dialectBinary:
 		return cs.encodeBinary(dst, p)
-	}
-	if p.kind.IsMeta() {
+	case dialectMeta:
 		return cs.encodeMeta(dst, p)
 	}
+	return cs.encodeText(dst, p)
+}
+
+// encodeText appends a text command's reply.
+func (cs *connState) encodeText(dst []byte, p *pending) []byte {
 	r := p.req
-	if p.piece {
+	if p.text.piece {
 		// A get in pieces answers as one: after a piece fails, its error
 		// line ends the reply and the later pieces say nothing.
 		failed := cs.pieceFailed
-		cs.pieceFailed = p.more && (failed || r.Outcome != gateway.OutcomeValues || itemFailed(r))
+		cs.pieceFailed = p.text.more && (failed || r.Outcome != gateway.OutcomeValues || itemFailed(r))
 		if failed {
 			return dst
 		}
@@ -49,7 +55,7 @@ func (cs *connState) encode(dst []byte, p *pending) []byte {
 				dst = AppendValue(dst, it.Key, it.Flags, it.Value)
 			}
 		}
-		if p.more {
+		if p.text.more {
 			return dst // a later piece ends the reply
 		}
 		return append(dst, replyEnd...)
@@ -78,11 +84,8 @@ func (cs *connState) spill(dst []byte) []byte {
 	if len(dst) < flushEarly {
 		return dst
 	}
-	if !cs.closed.Load() {
-		cs.t.write(dst)
-		cs.srv.m.stats.Add(cs.shard, statBytesWritten, uint64(len(dst)))
-	}
-	return dst[:0]
+	cs.send(dst)
+	return cs.t.Output()
 }
 
 // itemFailed reports whether a key of r's get failed (not a miss).
@@ -102,7 +105,7 @@ func (cs *connState) encodeBinary(dst []byte, p *pending) []byte {
 	if r.Outcome == gateway.OutcomeValues {
 		for i := range r.Items {
 			dst = cs.spill(dst)
-			it, bk := &r.Items[i], p.binKeys[i]
+			it, bk := &r.Items[i], p.bin.keys[i]
 			switch {
 			case it.Err != nil:
 				dst = appendBinError(dst, bk.opcode, bk.opaque, binStatusOf(it.Err))
@@ -117,15 +120,15 @@ func (cs *connState) encodeBinary(dst []byte, p *pending) []byte {
 	status := uint16(statusOK)
 	switch r.Outcome {
 	case gateway.OutcomeStored, gateway.OutcomeDeleted, gateway.OutcomeTouched:
-		if binQuiet(p.opcode) {
+		if binQuiet(p.bin.opcode) {
 			return dst
 		}
-		return appendBinHeader(dst, p.opcode, 0, 0, statusOK, 0, p.opaque, r.NewCas)
+		return appendBinHeader(dst, p.bin.opcode, 0, 0, statusOK, 0, p.bin.opaque, r.NewCas)
 	case gateway.OutcomeNumber:
-		if binQuiet(p.opcode) {
+		if binQuiet(p.bin.opcode) {
 			return dst
 		}
-		dst = appendBinHeader(dst, p.opcode, 0, 0, statusOK, 8, p.opaque, r.NewCas)
+		dst = appendBinHeader(dst, p.bin.opcode, 0, 0, statusOK, 8, p.bin.opaque, r.NewCas)
 		return binary.BigEndian.AppendUint64(dst, r.Number)
 	case gateway.OutcomeNotStored:
 		switch p.kind {
@@ -143,7 +146,7 @@ func (cs *connState) encodeBinary(dst []byte, p *pending) []byte {
 	default:
 		status = binStatusOf(r.Err)
 	}
-	return appendBinError(dst, p.opcode, p.opaque, status)
+	return appendBinError(dst, p.bin.opcode, p.bin.opaque, status)
 }
 
 // binStatusOf maps a canonical error onto a binary status.

@@ -116,8 +116,7 @@ func (cs *connState) dispatchSASL(cmd *Command, fixed func([]byte)) {
 	// saslMaxFailures the connection is closed.
 	cs.srv.m.countAuth(authFailure)
 	cs.authFailures++
-	p := cs.newPending(cmd.Kind, false)
-	p.bin, p.opcode, p.opaque = true, cmd.Opcode, cmd.Opaque
+	p := cs.newBinPending(cmd)
 	p.fixed = appendBinError(p.fixed, cmd.Opcode, cmd.Opaque, statusAuthError)
 	p.barrier = true
 	time.AfterFunc(saslBackoff(cs.authFailures), func() { p.complete(nil) })

@@ -19,6 +19,7 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient"
 	"github.com/ndbgate/ndbgate/ndbclient/embedded"
 	"github.com/ndbgate/ndbgate/ndbclient/ndbclienttest"
+	"github.com/ndbgate/ndbgate/protocols/memcache/transport"
 )
 
 // eventLoops are the loops this platform can serve with, its default first.
@@ -26,7 +27,7 @@ import (
 // (Config.BatchSyscalls), ndbgate's default on Linux; where the kernel has
 // no io_uring it runs as plain epoll.
 func eventLoops() []string {
-	if epollAvailable {
+	if transport.EpollAvailable {
 		return []string{loopEpollRing, EventLoopEpoll, EventLoopGnet}
 	}
 	return []string{EventLoopGnet}
@@ -279,10 +280,11 @@ type recordingTransport struct {
 	wakes int
 }
 
-func (r *recordingTransport) write(b []byte) { r.out = append(r.out, b...) }
-func (r *recordingTransport) wake()          { r.wakes++ }
-func (r *recordingTransport) backlog() int   { return 0 }
-func (r *recordingTransport) wakeWhenSent()  {}
+func (r *recordingTransport) Output() []byte { return nil }
+func (r *recordingTransport) Send(b []byte)  { r.out = append(r.out, b...) }
+func (r *recordingTransport) Wake()          { r.wakes++ }
+func (r *recordingTransport) Backlog() int   { return 0 }
+func (r *recordingTransport) WakeWhenSent()  {}
 
 // A deep pipeline is served commandsPerServe commands at a time: the
 // connection yields to its event loop's other connections and asks to be

@@ -269,8 +269,9 @@ func sendGarbage(addr string, b []byte, rst bool) {
 func TestSlowReaderGetsEveryReplyInOrder(t *testing.T) {
 	s := startServer(t)
 	c := dialRaw(t, s.memcacheAddr)
-	// Values under the raw-write bound (64 KiB), so that replies take both
-	// paths: raw while the queue is empty, gnet's once it is not.
+	// Values under the raw-write bound (64 KiB), so that a reply is written
+	// raw while nothing waits ahead of it, and queued behind the rest once
+	// the socket is full.
 	// On a live cluster values are smaller (valueMax) and there are more gets.
 	keys, size := 4, min(56<<10, valueMax()-500)
 	gets := (24 << 20) / size // 24 MiB of replies

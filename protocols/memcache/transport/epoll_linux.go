@@ -1,66 +1,60 @@
 //go:build linux
 
-package memcache
+package transport
 
 import (
 	"context"
 	"errors"
 	"log/slog"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 )
 
-// The epoll event loops serve the plain TCP and unix-socket listeners on
-// Linux: one loop per processor, each a goroutine calling epoll, read and
-// write directly. gnet (server.go), the portable fallback, yields the
-// processor (runtime.Gosched) every time a poll finds nothing; that hands its
-// loop between OS threads and wakes spinning ones for every few requests
-// (bench/RESULTS.md, sixth and seventh passes), and gnet has no option to
-// avoid it.
+// Epoll serves the listeners on ndbgate's own event loops, one per
+// processor: each a goroutine calling epoll, read and write directly, or
+// through io_uring one call per turn for a turn's reads and one for its
+// replies. They measured faster than gnet (bench/RESULTS.md), whose loops
+// hop threads; what they ask of the Go runtime for that is written down in
+// runtime_linux.go.
 //
-// A loop waits in epoll_wait as a raw syscall: it keeps its processor (P)
-// while it sleeps, as a C event loop keeps its thread, so the runtime's
-// monitor never takes the P away and hands it between threads on every wait.
-// Only after rawWaitMillis with nothing to do does it wait as an ordinary
-// syscall. Loops are not locked to their threads (see run). Three consequences
-// are handled here:
-//   - other goroutines (accepts, timers, the REST and gRPC servers) need a
-//     processor of their own, so serving raises GOMAXPROCS to one more than
-//     the loops of every running server (reserveProcs);
-//   - a stop-the-world or a preemption interrupts the wait with a signal, and
-//     the loop then yields so the runtime gets its P;
-//   - the runtime preempts a goroutine it has not rescheduled for 10 ms, and a
-//     raw wait is no reschedule, so a loop yields every yieldNanos itself.
+// A loop's turn: one wait, then every ready connection is read and served,
+// then the replies the turn made are sent together (sendHeld). Between
+// turns the loop does its chores: takes on accepted connections and serves
+// those woken from other goroutines (completions).
+func Epoll(opts Options) Transport { return &epollServer{opts: opts} }
 
-// epollAvailable: Linux serves with the epoll loops by default.
-const epollAvailable = true
+// EpollAvailable: Linux serves with the epoll loops by default.
+const EpollAvailable = true
 
 const (
 	loopReadBuf = 64 << 10 // one per loop: input is copied out only when a command is incomplete
 	loopEvents  = 128
 	// heldReplyMax is the largest output a connection holds until its loop's
-	// turn ends (see epollConn.write); larger replies go at once rather than
-	// be copied.
+	// turn ends (see epollConn.Send); larger replies go at once.
 	heldReplyMax = 16 << 10
+	// turnKeepMax: a turn buffer this large is dropped once the turn is over.
+	turnKeepMax = MaxBuffered
 )
 
 type epollServer struct {
-	srv   *Server
+	opts  Options
+	h     Handler
 	loops []*epollLoop
 	lns   []net.Listener
 	next  atomic.Uint32
 	loopW sync.WaitGroup
 	accW  sync.WaitGroup
-	// force closes the connections at once; Server.draining alone lets each
-	// send its replies first.
+	// started: the loops run; Shutdown does nothing before.
+	started atomic.Bool
+	// draining: Shutdown has begun; connections take no new commands and
+	// close once their replies are out.
+	draining atomic.Bool
+	// force closes the connections at once.
 	force atomic.Bool
 }
 
@@ -69,11 +63,9 @@ type epollServer struct {
 type epollLoop struct {
 	es    *epollServer
 	epfd  int
-	efd   int // eventfd: completions, yields and new connections wake the loop
-	shard int
+	efd   int          // eventfd: completions, yields and new connections wake the loop
 	conns []*epollConn // by fd
-	// scratch is shared by the loop's connections (see loopScratch).
-	scratch *loopScratch
+	proto Loop
 
 	mu       sync.Mutex
 	woken    []*epollConn // connections to serve again
@@ -83,9 +75,12 @@ type epollLoop struct {
 
 	busy   busyTracker
 	spare  []*epollConn
-	held   []*epollConn // connections whose replies go when the turn ends
 	events []syscall.EpollEvent
 	buf    []byte
+	// turn holds the replies of the turn's connections, encoded in place
+	// (Output), until the turn ends; held lists those connections.
+	turn []byte
+	held []*epollConn
 	// ring, if the kernel allows it, runs a turn's reads and its held
 	// replies as one syscall each (see batchRing); reading holds the
 	// connections whose reads are queued in it.
@@ -96,7 +91,7 @@ type epollLoop struct {
 type epollConn struct {
 	loop   *epollLoop
 	fd     int
-	cs     *connState
+	s      Session
 	in     []byte // input not yet parsed
 	out    []byte // output the socket did not take
 	events uint32 // registered with epoll
@@ -104,25 +99,25 @@ type epollConn struct {
 	failed bool // a write failed: close at the next chance
 	gone   bool
 	held   bool // in loop.held: has output to send when the turn ends
+	// heldFrom and heldTo span the replies c holds in loop.turn. While c
+	// holds some there, out is empty: they go first.
+	heldFrom, heldTo int
 	// resume: serve stopped with input left while the client was not
 	// reading; serve it again once the output has gone (arm).
 	resume bool
 }
 
-// serveEpoll listens on addrs ("tcp" or "unix" network, address) and runs
-// the loops until Shutdown.
-func (s *Server) serveEpoll(addrs [][2]string) error {
-	es := &epollServer{srv: s}
-	for _, a := range addrs {
-		ln, err := net.Listen(a[0], a[1])
+func (es *epollServer) Serve(h Handler, ready func()) error {
+	es.h = h
+	for _, a := range es.opts.Listen {
+		ln, err := net.Listen(a.Network, a.Address)
 		if err != nil {
 			es.closeListeners()
 			return err
 		}
 		es.lns = append(es.lns, ln)
 	}
-	s.setSocketMode()
-	loops := s.cfg.Loops
+	loops := es.opts.Loops
 	if loops <= 0 {
 		loops = defaultLoops
 	}
@@ -144,25 +139,25 @@ func (s *Server) serveEpoll(addrs [][2]string) error {
 			rings++
 		}
 	}
-	s.log.LogAttrs(context.Background(), slog.LevelInfo, "memcache event loops", slog.String("kind", "epoll"),
+	es.opts.Log.LogAttrs(context.Background(), slog.LevelInfo, "memcache event loops", slog.String("kind", "epoll"),
 		slog.Int("loops", len(es.loops)), slog.Bool("io_uring", rings == len(es.loops)))
 	for _, l := range es.loops {
 		es.loopW.Add(1)
 		go l.run()
 	}
 	errc := make(chan error, len(es.lns))
+	es.accW.Add(len(es.lns))
+	es.started.Store(true)
+	ready()
 	for _, ln := range es.lns {
-		es.accW.Add(1)
 		go func() {
 			defer es.accW.Done()
 			if err := es.accept(ln); err != nil {
 				errc <- err
-				go func() { _ = es.shutdown(context.Background()) }() // Serve returns err once drained
+				go func() { _ = es.Shutdown(context.Background()) }() // Serve returns err once drained
 			}
 		}()
 	}
-	s.epoll.Store(es)
-	s.once.Do(func() { close(s.started) })
 	es.accW.Wait()
 	es.loopW.Wait()
 	close(errc)
@@ -179,14 +174,14 @@ func newEpollLoop(es *epollServer, shard int) (*epollLoop, error) {
 		_ = syscall.Close(epfd)
 		return nil, errno
 	}
-	l := &epollLoop{es: es, epfd: epfd, efd: int(efd), shard: shard,
-		scratch: es.srv.newScratch(), events: make([]syscall.EpollEvent, loopEvents), buf: make([]byte, loopReadBuf)}
-	if es.srv.cfg.BatchSyscalls {
+	l := &epollLoop{es: es, epfd: epfd, efd: int(efd), proto: es.h.NewLoop(shard),
+		events: make([]syscall.EpollEvent, loopEvents), buf: make([]byte, loopReadBuf)}
+	if es.opts.BatchSyscalls {
 		if r, err := newBatchRing(loopEvents); err == nil {
 			l.ring = r
 			l.buf = make([]byte, loopEvents*ringReadChunk)
 		} else {
-			es.srv.log.Debug("memcache: io_uring unavailable, one syscall per read and write", slog.Any("error", err))
+			es.opts.Log.Debug("memcache: io_uring unavailable, one syscall per read and write", slog.Any("error", err))
 		}
 	}
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(efd)}
@@ -220,11 +215,11 @@ func (es *epollServer) accept(ln net.Listener) error {
 	return acceptEach(ln, func(nc net.Conn) bool {
 		fd, err := detach(nc)
 		if err != nil {
-			es.srv.log.Warn("memcache accept", slog.Any("error", err))
+			es.opts.Log.Warn("memcache accept", slog.Any("error", err))
 			return true
 		}
-		if !es.srv.admit() {
-			_, _ = syscall.Write(fd, replyTooManyConns)
+		if ok, refusal := es.h.Admit(); !ok {
+			_, _ = syscall.Write(fd, refusal)
 			_ = syscall.Close(fd)
 			return true
 		}
@@ -232,7 +227,7 @@ func (es *epollServer) accept(ln net.Listener) error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if l.closed { // shutting down
-			es.srv.unadmit()
+			es.h.Unadmit()
 			_ = syscall.Close(fd)
 			return true
 		}
@@ -287,23 +282,19 @@ func (l *epollLoop) signalLocked() {
 }
 
 func (l *epollLoop) run() {
-	// Not locked to its thread: a locked goroutine that is preempted (the
-	// runtime does so every 10 ms to a loop that never blocks in the
-	// scheduler) hands its P to another thread and back, two wake-ups that
-	// wait for a CPU under load. Unlocked, it simply resumes.
 	defer l.es.loopW.Done()
 	defer l.closeFds()
-	lastYield := monoNanos()
+	lastYield := Nanos()
 	for {
 		// One wait per turn, as a C loop makes: a zero-timeout poll ahead of
 		// every wait made a third of the epoll_wait calls and found nothing.
 		// Shutdown wakes the loop through the eventfd (signalAll); from then
 		// on it polls, to see at once when its last reply has gone.
 		msec := rawWaitMillis
-		if l.es.srv.draining.Load() {
+		if l.es.draining.Load() {
 			msec = 0
 		}
-		waitStart := monoNanos()
+		waitStart := Nanos()
 		n, errno := epollWait(l.epfd, l.events, msec, true)
 		if errno == 0 && n == 0 {
 			if l.finished() {
@@ -315,27 +306,27 @@ func (l *epollLoop) run() {
 			if errno == syscall.EINTR {
 				// A signal: most likely the runtime asking for this P (a
 				// stop-the-world or a preemption), which a raw wait cannot
-				// honour. Give the P up here.
+				// honour. Give the P up here (runtime_linux.go, rule 2).
 				goyield()
-				lastYield = monoNanos()
+				lastYield = Nanos()
 				continue
 			}
-			l.es.srv.log.Error("memcache epoll_wait", slog.Any("error", errno))
+			l.es.opts.Log.Error("memcache epoll_wait", slog.Any("error", errno))
 			l.closeAll()
 			return
 		}
-		now := monoNanos()
-		if l.busy.shouldYield(waitStart, now) {
+		now := Nanos()
+		if l.busy.shouldYield(waitStart, now) { // rule 4
 			schedYield()
-			now = monoNanos()
+			now = Nanos()
 			l.busy.restart(now)
 		}
-		if now-lastYield >= yieldNanos { // before the runtime forces it (see yieldNanos)
+		if now-lastYield >= yieldNanos { // rule 3
 			goyield()
-			now = monoNanos()
+			now = Nanos()
 			lastYield = now
 		}
-		l.scratch.now = now // requests read in this turn start now
+		l.proto.BeginTurn(now) // requests read in this turn start now
 		for i := range n {
 			ev := &l.events[i]
 			fd := int(ev.Fd)
@@ -354,120 +345,10 @@ func (l *epollLoop) run() {
 	}
 }
 
-// yieldNanos is how often a loop yields its P of its own accord. The runtime
-// preempts a goroutine that has run for 10 ms without being scheduled again,
-// and a raw wait does not count as a reschedule. A forced preemption queues
-// the loop on the global run queue and wakes an idle P's thread, which then
-// takes the loop: under load the loops hopped threads about 85 times a
-// second (bench/RESULTS.md, ninth pass). goyield queues the loop on its own
-// P's run queue instead, wakes nobody, and the same thread resumes it.
-const yieldNanos = 2_000_000
-
-// busyNanos is how long a loop runs without its wait ever sleeping before it
-// offers its CPU to the kernel's other runnable tasks (sched_yield), once,
-// and starts counting again. Where clients share the cores (a sidecar beside
-// its app, or memtier on the same machine), a loop that always finds more
-// work would otherwise keep the CPU until the scheduler's tick preempts it,
-// up to 4 ms at HZ=250, while a client with its replies waits for that same
-// CPU. With nothing else runnable the yield returns at once. 1 ms was best
-// when the loops made a read and a write per request (bench/RESULTS.md,
-// tenth pass); batched through io_uring they serve more per ms, and 0.5 ms
-// gives a lower p99 at the same CPU per request (twelfth pass).
-const busyNanos = 500_000
-
-// sleptNanos: a wait that took this long slept, or the loop lost its CPU
-// meanwhile; a wait that finds events ready takes a few microseconds.
-const sleptNanos = 30_000
-
-// busyTracker tells a loop when to yield its CPU (see busyNanos).
-type busyTracker struct {
-	awakeSince int64 // monoNanos of the last wait that slept
-}
-
-// shouldYield reports whether a loop whose wait began at waitStart and
-// returned at now has been busy for busyNanos; the caller then yields and
-// restarts the count.
-func (b *busyTracker) shouldYield(waitStart, now int64) bool {
-	if now-waitStart >= sleptNanos || b.awakeSince == 0 {
-		b.restart(now)
-		return false
-	}
-	return now-b.awakeSince >= busyNanos
-}
-
-// restart counts the loop as off its CPU until now.
-func (b *busyTracker) restart(now int64) { b.awakeSince = now }
-
-// schedYield is sched_yield(2): the kernel runs its other runnable tasks on
-// this CPU first, if any. The thread keeps the loop's P meanwhile.
-func schedYield() { _, _, _ = syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) }
-
-// goyield is runtime.goyield: Gosched onto the current P's local run queue.
-// The runtime keeps its signature for linkname users (go.dev/issue/67401).
-//
-//go:linkname goyield runtime.goyield
-func goyield()
-
-// rawWaitMillis bounds a raw wait. A loop that finds nothing for this long
-// is idle and waits on as an ordinary syscall, which lets the runtime take
-// its P back, so an idle server costs no wake-ups and leaves every P to the
-// rest of the program.
-const rawWaitMillis = 10
-
-// epollWait waits up to msec milliseconds (-1: no limit) for events. raw
-// keeps the P meanwhile (see the file comment); otherwise the runtime may
-// lend it out. It calls epoll_pwait with no signal mask, which is
-// epoll_wait on every architecture (arm64 and riscv64 have no epoll_wait).
-func epollWait(epfd int, events []syscall.EpollEvent, msec int, raw bool) (int, syscall.Errno) {
-	p := uintptr(unsafe.Pointer(&events[0]))
-	var r uintptr
-	var errno syscall.Errno
-	if raw {
-		r, _, errno = syscall.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), p, uintptr(len(events)), uintptr(msec), 0, 0)
-	} else {
-		r, _, errno = syscall.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), p, uintptr(len(events)), uintptr(msec), 0, 0)
-	}
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(r), 0
-}
-
-// defaultLoops is the processors the runtime had before any server raised
-// GOMAXPROCS: GOMAXPROCS from the environment, else the CPUs this process may
-// use (cgroup limits included).
-var defaultLoops = max(1, runtime.GOMAXPROCS(0))
-
-var procs struct {
-	sync.Mutex
-	loops int // loops of every running epoll server
-}
-
-// reserveProcs counts loops more loops as running and raises GOMAXPROCS, if
-// need be, to one more than all running loops, so that each loop can hold
-// its P while it waits and one P is left for everything else. It returns the
-// release. GOMAXPROCS is never lowered: another part of the program may have
-// raised it too. Raising it stops the runtime from following later changes
-// of the cgroup CPU limit (Go 1.25+); the loop count was fixed at start-up
-// anyway.
-func reserveProcs(loops int) (release func()) {
-	procs.Lock()
-	defer procs.Unlock()
-	procs.loops += loops
-	if need := procs.loops + 1; runtime.GOMAXPROCS(0) < need {
-		runtime.GOMAXPROCS(need)
-	}
-	return func() {
-		procs.Lock()
-		procs.loops -= loops
-		procs.Unlock()
-	}
-}
-
 // finished reports, once shutdown has begun, whether the loop has no
 // connections left, closing those it may.
 func (l *epollLoop) finished() bool {
-	if !l.es.srv.draining.Load() {
+	if !l.es.draining.Load() {
 		return false
 	}
 	left := 0
@@ -475,11 +356,11 @@ func (l *epollLoop) finished() bool {
 		if c == nil {
 			continue
 		}
-		if l.es.force.Load() || len(c.cs.queue) == 0 && len(c.out) == 0 {
+		if l.es.force.Load() || !c.s.Owes() && len(c.out) == 0 {
 			l.close(c)
 			continue
 		}
-		c.cs.closeAfter = true // reads no more; closes after its replies
+		c.s.Stop() // reads no more; closes after its replies
 		left++
 	}
 	if left > 0 {
@@ -491,7 +372,7 @@ func (l *epollLoop) finished() bool {
 	l.closed = true // later accepts and wakes find the loop gone
 	l.mu.Unlock()
 	for _, fd := range adopt {
-		l.es.srv.unadmit()
+		l.es.h.Unadmit()
 		_ = syscall.Close(fd)
 	}
 	return true
@@ -523,12 +404,12 @@ func (l *epollLoop) chores() {
 
 func (l *epollLoop) take(fd int) {
 	c := &epollConn{loop: l, fd: fd, events: syscall.EPOLLIN}
-	c.cs = l.es.srv.newConnState(c, l.shard, l.scratch)
+	c.s = l.proto.Open(c)
 	ev := syscall.EpollEvent{Events: c.events, Fd: int32(fd)}
 	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
-		l.es.srv.log.Warn("memcache epoll_ctl", slog.Any("error", err))
+		l.es.opts.Log.Warn("memcache epoll_ctl", slog.Any("error", err))
 		_ = syscall.Close(fd)
-		l.es.srv.release(c.cs)
+		c.s.Closed()
 		return
 	}
 	for fd >= len(l.conns) {
@@ -556,7 +437,7 @@ func (l *epollLoop) handle(c *epollConn, events uint32) {
 			l.reading = append(l.reading, c) // read and served in readQueued
 			return
 		}
-		n, _, errno := syscall.RawSyscall(syscall.SYS_READ, uintptr(c.fd), uintptr(unsafe.Pointer(&l.buf[0])), uintptr(len(l.buf)))
+		n, errno := readFd(c.fd, l.buf)
 		switch {
 		case errno == syscall.EAGAIN || errno == syscall.EINTR:
 		case errno != 0 || n == 0: // error or end of input: memcached closes too
@@ -569,8 +450,8 @@ func (l *epollLoop) handle(c *epollConn, events uint32) {
 	l.serve(c, data)
 }
 
-// serve parses and starts what c's input holds, with data just read, flushes
-// the replies whose turn has come and sets which events c waits for.
+// serve has c's session serve its input, with data just read, and send the
+// replies whose turn has come, then sets which events c waits for.
 func (l *epollLoop) serve(c *epollConn, data []byte) {
 	c.resume = false
 	buf := data
@@ -578,11 +459,8 @@ func (l *epollLoop) serve(c *epollConn, data []byte) {
 		c.in = append(c.in, data...)
 		buf = c.in
 	}
-	if len(buf) > 0 || len(c.cs.queue) > 0 {
-		used := c.cs.serve(buf)
-		if used > 0 {
-			l.es.srv.m.stats.Add(l.shard, statBytesRead, uint64(used))
-		}
+	if len(buf) > 0 || c.s.Owes() {
+		used := c.s.Serve(buf)
 		rest := buf[used:]
 		switch {
 		case len(c.in) > 0:
@@ -590,10 +468,10 @@ func (l *epollLoop) serve(c *epollConn, data []byte) {
 		case len(rest) > 0:
 			c.in = append(c.in[:0], rest...)
 		}
-		if len(c.in) == 0 && cap(c.in) > 1<<20 {
+		if len(c.in) == 0 && cap(c.in) > keepMax {
 			c.in = nil // do not pin a huge value's buffer to an idle connection
 		}
-		c.cs.flush()
+		c.s.Flush()
 	}
 	if !c.held {
 		l.arm(c)
@@ -654,7 +532,7 @@ func (l *epollLoop) readDone(tag uint64, res int32) {
 // the queued reads are made again directly (a read that ran already finds
 // nothing more, or the next bytes), and held replies drain directly.
 func (l *epollLoop) ringFailed() {
-	l.es.srv.log.Warn("memcache: io_uring batch refused; one syscall per read and write from now on")
+	l.es.opts.Log.Warn("memcache: io_uring batch refused; one syscall per read and write from now on")
 	ring := l.ring
 	l.ring = nil
 	l.buf = l.buf[:loopReadBuf]
@@ -666,13 +544,13 @@ func (l *epollLoop) ringFailed() {
 	ring.close()
 }
 
-// sendHeld sends the replies held back during the turn (see epollConn.write),
-// through the ring when there is one.
+// sendHeld sends the replies held back during the turn (see epollConn.Send),
+// through the ring when there is one, and empties the turn's buffer.
 func (l *epollLoop) sendHeld() {
 	if l.ring != nil {
 		for i, c := range l.held {
-			if !c.gone && !c.failed && len(c.out) > 0 {
-				l.ring.queueSend(c.fd, c.out, uint64(i), l.sendDone)
+			if b := c.unsent(); !c.gone && !c.failed && len(b) > 0 {
+				l.ring.queueSend(c.fd, b, uint64(i), l.sendDone)
 			}
 		}
 		if !l.ring.run(l.sendDone) {
@@ -682,14 +560,21 @@ func (l *epollLoop) sendHeld() {
 	for i, c := range l.held {
 		l.held[i] = nil
 		c.held = false
-		if !c.gone {
-			if l.ring == nil {
-				c.drain()
-			}
-			l.arm(c)
+		if c.gone {
+			continue
 		}
+		if l.ring == nil {
+			c.drain()
+		} else {
+			c.unhold(false) // what the ring did not send
+		}
+		l.arm(c)
 	}
 	l.held = l.held[:0]
+	l.turn = l.turn[:0]
+	if cap(l.turn) > turnKeepMax {
+		l.turn = nil
+	}
 }
 
 func (l *epollLoop) sendDone(tag uint64, res int32) {
@@ -706,19 +591,19 @@ func (l *epollLoop) sendDone(tag uint64, res int32) {
 
 // arm closes c if it is done or failed, else sets the events it waits for.
 func (l *epollLoop) arm(c *epollConn) {
-	if c.failed || c.cs.closeAfter && len(c.cs.queue) == 0 && len(c.out) == 0 {
+	if c.failed || c.s.Closing() && !c.s.Owes() && len(c.out) == 0 {
 		l.close(c)
 		return
 	}
 	want := uint32(0)
-	if !c.cs.closeAfter && len(c.in) <= maxStreamBuffer && len(c.out) <= maxStreamBuffer {
+	if !c.s.Closing() && len(c.in) <= MaxBuffered && len(c.out) <= MaxBuffered {
 		want |= syscall.EPOLLIN // else its replies are not keeping up: stop reading
 	}
 	if len(c.out) > 0 {
 		want |= syscall.EPOLLOUT
 	} else if c.resume {
 		c.resume = false
-		c.wake()
+		c.Wake()
 	}
 	if want != c.events {
 		c.events = want
@@ -729,20 +614,19 @@ func (l *epollLoop) arm(c *epollConn) {
 	}
 }
 
-// close ends c after a last try to send what it has queued.
+// close ends c after a last try to send what it has.
 func (l *epollLoop) close(c *epollConn) {
 	if c.gone {
 		return
 	}
-	if len(c.out) > 0 && !c.failed {
-		c.drain()
-	}
+	c.drain()
 	c.gone = true
 	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, c.fd, nil)
 	_ = syscall.Close(c.fd)
 	l.conns[c.fd] = nil
 	c.in, c.out = nil, nil
-	l.es.srv.release(c.cs)
+	c.heldFrom, c.heldTo = 0, 0
+	c.s.Closed()
 }
 
 func (l *epollLoop) closeAll() {
@@ -753,19 +637,29 @@ func (l *epollLoop) closeAll() {
 	}
 }
 
-// write queues b to be sent when the loop's turn ends (sendHeld), after
-// every ready connection has been read and served. Replies written as each
-// request was served woke the client once per reply, often while the loop
-// still had requests to serve; held to the turn's end they reach it
-// together, and both sides spend less CPU per request (bench/RESULTS.md,
-// tenth pass). A reply of heldReplyMax or more goes at once instead, once
-// what is queued ahead of it has gone. Called only on the loop.
-func (c *epollConn) write(b []byte) {
+// Output returns the free end of the loop's turn buffer: replies encoded
+// there and held (Send) are sent from it when the turn ends, without a copy.
+func (c *epollConn) Output() []byte {
+	t := c.loop.turn
+	return t[len(t):]
+}
+
+// Send holds b until the loop's turn ends (sendHeld), after every ready
+// connection has been read and served. Replies sent as each request was
+// served woke the client once per reply, often while the loop still had
+// requests to serve; held to the turn's end they reach it together, and
+// both sides spend less CPU per request (bench/RESULTS.md, tenth pass).
+// What is held stays where Output put it, in the turn buffer; only output
+// queued behind a slow reader's, or held by a connection whose replies no
+// longer end the buffer, is copied to c.out. A send of heldReplyMax or more
+// goes at once instead, once what is held or queued ahead of it has gone.
+func (c *epollConn) Send(b []byte) {
 	if c.failed || c.gone || len(b) == 0 {
 		return
 	}
+	l := c.loop
 	if len(b) >= heldReplyMax {
-		c.drain() // what is queued goes first
+		c.drain() // what is held or queued goes first
 		if len(c.out) == 0 && !c.failed {
 			n, ok := sendSome(c.fd, b)
 			c.failed = !ok
@@ -774,16 +668,76 @@ func (c *epollConn) write(b []byte) {
 		if c.failed {
 			return
 		}
+		c.out = append(c.out, b...) // what the socket did not take
+	} else {
+		if c.heldTo > c.heldFrom && c.heldTo != len(l.turn) {
+			c.unhold(false) // another connection's replies follow c's in the buffer
+		}
+		if len(c.out) > 0 {
+			c.out = append(c.out, b...) // behind output an earlier turn left
+		} else {
+			if c.heldTo == c.heldFrom {
+				c.heldFrom = len(l.turn)
+			}
+			if l.inPlace(b) {
+				l.turn = l.turn[:len(l.turn)+len(b)]
+			} else {
+				l.turn = append(l.turn, b...)
+			}
+			c.heldTo = len(l.turn)
+		}
 	}
-	c.out = append(c.out, b...)
 	if !c.held {
 		c.held = true
-		c.loop.held = append(c.loop.held, c)
+		l.held = append(l.held, c)
 	}
 }
 
-// drain sends queued output until the socket is full.
+// inPlace reports whether b was appended to the free end of the turn
+// buffer (Output), where it stays.
+func (l *epollLoop) inPlace(b []byte) bool {
+	t := l.turn
+	return len(t) < cap(t) && len(b) <= cap(t)-len(t) && unsafe.SliceData(b) == &t[:len(t)+1][len(t)]
+}
+
+// unsent is what c has to send: its held replies, or its queued output.
+func (c *epollConn) unsent() []byte {
+	if c.heldTo > c.heldFrom {
+		return c.loop.turn[c.heldFrom:c.heldTo]
+	}
+	return c.out
+}
+
+// unhold moves c's held replies out of the turn buffer: with send, what the
+// socket takes now is sent; the rest is copied to c.out.
+func (c *epollConn) unhold(send bool) {
+	if c.heldTo == c.heldFrom {
+		return
+	}
+	b := c.loop.turn[c.heldFrom:c.heldTo]
+	c.heldFrom, c.heldTo = 0, 0
+	if send && !c.failed {
+		n, ok := sendSome(c.fd, b)
+		c.failed = !ok
+		b = b[n:]
+	}
+	if !c.failed && len(b) > 0 {
+		c.out = append(c.out, b...)
+	}
+}
+
+// drain sends what c has, until the socket is full.
 func (c *epollConn) drain() {
+	if c.failed {
+		return
+	}
+	if c.heldTo > c.heldFrom {
+		c.unhold(true)
+		return
+	}
+	if len(c.out) == 0 {
+		return
+	}
 	sent, ok := sendSome(c.fd, c.out)
 	if !ok {
 		c.failed = true
@@ -792,10 +746,14 @@ func (c *epollConn) drain() {
 	c.sent(sent)
 }
 
-// sent drops the n bytes of queued output the socket took.
+// sent drops the n bytes of unsent output the socket took.
 func (c *epollConn) sent(n int) {
+	if c.heldTo > c.heldFrom {
+		c.heldFrom += n
+		return
+	}
 	c.out = c.out[:copy(c.out, c.out[n:])]
-	if len(c.out) == 0 && cap(c.out) > 1<<20 {
+	if len(c.out) == 0 && cap(c.out) > keepMax {
 		c.out = nil
 	}
 }
@@ -818,15 +776,15 @@ func sendSome(fd int, b []byte) (sent int, ok bool) {
 	return sent, true
 }
 
-func (c *epollConn) backlog() int { return len(c.out) }
+func (c *epollConn) Backlog() int { return len(c.out) + c.heldTo - c.heldFrom }
 
-// wakeWhenSent: while output is queued, arm waits for EPOLLOUT, and that
+// WakeWhenSent: while output is queued, arm waits for EPOLLOUT, and that
 // event serves what input is left; output all sent by then (at the turn's
 // end) gets no event, so arm wakes the connection itself.
-func (c *epollConn) wakeWhenSent() { c.resume = true }
+func (c *epollConn) WakeWhenSent() { c.resume = true }
 
-// wake asks the loop to serve c again; safe from any goroutine.
-func (c *epollConn) wake() {
+// Wake asks the loop to serve c again; safe from any goroutine.
+func (c *epollConn) Wake() {
 	if c.queued.Swap(true) {
 		return
 	}
@@ -839,12 +797,15 @@ func (c *epollConn) wake() {
 	l.mu.Unlock()
 }
 
-// shutdown stops accepting and lets every connection finish its queued
+// Shutdown stops accepting and lets every connection finish its queued
 // replies, closing what is left when ctx ends.
-func (es *epollServer) shutdown(ctx context.Context) error {
+func (es *epollServer) Shutdown(ctx context.Context) error {
+	if !es.started.Load() {
+		return nil
+	}
 	es.closeListeners()
 	es.accW.Wait()
-	es.srv.draining.Store(true)
+	es.draining.Store(true)
 	es.signalAll()
 	done := make(chan struct{})
 	go func() { es.loopW.Wait(); close(done) }()

@@ -1,6 +1,6 @@
 //go:build linux
 
-package memcache
+package transport
 
 import (
 	"bytes"
@@ -170,17 +170,16 @@ func TestBatchRingManyOperations(t *testing.T) {
 // take the batched path; and it serves through it.
 func TestEpollLoopsBatchThroughTheRing(t *testing.T) {
 	newTestRing(t, 1) // skips without io_uring
-	addr, srv := startServerConfig(t, Config{EventLoop: loopEpollRing}, newEngine(t))
-	conn := dialServer(t, addr, 10*time.Second)
-	_, err := conn.Write([]byte("set k 0 0 1\r\nv\r\nget k\r\n"))
+	addr, _, tr := startTransport(t, Epoll, Options{BatchSyscalls: true})
+	conn := dial(t, addr, 10*time.Second)
+	_, err := conn.Write([]byte("set k 0 0 1\r\nversion\r\n"))
 	require.NoError(t, err)
-	want := "STORED\r\nVALUE k 0 1\r\nv\r\nEND\r\n"
+	want := "set k 0 0 1\r\nVERSION test\r\n"
 	got := make([]byte, len(want))
 	_, err = io.ReadFull(conn, got)
 	require.NoError(t, err)
 	require.Equal(t, want, string(got))
-	es := srv.epoll.Load()
-	require.NotNil(t, es)
+	es := tr.(*epollServer)
 	require.NotEmpty(t, es.loops)
 	for i, l := range es.loops {
 		require.NotNil(t, l.ring, "loop %d has no ring", i)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package memcache
+package transport
 
 import (
 	"sync/atomic"
@@ -89,7 +89,7 @@ func newBatchRing(entries uint32) (*batchRing, error) {
 	var p uringParams
 	p.flags = uringSetupCQSize | uringSetupSubmitAll
 	p.cqEntries = entries
-	fd, _, errno := syscall.RawSyscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
+	fd, _, errno := syscall.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
 	if errno != 0 {
 		return nil, errno
 	}
@@ -185,7 +185,7 @@ func (r *batchRing) run(done func(tag uint64, res int32)) (ok bool) {
 	r.queued = 0
 	submitted, completed := uintptr(0), uintptr(0)
 	for completed < n {
-		k, _, errno := syscall.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), n-submitted, n-completed, uringEnterGetEvents, 0, 0)
+		k, errno := uringEnter(r.fd, n-submitted, n-completed, uringEnterGetEvents)
 		switch errno {
 		case 0:
 			submitted += k

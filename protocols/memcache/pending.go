@@ -1,0 +1,212 @@
+package memcache
+
+import (
+	"hash/maphash"
+	"sync/atomic"
+
+	"github.com/ndbgate/ndbgate/gateway"
+)
+
+// A dialect is one of memcached's three protocols. A connection speaks
+// binary, or text and meta, as its first byte says; each command's reply
+// is made by its dialect's encoder (connState.encode). The values index
+// the dialect counters (metrics.go).
+type dialect uint8
+
+const (
+	dialectText dialect = iota
+	dialectMeta
+	dialectBinary
+	numDialects
+)
+
+// dialectOf is the dialect of a command parsed on the connection.
+func dialectOf(cmd *Command) dialect {
+	switch {
+	case cmd.Binary:
+		return dialectBinary
+	case cmd.Kind.IsMeta():
+		return dialectMeta
+	}
+	return dialectText
+}
+
+// Completion states of a pending command.
+const (
+	stateSubmitting uint32 = iota // Do has not returned yet
+	stateWaiting                  // Do returned; completion will come from elsewhere
+	stateDone
+)
+
+// pending is one command awaiting its turn to reply.
+type pending struct {
+	cs      *connState
+	req     *gateway.Request
+	kind    CommandKind
+	dialect dialect
+	noreply bool
+	state   atomic.Uint32
+	fixed   []byte // a reply known at parse time (errors, version)
+	// render makes the reply when p reaches the head of the queue (stats):
+	// it then counts every command before it, as memcached's would.
+	render  func(dst []byte) []byte
+	start   int64 // transport.Nanos
+	barrier bool  // later commands wait for this one (flush_all, a failed SASL attempt)
+	// writes says whether the command changes the keys of its request, so
+	// that later commands on them wait their turn (connState.conflicts).
+	// keys holds their hashes, made only once a conflict check needs them.
+	writes bool
+	keys   []uint64
+	// elsewhere: completing on another goroutine, counted in Server.handoffs
+	// until flushed.
+	elsewhere bool
+	onDone    func(*gateway.Request)
+	// What each dialect's encoder needs beyond the request.
+	bin  binReply
+	meta metaReply
+	text textReply
+}
+
+// binReply is what a binary reply echoes: the request's opcode and
+// opaque, and per key of a get run its own.
+type binReply struct {
+	opcode uint8
+	opaque uint32
+	keys   []binKey
+}
+
+// binKey is the opcode and opaque of one key of a binary get run.
+type binKey struct {
+	opcode uint8
+	opaque uint32
+}
+
+// metaReply is per command, or per key of an mg run, its flags and key as
+// sent (meta_conn.go).
+type metaReply struct {
+	keys []metaKey
+	buf  []byte
+}
+
+// textReply marks a text get in pieces: piece each, more each but the last
+// (no END after it).
+type textReply struct {
+	piece, more bool
+}
+
+// newPending queues a command of dialect d in arrival order.
+func (cs *connState) newPending(d dialect, kind CommandKind, noreply bool) *pending {
+	var p *pending
+	if free := cs.scratch.free; len(free) > 0 {
+		p = free[len(free)-1]
+		cs.scratch.free = free[:len(free)-1]
+	} else {
+		p = &pending{}
+		p.req = cs.srv.svc.NewRequest()
+		p.req.Shard = cs.shard // the loop's, so the same for every connection sharing p
+		p.onDone = p.complete
+		p.req.Done = p.onDone
+	}
+	p.cs = cs
+	p.kind, p.dialect, p.noreply, p.fixed, p.render, p.barrier = kind, d, noreply, p.fixed[:0], nil, false
+	p.writes, p.keys = false, p.keys[:0]
+	p.bin = binReply{keys: p.bin.keys[:0]}
+	p.meta = metaReply{keys: p.meta.keys[:0], buf: p.meta.buf[:0]}
+	p.text = textReply{}
+	p.start = cs.scratch.now
+	if p.start == 0 {
+		p.start = monoNanos()
+	}
+	p.req.Reset()
+	p.state.Store(stateSubmitting)
+	cs.queue = append(cs.queue, p)
+	return p
+}
+
+// newBinPending queues a binary command; its reply echoes cmd's opcode and
+// opaque.
+func (cs *connState) newBinPending(cmd *Command) *pending {
+	p := cs.newPending(dialectBinary, cmd.Kind, false)
+	p.bin.opcode, p.bin.opaque = cmd.Opcode, cmd.Opaque
+	return p
+}
+
+// complete runs when the gateway finishes a request, on any goroutine.
+func (p *pending) complete(*gateway.Request) {
+	cs := p.cs // once done is stored, the loop may flush p and reuse it elsewhere
+	if p.state.CompareAndSwap(stateSubmitting, stateDone) {
+		return // inline: the loop flushes after Do returns
+	}
+	p.state.Store(stateDone)
+	cs.undone.Add(-1)
+	if !cs.closed.Load() {
+		cs.t.Wake()
+	}
+}
+
+// waiting marks p as completing elsewhere, unless it already completed inline.
+func (cs *connState) waiting(p *pending) {
+	if p.state.CompareAndSwap(stateSubmitting, stateWaiting) {
+		cs.undone.Add(1)
+		p.elsewhere = true
+		cs.srv.handoffs.Add(cs.shard, handoffsStarted, 1)
+	}
+}
+
+// do hands the request to the gateway.
+func (cs *connState) do(p *pending) {
+	cs.srv.svc.Do(p.req)
+	cs.waiting(p)
+	if p.state.Load() == stateDone {
+		cs.unflushed += p.replyBytes()
+	}
+}
+
+// replyBytes estimates the length of p's reply, once it is done.
+func (p *pending) replyBytes() int {
+	n := len(p.fixed)
+	for i := range p.req.Items {
+		n += len(p.req.Items[i].Value) + len(p.req.Items[i].Key) + 48
+	}
+	return n
+}
+
+// reply queues a reply known now.
+func (cs *connState) reply(d dialect, kind CommandKind, b []byte, noreply bool) *pending {
+	p := cs.newPending(d, kind, noreply)
+	p.fixed = append(p.fixed, b...)
+	p.state.Store(stateDone)
+	return p
+}
+
+// replyInOrder queues a reply that render makes once every earlier reply
+// has been flushed.
+func (cs *connState) replyInOrder(d dialect, kind CommandKind, render func(dst []byte) []byte) *pending {
+	p := cs.newPending(d, kind, false)
+	p.render = render
+	p.state.Store(stateDone)
+	return p
+}
+
+// writesKeys reports whether a command changes the keys it names.
+func writesKeys(cmd *Command) bool {
+	switch cmd.Kind {
+	case CmdGet, CmdGets, CmdMetaDebug:
+		return false
+	case CmdMetaGet:
+		return !metaGetBatchable(cmd)
+	}
+	return true
+}
+
+var keySeed = maphash.MakeSeed()
+
+// keyHashes returns the hashes of p's keys, hashing those added since the
+// last call. Called only while p is not done: its keys do not change then,
+// but for those an open get run adds.
+func (p *pending) keyHashes() []uint64 {
+	for i := len(p.keys); i < p.req.NumKeys(); i++ {
+		p.keys = append(p.keys, maphash.Bytes(keySeed, p.req.Key(i)))
+	}
+	return p.keys
+}

@@ -1,0 +1,121 @@
+//go:build linux
+
+package transport
+
+import (
+	"bytes"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A small reply waits for the loop's turn to end; a large one goes at once,
+// but never ahead of the replies held before it.
+func TestHeldRepliesGoBeforeALargeOne(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Close(fds[0]); _ = syscall.Close(fds[1]) })
+	require.NoError(t, syscall.SetNonblock(fds[0], true))
+	l := &epollLoop{}
+	c := &epollConn{loop: l, fd: fds[0]}
+
+	c.Send([]byte("small\r\n"))
+	require.Equal(t, []*epollConn{c}, l.held, "a small reply is held for the turn's end")
+	require.Equal(t, "small\r\n", string(c.unsent()))
+	big := bytes.Repeat([]byte("b"), heldReplyMax)
+	c.Send(big)
+	require.Empty(t, c.unsent(), "the large reply and what was held before it went at once")
+
+	want := append([]byte("small\r\n"), big...)
+	got := make([]byte, 0, len(want))
+	buf := make([]byte, 64<<10)
+	for len(got) < len(want) {
+		n, err := syscall.Read(fds[1], buf)
+		require.NoError(t, err)
+		got = append(got, buf[:n]...)
+	}
+	require.True(t, bytes.Equal(want, got), "replies out of order")
+}
+
+// A loop whose waits keep finding work yields its CPU once it has been busy
+// for busyNanos, and a wait that sleeps starts the count again.
+func TestBusyLoopYieldsAfterBusyNanos(t *testing.T) {
+	var b busyTracker
+	start := int64(1_000_000_000)
+	require.False(t, b.shouldYield(start-sleptNanos, start), "a wait that slept")
+	now := start
+	for now-start < busyNanos-10_000 {
+		now += 10_000 // a turn of 10 us, its wait returning at once
+		require.False(t, b.shouldYield(now-1_000, now), "busy for %d ns only", now-start)
+	}
+	now += 20_000
+	require.True(t, b.shouldYield(now-1_000, now), "busy past busyNanos")
+	b.restart(now) // the loop yielded
+	require.False(t, b.shouldYield(now+9_000, now+10_000), "the count starts again after a yield")
+
+	now += 2 * busyNanos
+	require.False(t, b.shouldYield(now-sleptNanos, now), "a wait that slept ends the busy spell")
+	require.False(t, b.shouldYield(now+busyNanos-1_000, now+busyNanos-500), "busy for less than busyNanos since")
+}
+
+// Replies held to the turn's end stay where they were encoded, one span of
+// the turn buffer per connection; a connection whose replies no longer end
+// the buffer has them copied. Either way each connection gets its own,
+// whole and in order, when the turn ends.
+func TestHeldRepliesKeepTheirOrderAcrossConnections(t *testing.T) {
+	for _, ring := range []bool{false, true} {
+		l, conns, peers := newTestLoop(t, 2)
+		if ring {
+			l.ring = newTestRing(t, 8)
+		}
+		a, b := conns[0], conns[1]
+		a.Send(append(a.Output(), "a1\r\n"...))
+		a.Send(append(a.Output(), "a2\r\n"...))
+		require.Empty(t, a.out, "held where it was encoded")
+		require.Equal(t, "a1\r\na2\r\n", string(l.turn))
+		b.Send(append(b.Output(), "b1\r\n"...))
+		a.Send(append(a.Output(), "a3\r\n"...))
+		require.Equal(t, "a1\r\na2\r\na3\r\n", string(a.unsent()))
+		require.Equal(t, "b1\r\n", string(b.unsent()))
+		require.Equal(t, 12+4, a.Backlog()+b.Backlog())
+		require.Equal(t, []*epollConn{a, b}, l.held)
+
+		l.sendHeld()
+		require.Empty(t, l.turn)
+		require.Empty(t, l.held)
+		require.Zero(t, a.Backlog()+b.Backlog())
+		for i, want := range []string{"a1\r\na2\r\na3\r\n", "b1\r\n"} {
+			got := make([]byte, 64)
+			n, err := syscall.Read(peers[i], got)
+			require.NoError(t, err)
+			require.Equal(t, want, string(got[:n]), "ring %v", ring)
+		}
+	}
+}
+
+// newTestLoop is a loop with n connections on socket pairs, registered
+// with its epoll instance, and the peers' ends.
+func newTestLoop(t *testing.T, n int) (*epollLoop, []*epollConn, []int) {
+	t.Helper()
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Close(epfd) })
+	h := &lineHandler{}
+	l := &epollLoop{es: &epollServer{opts: Options{Log: discardLog}}, epfd: epfd, proto: h.NewLoop(1)}
+	var conns []*epollConn
+	var peers []int
+	for range n {
+		a, b := socketPair(t)
+		c := &epollConn{loop: l, fd: a, events: syscall.EPOLLIN}
+		c.s = l.proto.Open(c)
+		ev := syscall.EpollEvent{Events: c.events, Fd: int32(a)}
+		require.NoError(t, syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, a, &ev))
+		for a >= len(l.conns) {
+			l.conns = append(l.conns, nil)
+		}
+		l.conns[a] = c
+		conns, peers = append(conns, c), append(peers, b)
+	}
+	return l, conns, peers
+}

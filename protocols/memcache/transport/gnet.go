@@ -1,0 +1,191 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/panjf2000/gnet/v2/pkg/logging"
+
+	"github.com/ndbgate/ndbgate/internal/shardmetrics"
+)
+
+// Gnet serves the listeners on gnet's event loops, one per CPU: the portable
+// fallback, and the choice off Linux. gnet yields its processor
+// (runtime.Gosched) every time a poll finds nothing, which hands its loop
+// between OS threads and wakes spinning ones for every few requests
+// (bench/RESULTS.md, sixth and seventh passes); it has no option to avoid
+// that, which is why Linux has the epoll loops.
+func Gnet(opts Options) Transport { return &gnetServer{opts: opts} }
+
+type gnetServer struct {
+	gnet.BuiltinEventEngine
+	opts  Options
+	h     Handler
+	ready func()
+	// eng is set once gnet has booted; Shutdown before that does nothing.
+	eng atomic.Pointer[gnet.Engine]
+	// draining: Shutdown has begun; connections take no new commands.
+	draining atomic.Bool
+
+	loopsMu sync.Mutex
+	loops   map[gnet.EventLoop]*gnetLoop
+}
+
+// gnetLoop is what one of gnet's event loops keeps for its connections.
+type gnetLoop struct {
+	proto Loop
+	out   []byte // replies are encoded here (Output)
+}
+
+type gnetConn struct {
+	c    gnet.Conn
+	loop *gnetLoop
+	s    Session
+}
+
+func (g *gnetServer) Serve(h Handler, ready func()) error {
+	g.h, g.ready = h, ready
+	var urls []string
+	for _, a := range g.opts.Listen {
+		urls = append(urls, a.Network+"://"+a.Address)
+	}
+	return gnet.Rotate(g, urls,
+		gnet.WithMulticore(true),
+		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+		gnet.WithReuseAddr(true),
+		gnet.WithLogger(gnetLogger{g.opts.Log}),
+		gnet.WithLogLevel(logging.ErrorLevel),
+	)
+}
+
+// Shutdown lets the replies of requests still in flight go out before gnet
+// closes every connection: connections take no new commands, and those
+// with nothing in flight close.
+func (g *gnetServer) Shutdown(ctx context.Context) error {
+	eng := g.eng.Load()
+	if eng == nil || eng.Validate() != nil {
+		return nil // not listening
+	}
+	g.draining.Store(true)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for g.h.Unsent() > 0 {
+		select {
+		case <-ctx.Done():
+			return eng.Stop(ctx)
+		case <-tick.C:
+		}
+	}
+	return eng.Stop(ctx)
+}
+
+// OnBoot records the engine handle and says the listeners are up.
+func (g *gnetServer) OnBoot(eng gnet.Engine) gnet.Action {
+	g.eng.Store(&eng)
+	g.ready()
+	return gnet.None
+}
+
+// OnOpen admits a connection or refuses it as memcached does when full.
+func (g *gnetServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	if g.draining.Load() {
+		return nil, gnet.Close
+	}
+	if ok, refusal := g.h.Admit(); !ok {
+		return refusal, gnet.Close
+	}
+	gc := &gnetConn{c: c, loop: g.loop(c.EventLoop())}
+	gc.s = gc.loop.proto.Open(gc)
+	c.SetContext(gc)
+	return nil, gnet.None
+}
+
+// loop returns the state of gnet's loop el, made on its first connection.
+func (g *gnetServer) loop(el gnet.EventLoop) *gnetLoop {
+	g.loopsMu.Lock()
+	defer g.loopsMu.Unlock()
+	if g.loops == nil {
+		g.loops = make(map[gnet.EventLoop]*gnetLoop)
+	}
+	l, ok := g.loops[el]
+	if !ok {
+		l = &gnetLoop{proto: g.h.NewLoop(shardmetrics.LoopShard(len(g.loops)))}
+		g.loops[el] = l
+	}
+	return l
+}
+
+// OnClose forgets the connection. Requests still in flight complete into
+// its dead session and are dropped.
+func (g *gnetServer) OnClose(c gnet.Conn, _ error) gnet.Action {
+	if gc, ok := c.Context().(*gnetConn); ok {
+		gc.s.Closed()
+	}
+	return gnet.None
+}
+
+// OnTraffic serves what the connection has buffered and sends the replies
+// whose turn has come.
+func (g *gnetServer) OnTraffic(c gnet.Conn) gnet.Action {
+	gc := c.Context().(*gnetConn)
+	if g.draining.Load() {
+		gc.s.Stop() // no new commands; close once the replies are out
+	}
+	buf, _ := c.Peek(-1)
+	if used := gc.s.Serve(buf); used > 0 {
+		_, _ = c.Discard(used)
+	}
+	gc.s.Flush()
+	if cap(gc.loop.out) > keepMax {
+		gc.loop.out = nil // do not pin a huge buffer to an idle loop
+	}
+	if gc.s.Closing() && !gc.s.Owes() {
+		return gnet.Close
+	}
+	return gnet.None
+}
+
+func (gc *gnetConn) Output() []byte { return gc.loop.out[:0] }
+
+// Send sends b with a raw write(2) when nothing is queued ahead of it. The
+// socket is non-blocking, so the runtime's bookkeeping for a syscall that
+// might block (gnet's unix.Write) buys nothing on this per-reply path. What
+// is not sent, and any error, goes through gnet, which copies the rest into
+// its outbound buffer or closes the connection.
+func (gc *gnetConn) Send(b []byte) {
+	gc.loop.out = b[:0]
+	if len(b) == 0 {
+		return
+	}
+	if len(b) <= rawWriteMax && gc.c.OutboundBuffered() == 0 {
+		if n, errno := writeFd(gc.c.Fd(), b); errno == 0 {
+			if b = b[n:]; len(b) == 0 {
+				return
+			}
+		}
+	}
+	_, _ = gc.c.Write(b)
+}
+
+func (gc *gnetConn) Wake() { _ = gc.c.Wake(nil) }
+
+func (gc *gnetConn) Backlog() int { return gc.c.OutboundBuffered() }
+
+// WakeWhenSent polls: gnet says nothing when its outbound buffer drains,
+// and input left unparsed is not served again until more arrives.
+func (gc *gnetConn) WakeWhenSent() { time.AfterFunc(time.Millisecond, gc.Wake) }
+
+// gnetLogger sends gnet's own log lines to slog.
+type gnetLogger struct{ l *slog.Logger }
+
+func (g gnetLogger) Debugf(f string, a ...any) { g.l.Debug(fmt.Sprintf(f, a...)) }
+func (g gnetLogger) Infof(f string, a ...any)  { g.l.Info(fmt.Sprintf(f, a...)) }
+func (g gnetLogger) Warnf(f string, a ...any)  { g.l.Warn(fmt.Sprintf(f, a...)) }
+func (g gnetLogger) Errorf(f string, a ...any) { g.l.Error(fmt.Sprintf(f, a...)) }
+func (g gnetLogger) Fatalf(f string, a ...any) { g.l.Error(fmt.Sprintf(f, a...)); os.Exit(1) }

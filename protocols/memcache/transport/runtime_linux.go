@@ -1,0 +1,193 @@
+//go:build linux
+
+package transport
+
+// This file holds everything the epoll loops ask of the Go runtime beyond
+// what ordinary Go code does. Nothing outside it makes a raw syscall, links
+// to the runtime, or changes GOMAXPROCS.
+//
+// The contract. An epoll loop is a goroutine that behaves like a C event
+// loop on its thread: it keeps its processor (P) while it waits, so that the
+// runtime's monitor never takes the P away and hands it between threads on
+// every wait. In return it promises:
+//
+//  1. Raw syscalls are bounded. epoll_pwait is raw (epollWait) for at most
+//     rawWaitMillis, then the loop waits as an ordinary syscall, which lets
+//     the runtime take its P back: an idle server holds no P. A raw read or
+//     write moves at most rawWriteMax bytes; larger writes are ordinary
+//     syscalls, so a stop-the-world never waits behind a copy of megabytes.
+//     io_uring_enter is raw (uringEnter), but every operation it runs is
+//     non-blocking and completes inside the call (uring_linux.go), so it
+//     never waits for a socket.
+//  2. Signals are answered. A stop-the-world or a preemption interrupts a
+//     raw wait with a signal (EINTR); the loop then yields (goyield), so the
+//     runtime gets its P at once.
+//  3. The loop yields on its own. The runtime preempts a goroutine that has
+//     run for 10 ms without rescheduling, and a raw wait is no reschedule; a
+//     forced preemption moves the loop to the global run queue and another
+//     thread. So a loop calls goyield every yieldNanos, which keeps it on
+//     its own P's run queue and thread.
+//  4. The loop shares its CPU. A loop whose waits have found work for
+//     busyNanos straight offers its CPU to the kernel's other runnable tasks
+//     (sched_yield), once, keeping its P: a client on the same cores is not
+//     left waiting for the scheduler's tick.
+//  5. One P is left over. Serving raises GOMAXPROCS to one more than the
+//     loops of every running server (reserveProcs), so accepts, timers,
+//     completions and the REST and gRPC servers always have a P. It is never
+//     lowered.
+//
+// Loops are not locked to their threads: a locked goroutine that is
+// preempted hands its P to another thread and back, two wake-ups that wait
+// for a CPU under load; unlocked, it simply resumes.
+//
+// Tests: runtime_linux_test.go checks that a collection's stop-the-world
+// and a ticking goroutine are served within generous bounds while loops
+// serve a flood, and that GOMAXPROCS leaves a P over.
+
+import (
+	"runtime"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// rawWaitMillis bounds a raw wait. A loop that finds nothing for this long
+// is idle and waits on as an ordinary syscall.
+const rawWaitMillis = 10
+
+// epollWait waits up to msec milliseconds (-1: no limit) for events. raw
+// keeps the P meanwhile (rule 1); otherwise the runtime may lend it out. It
+// calls epoll_pwait with no signal mask, which is epoll_wait on every
+// architecture (arm64 and riscv64 have no epoll_wait), and which a signal
+// always interrupts (rule 2).
+func epollWait(epfd int, events []syscall.EpollEvent, msec int, raw bool) (int, syscall.Errno) {
+	p := uintptr(unsafe.Pointer(&events[0]))
+	var r uintptr
+	var errno syscall.Errno
+	if raw {
+		r, _, errno = syscall.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), p, uintptr(len(events)), uintptr(msec), 0, 0)
+	} else {
+		r, _, errno = syscall.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), p, uintptr(len(events)), uintptr(msec), 0, 0)
+	}
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(r), 0
+}
+
+// rawWriteMax bounds what is read or written raw (rule 1).
+const rawWriteMax = 64 << 10
+
+// writeFd writes b to a non-blocking socket: raw up to rawWriteMax, beyond
+// it as an ordinary syscall.
+func writeFd(fd int, b []byte) (int, syscall.Errno) {
+	var n uintptr
+	var errno syscall.Errno
+	if len(b) <= rawWriteMax {
+		n, _, errno = syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	} else {
+		n, _, errno = syscall.Syscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	}
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), 0
+}
+
+// readFd reads into b, at most rawWriteMax long, from a non-blocking socket.
+func readFd(fd int, b []byte) (int, syscall.Errno) {
+	b = b[:min(len(b), rawWriteMax)]
+	n, _, errno := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	return int(n), errno
+}
+
+// uringEnter is io_uring_enter(2), raw: it submits toSubmit operations and
+// waits until minComplete have completed. Every operation is non-blocking
+// (rule 1), so the wait is the kernel running them.
+func uringEnter(fd int, toSubmit, minComplete uintptr, flags uintptr) (uintptr, syscall.Errno) {
+	n, _, errno := syscall.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(fd), toSubmit, minComplete, flags, 0, 0)
+	return n, errno
+}
+
+// goyield is runtime.goyield: Gosched onto the current P's local run queue
+// (rules 2 and 3). The runtime keeps its signature for linkname users
+// (go.dev/issue/67401).
+//
+//go:linkname goyield runtime.goyield
+func goyield()
+
+// yieldNanos is how often a loop yields its P of its own accord (rule 3).
+// Forced preemptions made the loops hop threads about 85 times a second
+// under load (bench/RESULTS.md, ninth pass); goyield wakes nobody, and the
+// same thread resumes the loop.
+const yieldNanos = 2_000_000
+
+// schedYield is sched_yield(2): the kernel runs its other runnable tasks on
+// this CPU first, if any (rule 4). The thread keeps the loop's P meanwhile.
+func schedYield() { _, _, _ = syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) }
+
+// busyNanos is how long a loop runs without its wait ever sleeping before it
+// offers its CPU (rule 4). Where clients share the cores (a sidecar beside
+// its app, or memtier on the same machine), a loop that always finds more
+// work would otherwise keep the CPU until the scheduler's tick preempts it,
+// up to 4 ms at HZ=250, while a client with its replies waits for that same
+// CPU. With nothing else runnable the yield returns at once. 1 ms was best
+// when the loops made a read and a write per request (bench/RESULTS.md,
+// tenth pass); batched through io_uring they serve more per ms, and 0.5 ms
+// gives a lower p99 at the same CPU per request (twelfth pass).
+const busyNanos = 500_000
+
+// sleptNanos: a wait that took this long slept, or the loop lost its CPU
+// meanwhile; a wait that finds events ready takes a few microseconds.
+const sleptNanos = 30_000
+
+// busyTracker tells a loop when to yield its CPU (see busyNanos).
+type busyTracker struct {
+	awakeSince int64 // Nanos of the last wait that slept
+}
+
+// shouldYield reports whether a loop whose wait began at waitStart and
+// returned at now has been busy for busyNanos; the caller then yields and
+// restarts the count.
+func (b *busyTracker) shouldYield(waitStart, now int64) bool {
+	if now-waitStart >= sleptNanos || b.awakeSince == 0 {
+		b.restart(now)
+		return false
+	}
+	return now-b.awakeSince >= busyNanos
+}
+
+// restart counts the loop as off its CPU until now.
+func (b *busyTracker) restart(now int64) { b.awakeSince = now }
+
+// defaultLoops is the processors the runtime had before any server raised
+// GOMAXPROCS: GOMAXPROCS from the environment, else the CPUs this process may
+// use (cgroup limits included).
+var defaultLoops = max(1, runtime.GOMAXPROCS(0))
+
+var procs struct {
+	sync.Mutex
+	loops int // loops of every running epoll server
+}
+
+// reserveProcs counts loops more loops as running and raises GOMAXPROCS, if
+// need be, to one more than all running loops (rule 5). It returns the
+// release. GOMAXPROCS is never lowered: another part of the program may have
+// raised it too. Raising it stops the runtime from following later changes
+// of the cgroup CPU limit (Go 1.25+); the loop count was fixed at start-up
+// anyway.
+func reserveProcs(loops int) (release func()) {
+	procs.Lock()
+	defer procs.Unlock()
+	procs.loops += loops
+	if need := procs.loops + 1; runtime.GOMAXPROCS(0) < need {
+		runtime.GOMAXPROCS(need)
+	}
+	return func() {
+		procs.Lock()
+		procs.loops -= loops
+		procs.Unlock()
+	}
+}
