@@ -18,7 +18,7 @@ import (
 // Epoll serves the listeners on ndbgate's own event loops, one per
 // processor: each a goroutine calling epoll, read and write directly, or
 // through io_uring one call per turn for a turn's reads and one for its
-// replies. They measured faster than gnet (bench/RESULTS.md), whose loops
+// replies. They measured faster than gnet (bench/HISTORY.md), whose loops
 // hop threads; what they ask of the Go runtime for that is written down in
 // runtime_linux.go.
 //
@@ -648,7 +648,7 @@ func (c *epollConn) Output() []byte {
 // connection has been read and served. Replies sent as each request was
 // served woke the client once per reply, often while the loop still had
 // requests to serve; held to the turn's end they reach it together, and
-// both sides spend less CPU per request (bench/RESULTS.md, tenth pass).
+// both sides spend less CPU per request (bench/HISTORY.md, tenth pass).
 // What is held stays where Output put it, in the turn buffer; only output
 // queued behind a slow reader's, or held by a connection whose replies no
 // longer end the buffer, is copied to c.out. A send of heldReplyMax or more

@@ -19,7 +19,7 @@ import (
 // fallback, and the choice off Linux. gnet yields its processor
 // (runtime.Gosched) every time a poll finds nothing, which hands its loop
 // between OS threads and wakes spinning ones for every few requests
-// (bench/RESULTS.md, sixth and seventh passes); it has no option to avoid
+// (bench/HISTORY.md, sixth and seventh passes); it has no option to avoid
 // that, which is why Linux has the epoll loops.
 func Gnet(opts Options) Transport { return &gnetServer{opts: opts} }
 

@@ -120,7 +120,7 @@ func goyield()
 
 // yieldNanos is how often a loop yields its P of its own accord (rule 3).
 // Forced preemptions made the loops hop threads about 85 times a second
-// under load (bench/RESULTS.md, ninth pass); goyield wakes nobody, and the
+// under load (bench/HISTORY.md, ninth pass); goyield wakes nobody, and the
 // same thread resumes the loop.
 const yieldNanos = 2_000_000
 
@@ -134,7 +134,7 @@ func schedYield() { _, _, _ = syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 
 // work would otherwise keep the CPU until the scheduler's tick preempts it,
 // up to 4 ms at HZ=250, while a client with its replies waits for that same
 // CPU. With nothing else runnable the yield returns at once. 1 ms was best
-// when the loops made a read and a write per request (bench/RESULTS.md,
+// when the loops made a read and a write per request (bench/HISTORY.md,
 // tenth pass); batched through io_uring they serve more per ms, and 0.5 ms
 // gives a lower p99 at the same CPU per request (twelfth pass).
 const busyNanos = 500_000
