@@ -558,6 +558,25 @@ func (c *rawConn) roundTrip(req, want string) {
 	c.expect(want)
 }
 
+// roundTripTTL is roundTrip for a reply whose first line holds a remaining
+// TTL (t<N>): a second boundary between the write that set it and this read
+// makes it t<N-1>, on memcached as on ndbgate.
+func (c *rawConn) roundTripTTL(req, want string) {
+	c.t.Helper()
+	c.send(req)
+	head, rest, _ := strings.Cut(want, "\r\n")
+	m := reTTLFlag.FindStringSubmatch(head)
+	require.NotNil(c.t, m, "no TTL in %q", head)
+	n, _ := strconv.Atoi(m[1])
+	earlier := strings.Replace(head, " t"+m[1], " t"+strconv.Itoa(n-1), 1)
+	if got := c.readLine(); got != head+"\r\n" && got != earlier+"\r\n" {
+		c.t.Fatalf("reply mismatch\nwant: %s (or %s)\ngot:  %s", abbrev(head), abbrev(earlier), abbrev(got))
+	}
+	c.expect(rest)
+}
+
+var reTTLFlag = regexp.MustCompile(` t(\d+)\b`)
+
 func (c *rawConn) readN(n int) (string, error) {
 	if err := c.c.SetReadDeadline(time.Now().Add(ioTimeout)); err != nil {
 		return "", err
