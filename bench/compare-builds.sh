@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Alternates memtier_benchmark runs against several ndbgate binaries (two
+# commits, say, before and after a change) and memcached: per workload and
+# round, each target is started afresh, preloaded, and measured in turn.
+# Prints one line per run (workload round target ops/s p99-ms), then the
+# median of the per-round ratios of each target to the first one.
+#
+#   bench/compare-builds.sh /tmp/ndbgate-old /tmp/ndbgate-new memcached
+#   ROUNDS=4 TIME=6 WORKLOADS="text_p16_1:10_32B" bench/compare-builds.sh B A
+#
+# Reverse the targets' order in a second run to see any effect of position.
+# Measure only on a quiet machine.
+set -euo pipefail
+ROUNDS=${ROUNDS:-3}
+TIME=${TIME:-8}
+PORT=${PORT:-22700}
+KEYS=${KEYS:-100000}
+declare -A ARGS=(
+  [text_p1_1:10_32B]="--protocol=memcache_text --pipeline=1 --ratio=1:10 -d 32"
+  [binary_p1_1:10_32B]="--protocol=memcache_binary --pipeline=1 --ratio=1:10 -d 32"
+  [text_p16_1:10_32B]="--protocol=memcache_text --pipeline=16 --ratio=1:10 -d 32"
+  [binary_p16_1:10_32B]="--protocol=memcache_binary --pipeline=16 --ratio=1:10 -d 32"
+  [binary_p16_1:1_32B]="--protocol=memcache_binary --pipeline=16 --ratio=1:1 -d 32"
+  [binary_p16_1:1_1024B]="--protocol=memcache_binary --pipeline=16 --ratio=1:1 -d 1024"
+)
+WORKLOADS=${WORKLOADS:-"text_p1_1:10_32B binary_p1_1:10_32B text_p16_1:10_32B binary_p16_1:10_32B binary_p16_1:1_32B binary_p16_1:1_1024B"}
+[ $# -ge 2 ] || { echo "usage: $0 TARGET TARGET... (an ndbgate binary's path, or memcached)" >&2; exit 2; }
+command -v memtier_benchmark >/dev/null || { echo "compare-builds: memtier_benchmark is not on PATH (see bench/run-memtier.sh)" >&2; exit 2; }
+user_flag=(); [ "$(id -u)" -eq 0 ] && user_flag=(-u nobody)
+pid=""
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true' EXIT
+start() {
+  if [ "$1" = memcached ]; then
+    memcached -p "$PORT" -U 0 -l 127.0.0.1 -t 2 -m 1024 -c 4096 "${user_flag[@]}" & pid=$!
+  else
+    "$1" serve --memcache "127.0.0.1:$PORT" --rest "" --grpc "" --log-level warn & pid=$!
+  fi
+  for _ in $(seq 500); do (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null && return 0; sleep 0.01; done
+  echo "compare-builds: $1 did not listen on $PORT" >&2; exit 1
+}
+out=$(mktemp)
+for w in $WORKLOADS; do
+  args=${ARGS[$w]:?unknown workload $w}
+  read -r -a a <<< "$args"
+  for r in $(seq "$ROUNDS"); do
+    for t in "$@"; do
+      start "$t"
+      memtier_benchmark -s 127.0.0.1 -p "$PORT" "${a[@]}" --ratio=1:0 --pipeline=16 --hide-histogram -t 2 -c 4 \
+        --key-pattern=P:P --key-maximum="$KEYS" --requests=allkeys >/dev/null 2>&1
+      res=$(memtier_benchmark -s 127.0.0.1 -p "$PORT" "${a[@]}" --hide-histogram -t 2 -c 25 \
+        --key-pattern=R:R --key-maximum="$KEYS" --test-time "$TIME" 2>&1 | awk '/^Totals/ {print $2, $7}')
+      echo "$w $r $t $res" | tee -a "$out"
+      kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+    done
+  done
+done
+python3 - "$out" "$@" <<'EOF'
+import collections, statistics, sys
+path, targets = sys.argv[1], sys.argv[2:]
+runs = collections.defaultdict(dict)
+for line in open(path):
+    w, r, t, ops = line.split()[:4]
+    runs[(w, r)][t] = float(ops)
+for w in dict.fromkeys(k[0] for k in runs):
+    rounds = [v for k, v in runs.items() if k[0] == w]
+    parts = []
+    for t in targets[1:]:
+        ratios = sorted(v[t] / v[targets[0]] for v in rounds if t in v and targets[0] in v)
+        parts.append(f"{t} / {targets[0]}: {statistics.median(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f})")
+    print(w, "|", " | ".join(parts))
+EOF
+rm -f "$out"
