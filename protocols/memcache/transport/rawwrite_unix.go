@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build unix
 
 package transport
 
@@ -7,10 +7,11 @@ import (
 	"unsafe"
 )
 
-// Off Linux only gnet serves, and the one thing it asks of the runtime is
-// runtime_linux.go's rule 1 for its replies: a raw write moves at most
+// Rule 1 of the runtime contract (runtime_linux.go), for replies written by
+// the epoll loops and, on every Unix, by gnet's: a raw write moves at most
 // rawWriteMax bytes.
 
+// rawWriteMax bounds what is read or written raw (rule 1).
 const rawWriteMax = 64 << 10
 
 // writeFd writes b to a non-blocking socket: raw up to rawWriteMax, beyond
