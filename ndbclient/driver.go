@@ -40,6 +40,15 @@ type InlineDriver interface {
 	CompletesInline() bool
 }
 
+// NonBlockingDriver is an optional Driver method: SubmitNeverWaits reports
+// that Submit returns without waiting for anything, even when it completes
+// later (the embedded engine with fsync always, whose writes complete once
+// durable). Lanes, which bound what waits in a driver, would only add
+// latency to such a driver.
+type NonBlockingDriver interface {
+	SubmitNeverWaits() bool
+}
+
 // VolatileDriver is an optional Driver method: Volatile reports that the
 // driver's rows live only as long as the process (the embedded engine), so
 // nothing written by an earlier run can be read after a restart.

@@ -737,6 +737,7 @@ func (e *Engine) closeDataDir() error {
 	if r := w.request(reqFinish); r.err != nil {
 		errs = append(errs, fmt.Errorf("data dir %s: close the log: %w", w.dir.path, r.err))
 	}
+	<-w.cstopped // every Submit has completed
 	if err := w.dir.close(); err != nil {
 		errs = append(errs, err)
 	}

@@ -654,3 +654,67 @@ func TestPersistExecuteWaitsInAlwaysMode(t *testing.T) {
 	e.wal.mu.Unlock()
 	assert.Equal(t, lsn, resolved, "Execute returned before its frame was durable")
 }
+
+// TestPersistFlushUnderLoadAlwaysAnswers runs writers and delete_alls
+// through the dispatcher with lanes (one round per node, as serve.go once
+// configured them for fsync always): a delete_all queued behind a write was
+// submitted from the log writer when that write became durable, and waited
+// for the writer, i.e. for itself. Every op must now complete.
+func TestPersistFlushUnderLoadAlwaysAnswers(t *testing.T) {
+	for _, lanes := range []bool{true, false} {
+		t.Run(fmt.Sprint("lanes=", lanes), func(t *testing.T) {
+			dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+			e := openT(t, persistCfg(dir, FsyncAlways, clock, logs))
+			tbl := mustCreate(t, e, memcacheTable("items", 64))
+			c := ndbclient.NewClientWith(e, ndbclient.DispatchConfig{Lanes: lanes, RoundsPerNode: 1, Coalesce: true})
+			submit := func(op *ndbclient.Op) error {
+				ch := make(chan error, 1)
+				c.Submit(&ndbclient.Batch{Ops: []*ndbclient.Op{op}}, func(b *ndbclient.Batch, err error) {
+					if err == nil {
+						err = b.Ops[0].Err
+					}
+					ch <- err
+				})
+				select {
+				case err := <-ch:
+					return err
+				case <-time.After(30 * time.Second):
+					return fmt.Errorf("no answer: the engine is stuck")
+				}
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for g := range 4 {
+				wg.Go(func() {
+					for i := range 200 {
+						if err := submit(writeOp(ndbclient.OpWrite, tbl, fmt.Sprint("k", g, "-", i%16), set(colValue, ndbclient.String("v")))); err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			flushes := 0
+			wg.Go(func() {
+				for range 30 {
+					if err := submit(&ndbclient.Op{Kind: ndbclient.OpDeleteAll, Table: tbl}); err != nil {
+						errs <- err
+						return
+					}
+					flushes++
+				}
+			})
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, 30, flushes)
+			// What memory holds is what the log gives back.
+			want := dump(e)
+			e.crash()
+			e2 := openT(t, persistCfg(dir, FsyncAlways, clock, logs))
+			assert.Equal(t, want, dump(e2))
+		})
+	}
+}

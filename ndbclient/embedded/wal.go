@@ -35,10 +35,15 @@ import (
 //     they apply) until that succeeds.
 // Either way memory never holds a change the log will not.
 //
-// Lock order: partition locks (ascending gid), then wal.mu. The writer never
-// holds wal.mu while taking a partition lock; it takes every partition lock
-// only to roll back (always mode), and first completes the appenders that wait
-// for it holding partition locks (delete_all) or Engine.mu (CreateTable).
+// Lock order: partition locks (ascending gid), then wal.mu, then wal.cmu. The
+// writer never holds wal.mu while taking a partition lock; it takes every
+// partition lock only to roll back (always mode), and first completes the
+// appenders that wait for it holding Engine.mu (CreateTable) or whose
+// partition locks it holds for them (delete_all).
+//
+// The writer never runs a Submit's callback: a callback may submit more work
+// (the dispatcher does), and work that waits for the writer must not run on
+// it. It hands them to the completer goroutine (wal.cq), in order.
 
 // FsyncMode is when the log is fsynced.
 type FsyncMode uint8
@@ -86,7 +91,8 @@ type logFile interface {
 }
 
 // waiter is a Submit waiting for its frames to be durable (always), or, with
-// b nil, a blocking appender (delete_all, CreateTable).
+// b nil, an appender the writer itself resolves (CreateTable's channel,
+// delete_all's clear): its done must never wait.
 type waiter struct {
 	lsn  uint64
 	b    *ndbclient.Batch
@@ -115,6 +121,12 @@ type wal struct {
 	wake    chan struct{} // buf became non-empty
 	reqs    chan walReq
 	stopped chan struct{}
+
+	// The completer's queue: Submits whose frames are resolved.
+	cmu      sync.Mutex
+	cq       []waiter
+	cwake    chan struct{}
+	cstopped chan struct{}
 
 	// Owned by the writer goroutine.
 	f         logFile
@@ -167,13 +179,45 @@ func newWAL(e *Engine, d *dataDir, seq uint64, f logFile, mode FsyncMode) *wal {
 	w := &wal{
 		e: e, dir: d, mode: mode, log: e.log, f: f, seq: seq, base: fileHeaderLen,
 		wake: make(chan struct{}, 1), reqs: make(chan walReq), stopped: make(chan struct{}),
+		cwake: make(chan struct{}, 1), cstopped: make(chan struct{}),
 		snapLogSize: e.cfg.SnapshotLogSize, snapTrigger: make(chan struct{}, 1), every: retryAfter,
 	}
 	if e.cfg.retryAfter > 0 {
 		w.every = e.cfg.retryAfter
 	}
 	go w.run()
+	go w.completer()
 	return w
+}
+
+// completer runs the Submits' callbacks the writer hands over, until the
+// writer has stopped and the queue is empty.
+func (w *wal) completer() {
+	defer close(w.cstopped)
+	var batch []waiter
+	for {
+		stopped := false
+		select {
+		case <-w.cwake:
+		case <-w.stopped:
+			stopped = true
+		}
+		for {
+			w.cmu.Lock()
+			batch, w.cq = w.cq, batch[:0]
+			w.cmu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			for _, wt := range batch {
+				wt.done(wt.b, nil)
+			}
+			clear(batch)
+		}
+		if stopped {
+			return
+		}
+	}
 }
 
 // refusing is the error a mutation gets before it applies, or nil.
@@ -273,6 +317,37 @@ func (w *wal) append(frame []byte, u *undoLog, wait bool) (uint64, chan error, e
 		}
 	}
 	return lsn, ch, nil
+}
+
+// appendThen appends a frame whose change applies only once it is durable
+// (always mode): then, on the writer, done is called with nil, or with the
+// log's error if it cannot be; done must not wait for anything. delete_all
+// uses it with its partition locks held until done releases them.
+func (w *wal) appendThen(frame []byte, done func(error)) (uint64, error) {
+	w.mu.Lock()
+	if w.failed != nil {
+		err := w.failed
+		w.mu.Unlock()
+		return 0, err
+	}
+	if w.closing {
+		w.mu.Unlock()
+		return 0, errClosed
+	}
+	wakeup := len(w.buf) == 0
+	w.buf = append(w.buf, frame...)
+	w.sinceSnap.Add(int64(len(frame)))
+	w.lsn++
+	lsn := w.lsn
+	w.waiters = append(w.waiters, waiter{lsn: lsn, done: func(_ *ndbclient.Batch, err error) { done(err) }})
+	w.mu.Unlock()
+	if wakeup {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+	return lsn, nil
 }
 
 // appendWait appends a frame that must be durable before its change applies
@@ -425,20 +500,25 @@ func (w *wal) done() {
 	w.outUndo.reset()
 	w.mu.Lock()
 	w.resolved = max(w.resolved, w.outLSN)
-	w.ready = w.takeWaiters(w.ready[:0], w.resolved, false)
+	w.ready = w.takeWaiters(w.ready[:0], w.resolved, false, nil)
 	w.mu.Unlock()
-	w.complete(nil)
+	w.complete()
 }
 
-// takeWaiters moves the waiters up to lsn (all blocking ones with
-// onlyBlocking) from w.waiters to dst. w.mu is held.
-func (w *wal) takeWaiters(dst []waiter, lsn uint64, onlyBlocking bool) []waiter {
+// takeWaiters resolves the waiters up to lsn (only the blocking ones with
+// onlyBlocking): blocking ones are called here, with err, under w.mu, so that
+// nobody sees w.resolved pass their frame before their change applied; the
+// Submits move from w.waiters to dst. w.mu is held.
+func (w *wal) takeWaiters(dst []waiter, lsn uint64, onlyBlocking bool, err error) []waiter {
 	keep := w.waiters[:0]
 	for _, wt := range w.waiters {
-		if wt.lsn <= lsn && (!onlyBlocking || wt.b == nil) {
-			dst = append(dst, wt)
-		} else {
+		switch {
+		case wt.lsn > lsn || onlyBlocking && wt.b != nil:
 			keep = append(keep, wt)
+		case wt.b == nil:
+			wt.done(nil, err)
+		default:
+			dst = append(dst, wt)
 		}
 	}
 	clear(w.waiters[len(keep):])
@@ -446,15 +526,18 @@ func (w *wal) takeWaiters(dst []waiter, lsn uint64, onlyBlocking bool) []waiter 
 	return dst
 }
 
-// complete calls the ready waiters: blocking ones get err, Submits nil (the
-// rollback has set their ops' errors).
-func (w *wal) complete(err error) {
-	for _, wt := range w.ready {
-		if wt.b == nil {
-			wt.done(nil, err)
-		} else {
-			wt.done(wt.b, nil)
-		}
+// complete hands the ready Submits to the completer, which calls them with
+// nil (a rollback has set their ops' errors).
+func (w *wal) complete() {
+	if len(w.ready) == 0 {
+		return
+	}
+	w.cmu.Lock()
+	w.cq = append(w.cq, w.ready...)
+	w.cmu.Unlock()
+	select {
+	case w.cwake <- struct{}{}:
+	default:
 	}
 	clear(w.ready)
 	w.ready = w.ready[:0]
@@ -482,9 +565,10 @@ func (w *wal) fail(err error) {
 	w.failed = serr
 	w.refuse.Store(serr)
 	if w.mode == FsyncAlways {
-		// Appenders that wait holding partition locks or Engine.mu must let
-		// go before the rollback below takes every partition lock.
-		w.ready = w.takeWaiters(w.ready[:0], w.lsn, true)
+		// Appenders that wait holding Engine.mu, or whose partition locks
+		// are held for them, must let go before the rollback below takes
+		// every partition lock.
+		w.ready = w.takeWaiters(w.ready[:0], w.lsn, true, serr)
 	}
 	w.mu.Unlock()
 	level := slog.LevelError
@@ -497,7 +581,6 @@ func (w *wal) fail(err error) {
 	if w.mode != FsyncAlways {
 		return // out stays, to be written again
 	}
-	w.complete(serr)
 	w.rollbackAll(serr)
 }
 
@@ -517,12 +600,12 @@ func (w *wal) rollbackAll(serr *ndbclient.Error) {
 	w.buf = w.buf[:0]
 	w.out, w.written = w.out[:0], 0
 	w.resolved = w.lsn
-	w.ready = w.takeWaiters(w.ready[:0], w.lsn, false)
+	w.ready = w.takeWaiters(w.ready[:0], w.lsn, false, serr)
 	w.mu.Unlock()
 	for _, p := range parts {
 		p.mu.Unlock()
 	}
-	w.complete(serr)
+	w.complete()
 }
 
 // retry tries a failing log again: in always mode, writes may come again

@@ -60,8 +60,10 @@ func dialMC(addr string) (*mcConn, error) {
 }
 
 // do sends one command and returns its one-line reply.
-func (m *mcConn) do(cmd string) (string, error) {
-	_ = m.c.SetDeadline(time.Now().Add(ioTimeout))
+func (m *mcConn) do(cmd string) (string, error) { return m.doWithin(cmd, ioTimeout) }
+
+func (m *mcConn) doWithin(cmd string, d time.Duration) (string, error) {
+	_ = m.c.SetDeadline(time.Now().Add(d))
 	if _, err := m.c.Write([]byte(cmd)); err != nil {
 		return "", err
 	}
@@ -205,6 +207,43 @@ func TestPersistKill9UnderLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d writes acknowledged before SIGKILL, %d keys checked", acked.Load(), checked)
+}
+
+// TestPersistFlushAllUnderLoadAlways: memcache writers and flush_all with
+// --fsync always. A flush_all queued behind a write once waited for the log
+// writer from the writer itself: no reply ever came, and SIGTERM did not end
+// the process. Every command must be answered, and the server must stop.
+func TestPersistFlushAllUnderLoadAlways(t *testing.T) {
+	embeddedOnly(t, "--data-dir is the embedded engine's")
+	dir := t.TempDir()
+	s := startServer(t, "--data-dir", dir, "--fsync", "always")
+	const deadline = 30 * time.Second // only a stuck server misses it
+	var wg sync.WaitGroup
+	for g := range 4 {
+		m := mustDialMC(t, s.memcacheAddr)
+		wg.Go(func() {
+			for i := range 300 {
+				v := fmt.Sprint(g, "-", i)
+				reply, err := m.doWithin(fmt.Sprintf("set w%d-%d 0 0 %d\r\n%s\r\n", g, i%20, len(v), v), deadline)
+				if err != nil || reply != "STORED" {
+					t.Errorf("writer %d, set %d: %q, %v", g, i, reply, err)
+					return
+				}
+			}
+		})
+	}
+	m := mustDialMC(t, s.memcacheAddr)
+	wg.Go(func() {
+		for i := range 30 {
+			reply, err := m.doWithin("flush_all\r\n", deadline)
+			if err != nil || reply != "OK" {
+				t.Errorf("flush_all %d: %q, %v", i, reply, err)
+				return
+			}
+		}
+	})
+	wg.Wait()
+	require.Equal(t, 0, s.stop(t), "SIGTERM")
 }
 
 var reTTL = regexp.MustCompile(`^HD t(-?\d+)$`)
