@@ -81,8 +81,19 @@ func New(o Options) (*Service, error) {
 	// writes a second. A volatile backend (the embedded engine) forgets
 	// everything on restart, so it counts from 1 as memcached does: some meta
 	// clients (meta-memcache's parser) read a cas token as a 32-bit number.
+	// Where the rows outlive the process and the driver can tell (the
+	// embedded engine's data dir), it also starts above every cas the rows
+	// hold: the counter may have run ahead of the clock.
 	if v, ok := o.Backend.Driver().(ndbclient.VolatileDriver); !ok || !v.Volatile() {
-		s.casSeq.Store(uint64(o.Now().UnixMicro()))
+		start := uint64(o.Now().UnixMicro())
+		if m, ok := o.Backend.Driver().(ndbclient.ColumnMaxer); ok {
+			for _, c := range s.containers {
+				if c.CasColumn >= 0 && c.Table != nil {
+					start = max(start, m.MaxColumn(c.Table, c.CasColumn))
+				}
+			}
+		}
+		s.casSeq.Store(start)
 	}
 	return s, nil
 }

@@ -222,8 +222,36 @@ func untilNextSecond(now time.Time) time.Duration {
 func (e *Engine) Name() string { return "embedded" }
 
 // Volatile reports that the rows are gone when the process ends
-// (ndbclient.VolatileDriver).
-func (e *Engine) Volatile() bool { return true }
+// (ndbclient.VolatileDriver): true unless they are kept in a data dir.
+func (e *Engine) Volatile() bool { return e.wal == nil }
+
+// MaxColumn is the largest value of integer column col over the rows of
+// the table named like s (ndbclient.ColumnMaxer). It reads every row, one
+// partition lock at a time: for start-up.
+func (e *Engine) MaxColumn(s *ndbclient.Table, col int) uint64 {
+	e.mu.Lock()
+	t := e.byName[s.FullName()]
+	e.mu.Unlock()
+	if t == nil || col < 0 || col >= len(t.cols) {
+		return 0
+	}
+	var most uint64
+	var v ndbclient.Value
+	for _, p := range t.parts {
+		p.mu.Lock()
+		for i := range p.slots {
+			if p.slots[i].size == 0 {
+				continue
+			}
+			t.decode(p.row(int32(i)), col, &v)
+			if !v.IsNull() {
+				most = max(most, v.Uint())
+			}
+		}
+		p.mu.Unlock()
+	}
+	return most
+}
 
 func (e *Engine) Ready() error {
 	if e.closed.Load() {

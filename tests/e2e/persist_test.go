@@ -246,6 +246,50 @@ func TestPersistFlushAllUnderLoadAlways(t *testing.T) {
 	require.Equal(t, 0, s.stop(t), "SIGTERM")
 }
 
+// TestPersistCasNeverRepeats: a cas handed out before a restart is never
+// handed out again after it, and a cas command with an old one fails.
+func TestPersistCasNeverRepeats(t *testing.T) {
+	embeddedOnly(t, "--data-dir is the embedded engine's")
+	dir := t.TempDir()
+	seen := map[uint64]bool{}
+	gets := func(m *mcConn, key string) uint64 {
+		line, err := m.do("gets " + key + "\r\n")
+		require.NoError(t, err)
+		var k string
+		var flags, n int
+		var cas uint64
+		_, err = fmt.Sscanf(line, "VALUE %s %d %d %d", &k, &flags, &n, &cas)
+		require.NoError(t, err, "gets reply %q", line)
+		rest := make([]byte, n+2+len("END\r\n"))
+		_, err = ioReadFull(m.r, rest)
+		require.NoError(t, err)
+		return cas
+	}
+	var old, first uint64 // the first cas of the last round, of this one
+	for round := range 3 {
+		s := startServer(t, "--data-dir", dir)
+		m := mustDialMC(t, s.memcacheAddr)
+		for i := range 5 {
+			reply, err := m.set("a", fmt.Sprint("v", round, "-", i), 0)
+			require.NoError(t, err)
+			require.Equal(t, "STORED", reply)
+			cas := gets(m, "a")
+			assert.False(t, seen[cas], "round %d: cas %d was handed out before", round, cas)
+			seen[cas] = true
+			if i == 0 {
+				first = cas
+			}
+			if round > 0 && i == 0 {
+				reply, err := m.do(fmt.Sprintf("cas a 0 0 3 %d\r\nold\r\n", old))
+				require.NoError(t, err)
+				assert.Equal(t, "EXISTS", reply, "a cas from before the restart matched a new item")
+			}
+		}
+		old = first
+		require.Equal(t, 0, s.stop(t))
+	}
+}
+
 var reTTL = regexp.MustCompile(`^HD t(-?\d+)$`)
 
 // TestPersistGracefulRestart: SIGTERM, then a start on the same data dir:
