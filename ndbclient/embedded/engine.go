@@ -97,6 +97,8 @@ type Config struct {
 	logFileHook func(logFile) logFile
 	// retryAfter replaces the log's retry interval (tests).
 	retryAfter time.Duration
+	// logQueueMax replaces logQueueMax (tests).
+	logQueueMax int64
 }
 
 // Engine is the embedded driver. It is safe for concurrent use.

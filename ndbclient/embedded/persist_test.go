@@ -9,9 +9,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -715,6 +717,80 @@ func TestPersistFlushUnderLoadAlwaysAnswers(t *testing.T) {
 			e.crash()
 			e2 := openT(t, persistCfg(dir, FsyncAlways, clock, logs))
 			assert.Equal(t, want, dump(e2))
+		})
+	}
+}
+
+// slowFile is a log file whose writes take a while, as a slow disk's.
+type slowFile struct{ logFile }
+
+func (f slowFile) Write(p []byte) (int, error) {
+	time.Sleep(2 * time.Millisecond)
+	return f.logFile.Write(p)
+}
+
+// TestPersistSlowDiskBoundsTheLogQueue: with everysec and no, writes are
+// acknowledged before they reach the disk; a disk slower than the writes
+// must not grow what waits for it without bound. Over the bound, writes are
+// refused with Overloaded before they apply, and memory still matches the
+// log.
+func TestPersistSlowDiskBoundsTheLogQueue(t *testing.T) {
+	for _, mode := range []FsyncMode{FsyncEverySec, FsyncNo} {
+		t.Run(mode.String(), func(t *testing.T) {
+			dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+			cfg := persistCfg(dir, mode, clock, logs)
+			cfg.logFileHook = func(f logFile) logFile { return slowFile{f} }
+			const queueMax = 32 << 10
+			cfg.logQueueMax = queueMax
+			e := openT(t, cfg)
+			tbl := mustCreate(t, e, memcacheTable("items", 512))
+			var most atomic.Int64
+			stop := make(chan struct{})
+			sampled := make(chan struct{})
+			go func() {
+				defer close(sampled)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if q := e.wal.queued.Load(); q > most.Load() {
+						most.Store(q)
+					}
+					runtime.Gosched()
+				}
+			}()
+			var wg sync.WaitGroup
+			var overloaded atomic.Int64
+			const writers = 4
+			for g := range writers {
+				wg.Go(func() {
+					for i := range 1500 {
+						op := writeOp(ndbclient.OpWrite, tbl, fmt.Sprint("k", g, "-", i%50), set(colValue, ndbclient.String(strings.Repeat("v", 200))))
+						run(t, e, op)
+						switch codeOf(op) {
+						case ndbclient.CodeOK:
+						case ndbclient.CodeOverloaded:
+							overloaded.Add(1)
+						default:
+							t.Errorf("unexpected %v", op.Err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(stop)
+			<-sampled
+			t.Logf("most queued: %d bytes; %d writes refused", most.Load(), overloaded.Load())
+			assert.Positive(t, overloaded.Load(), "the slow disk never held writes back")
+			assert.LessOrEqual(t, most.Load(), int64(queueMax+writers*1024), "the log's queue passed its bound")
+			want := dumpWritten(e)
+			require.Zero(t, e.wal.request(reqRotate).err)
+			e.crash()
+			e2 := openT(t, persistCfg(dir, mode, clock, logs))
+			assert.Equal(t, want, dumpWritten(e2))
 		})
 	}
 }

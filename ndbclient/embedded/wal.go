@@ -77,6 +77,14 @@ func (m FsyncMode) String() string {
 	return "everysec"
 }
 
+// logQueueMax bounds the bytes of log the writer has not yet made durable
+// (buf and out): over it, a mutation is refused with CodeOverloaded before it
+// applies (a slow disk must not grow memory, nor what a crash loses, without
+// bound). Concurrent appenders may overshoot it by a frame each. With
+// everysec, out is fsynced early once it holds a quarter of it, so that the
+// bound is not a throughput limit on a disk that keeps up.
+const logQueueMax = 64 << 20
+
 // retryAfter is how long writes are refused after the log failed, and how
 // often a failing log is tried again (Config.retryAfter in tests).
 const retryAfter = time.Second
@@ -108,6 +116,9 @@ type wal struct {
 	// refuse is set while the log fails: mutations are refused before they
 	// apply. Read without a lock on the hot path.
 	refuse atomic.Pointer[ndbclient.Error]
+	// queued is len(buf)+len(out): log bytes not yet durable (logQueueMax).
+	queued   atomic.Int64
+	queueMax int64
 
 	mu       sync.Mutex
 	buf      []byte  // frames appended, not yet taken by the writer
@@ -152,7 +163,7 @@ type wal struct {
 	snapLogSize int64
 	snapTrigger chan struct{}
 
-	writeErrors, syncs atomic.Uint64
+	writeErrors, syncs, overloaded atomic.Uint64
 }
 
 // walReq asks the writer to rotate (start the next log file), to finish
@@ -184,6 +195,10 @@ func newWAL(e *Engine, d *dataDir, seq uint64, f logFile, mode FsyncMode) *wal {
 	}
 	if e.cfg.retryAfter > 0 {
 		w.every = e.cfg.retryAfter
+	}
+	w.queueMax = logQueueMax
+	if e.cfg.logQueueMax > 0 {
+		w.queueMax = e.cfg.logQueueMax
 	}
 	go w.run()
 	go w.completer()
@@ -225,8 +240,15 @@ func (w *wal) refusing() error {
 	if err := w.refuse.Load(); err != nil {
 		return err
 	}
+	if w.queued.Load() >= w.queueMax {
+		w.overloaded.Add(1)
+		return errLogBehind
+	}
 	return nil
 }
+
+var errLogBehind = &ndbclient.Error{Code: ndbclient.CodeOverloaded,
+	Message: "the data dir's log is behind (the disk is slower than the writes); the change was not applied, try again"}
 
 // logBatch collects what a run of ops under one lock hold logs: one frame
 // of entries and, with fsync always, the before-images that undo them.
@@ -298,6 +320,7 @@ func (w *wal) append(frame []byte, u *undoLog, wait bool) (uint64, chan error, e
 	}
 	wakeup := len(w.buf) == 0
 	w.buf = append(w.buf, frame...)
+	w.queued.Add(int64(len(frame)))
 	w.sinceSnap.Add(int64(len(frame)))
 	w.lsn++
 	lsn := w.lsn
@@ -336,6 +359,7 @@ func (w *wal) appendThen(frame []byte, done func(error)) (uint64, error) {
 	}
 	wakeup := len(w.buf) == 0
 	w.buf = append(w.buf, frame...)
+	w.queued.Add(int64(len(frame)))
 	w.sinceSnap.Add(int64(len(frame)))
 	w.lsn++
 	lsn := w.lsn
@@ -467,6 +491,9 @@ func (w *wal) flushOnce(sync bool) (bool, error) {
 		}
 		w.dirty = true
 	}
+	if w.mode == FsyncEverySec && int64(len(w.out)) >= w.queueMax/4 {
+		sync = true // out is kept until fsynced: do not let it grow a second's worth
+	}
 	if sync && w.dirty {
 		if err := w.f.Sync(); err != nil {
 			w.needTrunc = true
@@ -493,6 +520,7 @@ func (w *wal) done() {
 		return
 	}
 	w.base += int64(len(w.out))
+	w.queued.Add(-int64(len(w.out)))
 	w.spare, w.out, w.written = w.out[:0], nil, 0
 	if w.mode != FsyncAlways {
 		return
@@ -597,6 +625,7 @@ func (w *wal) rollbackAll(serr *ndbclient.Error) {
 	w.undo.reset()
 	w.outUndo.rollbackFailing(now, serr)
 	w.outUndo.reset()
+	w.queued.Add(-int64(len(w.buf) + len(w.out)))
 	w.buf = w.buf[:0]
 	w.out, w.written = w.out[:0], 0
 	w.resolved = w.lsn
