@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
@@ -102,6 +103,9 @@ func (e *Engine) recover(d *dataDir) (next uint64, pending, snapBytes int64, err
 		}
 		pending += n
 		next = seq + 1
+		if _, serr := os.Stat(d.file(d.logName(seq))); cut && errors.Is(serr, fs.ErrNotExist) {
+			next = seq // its header was bad and it is gone: the next log takes its number
+		}
 		if cut && i < len(replay)-1 {
 			// Frames after a gap cannot apply: keep the prefix, and the
 			// later files aside for whoever wants to look.
@@ -111,7 +115,6 @@ func (e *Engine) recover(d *dataDir) (next uint64, pending, snapBytes int64, err
 				_ = os.Rename(name, name+".dropped")
 				e.log.LogAttrs(context.Background(), slog.LevelError, "data dir: dropping a log that follows a corrupt one",
 					slog.String("file", name), slog.String("renamed_to", name+".dropped"), slog.Int64("dropped_bytes", fileSize(st)))
-				next = later + 1
 			}
 			break
 		}

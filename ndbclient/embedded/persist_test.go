@@ -794,3 +794,59 @@ func TestPersistSlowDiskBoundsTheLogQueue(t *testing.T) {
 		})
 	}
 }
+
+// TestPersistRecoveryLeavesNoGap: a crash while a log file was being created
+// leaves it empty or with a torn header; the start after removes it. The
+// log it then creates must take that number, or the start after that finds
+// a gap and refuses. The same when a corrupt log's later files are dropped.
+func TestPersistRecoveryLeavesNoGap(t *testing.T) {
+	logNames := func(dir string) []string {
+		m, err := filepath.Glob(filepath.Join(dir, "log-*"))
+		require.NoError(t, err)
+		return slices.DeleteFunc(m, func(s string) bool { return strings.HasSuffix(s, ".dropped") })
+	}
+	for _, damage := range []string{"empty newest", "torn header", "bad header mid-log", "bad frame mid-log"} {
+		t.Run(damage, func(t *testing.T) {
+			dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+			cfg := persistCfg(dir, FsyncAlways, clock, logs)
+			e := openT(t, cfg)
+			tbl := mustCreate(t, e, memcacheTable("items", 64))
+			put(t, e, tbl, "a", item{value: "1"})
+			e.crash()
+			e = openT(t, cfg) // a second log
+			put(t, e, tbl, "b", item{value: "2"})
+			e.crash()
+			names := logNames(dir)
+			require.Len(t, names, 2)
+			var seq uint64
+			_, err := fmt.Sscanf(filepath.Base(names[1]), "log-%x", &seq)
+			require.NoError(t, err)
+			switch damage {
+			case "empty newest": // the crash came before the header was written
+				require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("log-%016x", seq+1)), nil, 0o600))
+			case "torn header":
+				require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("log-%016x", seq+1)), []byte("NDBGLO"), 0o600))
+			case "bad header mid-log": // the first log's header is damaged: the second is dropped
+				b, err := os.ReadFile(names[0])
+				require.NoError(t, err)
+				b[0] ^= 0xff
+				require.NoError(t, os.WriteFile(names[0], b, 0o600))
+			case "bad frame mid-log": // the first log is cut at its last frame: the second is dropped
+				b, err := os.ReadFile(names[0])
+				require.NoError(t, err)
+				b[len(b)-1] ^= 0xff
+				require.NoError(t, os.WriteFile(names[0], b, 0o600))
+			}
+			e = openT(t, cfg)
+			tbl = mustCreate(t, e, memcacheTable("items", 64)) // gone with the first log in the last case
+			put(t, e, tbl, "c", item{value: "3"})
+			want := dumpWritten(e)
+			e.crash()
+			e = openT(t, cfg)
+			assert.Equal(t, want, dumpWritten(e))
+			e.crash()
+			e = openT(t, cfg)
+			assert.Equal(t, want, dumpWritten(e))
+		})
+	}
+}
