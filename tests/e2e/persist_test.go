@@ -290,6 +290,55 @@ func TestPersistCasNeverRepeats(t *testing.T) {
 	}
 }
 
+// TestPersistFlushAllRefusedByFullDisk: a flush_all the data dir cannot log
+// is not applied, and the client is told so (text and binary), not OK.
+func TestPersistFlushAllRefusedByFullDisk(t *testing.T) {
+	embeddedOnly(t, "--data-dir is the embedded engine's")
+	dir := t.TempDir()
+	s := startServer(t, "--data-dir", dir, "--fsync", "always", "--snapshot-interval", "0", "--snapshot-log-size", "0")
+	m := mustDialMC(t, s.memcacheAddr)
+	reply, err := m.set("kept", "value", 0)
+	require.NoError(t, err)
+	require.Equal(t, "STORED", reply)
+	logs := logFiles(t, dir)
+	require.Len(t, logs, 1)
+	var old unix.Rlimit
+	require.NoError(t, unix.Prlimit(s.pid(), unix.RLIMIT_FSIZE, nil, &old))
+	full := unix.Rlimit{Cur: uint64(fileLen(t, logs[0])), Max: old.Max} // not one more byte
+	require.NoError(t, unix.Prlimit(s.pid(), unix.RLIMIT_FSIZE, &full, nil), "prlimit on our own child")
+	const refused = "SERVER_ERROR cannot write to the data dir (disk full or failing), not stored"
+	reply, err = m.set("during", "x", 0)
+	require.NoError(t, err)
+	require.Equal(t, refused, reply)
+
+	reply, err = m.do("flush_all\r\n")
+	require.NoError(t, err)
+	assert.Equal(t, refused, reply)
+	// The binary protocol's flush (opcode 0x08), on a connection of its
+	// own (the first byte picks the protocol): a failure status, not 0.
+	bm := mustDialMC(t, s.memcacheAddr)
+	req := make([]byte, 24)
+	req[0], req[1] = 0x80, 0x08
+	_ = bm.c.SetDeadline(time.Now().Add(ioTimeout))
+	_, err = bm.c.Write(req)
+	require.NoError(t, err)
+	resp := make([]byte, 24)
+	_, err = ioReadFull(bm.r, resp)
+	require.NoError(t, err)
+	assert.Equal(t, byte(0x81), resp[0])
+	status := int(resp[6])<<8 | int(resp[7])
+	assert.NotZero(t, status, "binary flush answered success")
+	body := make([]byte, int(resp[8])<<24|int(resp[9])<<16|int(resp[10])<<8|int(resp[11]))
+	_, err = ioReadFull(bm.r, body)
+	require.NoError(t, err)
+
+	v, ok, err := m.get("kept")
+	require.NoError(t, err)
+	assert.True(t, ok, "a refused flush_all removed items")
+	assert.Equal(t, "value", v)
+	require.NoError(t, unix.Prlimit(s.pid(), unix.RLIMIT_FSIZE, &old, nil))
+}
+
 var reTTL = regexp.MustCompile(`^HD t(-?\d+)$`)
 
 // TestPersistGracefulRestart: SIGTERM, then a start on the same data dir:
