@@ -3,6 +3,7 @@ package embedded
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -849,4 +850,55 @@ func TestPersistRecoveryLeavesNoGap(t *testing.T) {
 			assert.Equal(t, want, dumpWritten(e))
 		})
 	}
+}
+
+// TestPersistFlippedFrameLength: a frame length flipped to span the rest of
+// the file makes a snapshot corrupt (an error) and cuts a log there, as a
+// bad checksum does; big frames are checked before they are allocated.
+func TestPersistFlippedFrameLength(t *testing.T) {
+	defer func(old int64) { bigFrame = old }(bigFrame)
+	bigFrame = 16
+	for _, kind := range []string{"snap", "log"} {
+		t.Run(kind, func(t *testing.T) {
+			dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+			cfg := persistCfg(dir, FsyncAlways, clock, logs)
+			e := openT(t, cfg)
+			tbl := mustCreate(t, e, memcacheTable("items", 64))
+			for i := range 20 {
+				put(t, e, tbl, fmt.Sprint("k", i), item{value: "v"})
+			}
+			if kind == "snap" {
+				require.NoError(t, e.Close())
+			} else {
+				e.crash()
+			}
+			m, err := filepath.Glob(filepath.Join(dir, kind+"-*"))
+			require.NoError(t, err)
+			require.NotEmpty(t, m)
+			name := m[len(m)-1]
+			b, err := os.ReadFile(name)
+			require.NoError(t, err)
+			// The second frame's length: the first frame starts after the
+			// file header; its length says where the second starts.
+			first := fileHeaderLen + frameHeaderLen + int(binary.LittleEndian.Uint32(b[fileHeaderLen:]))
+			require.Less(t, first+frameHeaderLen, len(b), "one frame only")
+			binary.LittleEndian.PutUint32(b[first:], uint32(len(b)-first-frameHeaderLen))
+			require.NoError(t, os.WriteFile(name, b, 0o600))
+			e2, err := Open(cfg)
+			if kind == "snap" {
+				require.ErrorContains(t, err, "is corrupt at offset "+fmt.Sprint(first))
+				return
+			}
+			require.NoError(t, err)
+			t.Cleanup(func() { e2.crash() })
+			assert.Contains(t, logs.String(), "cutting it after the last good record")
+			assert.EqualValues(t, first, fileLen(t, name))
+		})
+	}
+}
+
+func fileLen(t *testing.T, name string) int64 {
+	st, err := os.Stat(name)
+	require.NoError(t, err)
+	return st.Size()
 }
