@@ -99,6 +99,8 @@ type Config struct {
 	retryAfter time.Duration
 	// logQueueMax replaces logQueueMax (tests).
 	logQueueMax int64
+	// snapshotHook runs between a snapshot's rotation and its copy (tests).
+	snapshotHook func()
 }
 
 // Engine is the embedded driver. It is safe for concurrent use.

@@ -637,7 +637,19 @@ func (e *Engine) snapshot() error {
 	}
 	final := d.file(d.snapName(r.seq))
 	tmp := final + ".tmp"
+	if e.cfg.snapshotHook != nil {
+		e.cfg.snapshotHook()
+	}
 	rows, size, err := e.writeSnapshot(tmp, r.seq, tables)
+	if err == nil {
+		// The copy may hold changes not yet durable (always mode): wait
+		// until they are, or rolled back; after a rollback the copy may
+		// hold a change that never happened, so it is discarded.
+		w.settle()
+		if w.rollbacks.Load() != r.rollbacks {
+			err = errors.New("the log rolled back changes while the snapshot was copied; discarded (the log keeps everything)")
+		}
+	}
 	if err == nil {
 		err = os.Rename(tmp, final)
 	}

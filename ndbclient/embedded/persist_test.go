@@ -902,3 +902,41 @@ func fileLen(t *testing.T, name string) int64 {
 	require.NoError(t, err)
 	return st.Size()
 }
+
+// TestPersistSnapshotDiscardedAfterRollback: k=v1 is durable; a snapshot
+// rotates; a delete of k is applied and appended, the snapshot copies k's
+// partition without k, and then the delete's write fails and is rolled back
+// (its client told it failed). The snapshot must not be kept: with it, and
+// the older logs removed, k would be gone after a crash.
+func TestPersistSnapshotDiscardedAfterRollback(t *testing.T) {
+	dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+	disk := &diskSwitch{}
+	cfg := persistCfg(dir, FsyncAlways, clock, logs)
+	cfg.logFileHook = disk.hook
+	cfg.retryAfter = time.Hour // the log stays failed for the test
+	var delErr chan error
+	var tbl *ndbclient.Table
+	var e *Engine
+	cfg.snapshotHook = func() {
+		disk.set(true)
+		del := writeOp(ndbclient.OpDelete, tbl, "k")
+		delErr = make(chan error, 1)
+		e.Submit(&ndbclient.Batch{Ops: []*ndbclient.Op{del}}, func(b *ndbclient.Batch, _ error) { delErr <- b.Ops[0].Err })
+		// The delete has applied: the copy will not see k.
+	}
+	e = openT(t, cfg)
+	tbl = mustCreate(t, e, memcacheTable("items", 64))
+	put(t, e, tbl, "k", item{value: "v1"})
+	err := e.snapshot()
+	require.Error(t, err, "a snapshot that copied a rolled-back change was kept")
+	assert.Contains(t, err.Error(), "rolled back")
+	assert.Equal(t, ndbclient.CodeStorage, ndbclient.CodeOf(<-delErr))
+	v, ok := getValue(t, e, tbl, "k")
+	require.True(t, ok, "the failed delete was not rolled back")
+	assert.Equal(t, "v1", v)
+	e.crash()
+	e2 := openT(t, persistCfg(dir, FsyncAlways, clock, logs))
+	v, ok = getValue(t, e2, tbl, "k")
+	assert.True(t, ok, "a durable value is gone after a crash")
+	assert.Equal(t, "v1", v)
+}

@@ -164,6 +164,9 @@ type wal struct {
 	snapTrigger chan struct{}
 
 	writeErrors, syncs, overloaded atomic.Uint64
+	// rollbacks counts rollbackAll runs: a snapshot whose copy may hold a
+	// change rolled back since its rotation is discarded.
+	rollbacks atomic.Uint64
 }
 
 // walReq asks the writer to rotate (start the next log file), to finish
@@ -181,9 +184,10 @@ const (
 )
 
 type walReply struct {
-	seq     uint64 // the new file's sequence number
-	pending int64  // log bytes since the last snapshot when the file began
-	err     error
+	seq       uint64 // the new file's sequence number
+	rollbacks uint64 // wal.rollbacks at the rotation
+	pending   int64  // log bytes since the last snapshot when the file began
+	err       error
 }
 
 func newWAL(e *Engine, d *dataDir, seq uint64, f logFile, mode FsyncMode) *wal {
@@ -396,6 +400,20 @@ func (w *wal) await(lsn uint64, b *ndbclient.Batch, done func(*ndbclient.Batch, 
 	}
 	w.waiters = append(w.waiters, waiter{lsn: lsn, b: b, done: done})
 	w.mu.Unlock()
+}
+
+// settle blocks until every frame appended so far is durable or rolled
+// back (always mode; the others never roll back).
+func (w *wal) settle() {
+	if w.mode != FsyncAlways {
+		return
+	}
+	w.mu.Lock()
+	lsn := w.lsn
+	w.mu.Unlock()
+	// As a Submit, not a blocking appender: those are resolved before a
+	// rollback, Submits after it.
+	w.awaitSync(lsn, &ndbclient.Batch{})
 }
 
 // awaitSync blocks until the frames up to lsn are resolved (Execute).
@@ -625,6 +643,7 @@ func (w *wal) rollbackAll(serr *ndbclient.Error) {
 	w.undo.reset()
 	w.outUndo.rollbackFailing(now, serr)
 	w.outUndo.reset()
+	w.rollbacks.Add(1) // under every partition lock: a snapshot copy sees it before or after
 	w.queued.Add(-int64(len(w.buf) + len(w.out)))
 	w.buf = w.buf[:0]
 	w.out, w.written = w.out[:0], 0
@@ -708,7 +727,7 @@ func (w *wal) rotate() walReply {
 	}
 	_ = w.f.Close() // fsynced above
 	w.f, w.seq, w.base = f, w.seq+1, fileHeaderLen
-	return walReply{seq: w.seq, pending: pending}
+	return walReply{seq: w.seq, pending: pending, rollbacks: w.rollbacks.Load()}
 }
 
 // finish stops the log for Close: every frame is written and fsynced.
