@@ -531,7 +531,8 @@ func TestPersistFailuresUnderLoadNeverDiverge(t *testing.T) {
 					}
 				})
 			}
-			for range 20 {
+			// At least 20 failing spells, and on until writes have failed.
+			for i := 0; i < 20 || e.Stats().LogWriteErrors == 0 && i < 2000; i++ {
 				time.Sleep(3 * time.Millisecond)
 				disk.set(true)
 				time.Sleep(3 * time.Millisecond)
@@ -545,6 +546,10 @@ func TestPersistFailuresUnderLoadNeverDiverge(t *testing.T) {
 			e.crash()
 			t.Logf("results: %v, log write errors: %d", counts, e.Stats().LogWriteErrors)
 			assert.Positive(t, counts[ndbclient.CodeOK])
+			// The test is only worth something if the log did fail under
+			// the writers, and some of their writes were refused.
+			assert.Positive(t, e.Stats().LogWriteErrors, "the log never failed")
+			assert.Positive(t, counts[ndbclient.CodeStorage], "no write was refused")
 			e2 := openT(t, persistCfg(dir, mode, clock, logs))
 			assert.Equal(t, want, dump(e2))
 		})
@@ -939,4 +944,125 @@ func TestPersistSnapshotDiscardedAfterRollback(t *testing.T) {
 	v, ok = getValue(t, e2, tbl, "k")
 	assert.True(t, ok, "a durable value is gone after a crash")
 	assert.Equal(t, "v1", v)
+}
+
+// powerDisk wraps log files to know how much of each was fsynced; every
+// third fsync fails (EIO). powerLoss then cuts each file to its fsynced
+// length: what a power cut leaves, unlike crash(), which keeps the page
+// cache.
+type powerDisk struct {
+	mu     sync.Mutex
+	files  map[string]*powerFile
+	syncs  int
+	failed int
+}
+
+type powerFile struct {
+	logFile
+	d               *powerDisk
+	name            string
+	written, synced int64
+}
+
+func (d *powerDisk) hook(f logFile) logFile {
+	name := f.(*os.File).Name()
+	pf := &powerFile{logFile: f, d: d, name: name, written: fileHeaderLen, synced: fileHeaderLen}
+	d.mu.Lock()
+	d.files[name] = pf
+	d.mu.Unlock()
+	return pf
+}
+
+func (f *powerFile) Write(p []byte) (int, error) {
+	n, err := f.logFile.Write(p)
+	f.d.mu.Lock()
+	f.written += int64(n)
+	f.d.mu.Unlock()
+	return n, err
+}
+
+func (f *powerFile) Sync() error {
+	f.d.mu.Lock()
+	f.d.syncs++
+	fail := f.d.syncs%3 == 0
+	if fail {
+		f.d.failed++
+	}
+	f.d.mu.Unlock()
+	if fail {
+		return syscall.EIO
+	}
+	err := f.logFile.Sync()
+	if err == nil {
+		f.d.mu.Lock()
+		f.synced = f.written
+		f.d.mu.Unlock()
+	}
+	return err
+}
+
+func (f *powerFile) Truncate(size int64) error {
+	err := f.logFile.Truncate(size)
+	if err == nil {
+		f.d.mu.Lock()
+		f.written, f.synced = size, min(f.synced, size)
+		f.d.mu.Unlock()
+	}
+	return err
+}
+
+func (d *powerDisk) powerLoss(t *testing.T, e *Engine) {
+	e.crash()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for name, f := range d.files {
+		require.NoError(t, os.Truncate(name, f.synced))
+	}
+}
+
+// TestPersistAlwaysAcksOnlyWhatIsFsynced: with fsync always, a write is
+// acknowledged only once fsynced: after a power cut (files cut to what was
+// fsynced), every acknowledged write is there, and none that failed. Every
+// third fsync fails, so an acknowledgement that ran ahead of its fsync is
+// caught: the frame is then neither durable nor rolled back.
+func TestPersistAlwaysAcksOnlyWhatIsFsynced(t *testing.T) {
+	dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+	disk := &powerDisk{files: map[string]*powerFile{}}
+	cfg := persistCfg(dir, FsyncAlways, clock, logs)
+	cfg.logFileHook = disk.hook
+	cfg.retryAfter = time.Millisecond
+	e := openT(t, cfg)
+	tbl := mustCreate(t, e, memcacheTable("items", 64))
+	acked, refused := map[string]bool{}, map[string]bool{}
+	for i := range 90 {
+		k := fmt.Sprint("k", i)
+		op := writeOp(ndbclient.OpWrite, tbl, k, set(colValue, ndbclient.String("v")))
+		ch := make(chan error, 1)
+		e.Submit(&ndbclient.Batch{Ops: []*ndbclient.Op{op}}, func(b *ndbclient.Batch, _ error) { ch <- b.Ops[0].Err })
+		switch err := <-ch; ndbclient.CodeOf(err) {
+		case ndbclient.CodeOK:
+			acked[k] = true
+		case ndbclient.CodeStorage:
+			refused[k] = true
+			require.Eventually(t, func() bool { return !e.wal.failing() }, 5*time.Second, time.Millisecond)
+		default:
+			t.Fatalf("%s: %v", k, err)
+		}
+	}
+	disk.mu.Lock()
+	failed := disk.failed
+	disk.mu.Unlock()
+	t.Logf("%d acknowledged, %d refused, %d fsyncs failed", len(acked), len(refused), failed)
+	require.Positive(t, failed, "no fsync failed")
+	require.NotEmpty(t, acked)
+	disk.powerLoss(t, e)
+	e2 := openT(t, persistCfg(dir, FsyncAlways, clock, logs))
+	for k := range acked {
+		_, ok := getValue(t, e2, tbl, k)
+		assert.True(t, ok, "%s was acknowledged and is gone after a power cut", k)
+	}
+	for k := range refused {
+		_, ok := getValue(t, e2, tbl, k)
+		assert.False(t, ok, "%s failed and is there after a power cut", k)
+	}
 }

@@ -182,9 +182,12 @@ func TestPersistKill9UnderLoad(t *testing.T) {
 			}
 		})
 	}
-	// Kill once the writers are well under way (and a snapshot or two has
-	// been taken on the way, by --snapshot-log-size).
-	require.Eventually(t, func() bool { return acked.Load() >= 6000 }, 60*time.Second, 10*time.Millisecond)
+	// Kill once the writers are well under way, and a snapshot has been
+	// taken on the way (--snapshot-log-size): recovery is then a snapshot
+	// plus the log after it.
+	require.Eventually(t, func() bool {
+		return acked.Load() >= 6000 && strings.Contains(s.output.String(), "snapshot written")
+	}, 60*time.Second, 10*time.Millisecond, "no snapshot was taken under load")
 	s.kill()
 	wg.Wait()
 
