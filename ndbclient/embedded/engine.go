@@ -101,6 +101,8 @@ type Config struct {
 	logQueueMax int64
 	// snapshotHook runs between a snapshot's rotation and its copy (tests).
 	snapshotHook func()
+	// applyHook runs as a batch starts applying, with a data dir (tests).
+	applyHook func()
 }
 
 // Engine is the embedded driver. It is safe for concurrent use.
@@ -125,6 +127,7 @@ type Engine struct {
 
 	clock     atomic.Uint32 // the default Now
 	closed    atomic.Bool
+	gate      sync.RWMutex // with a data dir: batches applying (read), Close (write)
 	stop      chan struct{}
 	bg        sync.WaitGroup // the reaper, the clock and the snapshotter
 	closeOnce sync.Once
@@ -274,6 +277,8 @@ func (e *Engine) Close() error {
 		close(e.stop)
 		e.bg.Wait()
 		if e.wal != nil {
+			e.gate.Lock() // every batch past the closed check has logged
+			e.gate.Unlock()
 			e.closeErr = e.closeDataDir()
 		}
 	})

@@ -23,7 +23,15 @@ func (e *Engine) Execute(ctx context.Context, b *ndbclient.Batch) error {
 		failAll(b, errClosed)
 		return errClosed
 	}
-	lsn := e.apply(b)
+	if e.wal == nil {
+		e.apply(b)
+		return nil
+	}
+	lsn, ok := e.applyGated(b)
+	if !ok {
+		failAll(b, errClosed)
+		return errClosed
+	}
 	if lsn != 0 && e.syncWait {
 		e.wal.awaitSync(lsn, b)
 	}
@@ -72,11 +80,38 @@ func (e *Engine) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 		done(b, errClosed)
 		return
 	}
-	if lsn := e.apply(b); lsn != 0 && e.syncWait {
-		e.wal.await(lsn, b, done)
+	if e.wal == nil {
+		e.apply(b)
+		done(b, nil)
 		return
 	}
-	done(b, nil)
+	lsn, ok := e.applyGated(b)
+	switch {
+	case !ok:
+		failAll(b, errClosed)
+		done(b, errClosed)
+	case lsn != 0 && e.syncWait:
+		e.wal.await(lsn, b, done)
+	default:
+		done(b, nil)
+	}
+}
+
+// applyGated is apply with a data dir, under e.gate held for reading: Close
+// takes it for writing once closed is set, so the log finishes only after
+// every batch that got past the closed check has appended its frames (one
+// that applied after would be acknowledged and not logged). ok is false once
+// closed.
+func (e *Engine) applyGated(b *ndbclient.Batch) (lsn uint64, ok bool) {
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	if e.closed.Load() {
+		return 0, false
+	}
+	if h := e.cfg.applyHook; h != nil {
+		h()
+	}
+	return e.apply(b), true
 }
 
 var errClosed = &ndbclient.Error{Code: ndbclient.CodeUnavailable, Message: "embedded engine is closed"}

@@ -1066,3 +1066,90 @@ func TestPersistAlwaysAcksOnlyWhatIsFsynced(t *testing.T) {
 		assert.False(t, ok, "%s failed and is there after a power cut", k)
 	}
 }
+
+// TestPersistWriteRacingCloseIsLoggedOrRefused: writes that race Close are
+// either refused or in the log: with everysec and no, one that applied
+// after the log stopped taking frames was acknowledged and lost.
+func TestPersistWriteRacingCloseIsLoggedOrRefused(t *testing.T) {
+	for _, mode := range []FsyncMode{FsyncEverySec, FsyncNo, FsyncAlways} {
+		t.Run(mode.String(), func(t *testing.T) {
+			total := 0
+			defer func() { assert.Positive(t, total, "no write was acknowledged") }()
+			for round := range 20 {
+				dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+				e := openT(t, persistCfg(dir, mode, clock, logs))
+				tbl := mustCreate(t, e, memcacheTable("items", 64))
+				var mu sync.Mutex
+				var acked []string
+				var wg sync.WaitGroup
+				for g := range 4 {
+					wg.Go(func() {
+						for i := 0; ; i++ {
+							k := fmt.Sprint("k", g, "-", i)
+							op := writeOp(ndbclient.OpWrite, tbl, k, set(colValue, ndbclient.String("v")))
+							ch := make(chan error, 1)
+							e.Submit(&ndbclient.Batch{Ops: []*ndbclient.Op{op}}, func(b *ndbclient.Batch, _ error) { ch <- b.Ops[0].Err })
+							if err := <-ch; err != nil {
+								return // closed
+							}
+							mu.Lock()
+							acked = append(acked, k)
+							mu.Unlock()
+						}
+					})
+				}
+				time.Sleep(time.Duration(round%5) * time.Millisecond)
+				require.NoError(t, e.Close())
+				wg.Wait()
+				total += len(acked)
+				e2 := openT(t, persistCfg(dir, mode, clock, logs))
+				for _, k := range acked {
+					if _, ok := getValue(t, e2, tbl, k); !ok {
+						t.Fatalf("round %d: %s was acknowledged and is not in the data dir (%d acknowledged)", round, k, len(acked))
+					}
+				}
+				e2.crash()
+			}
+		})
+	}
+}
+
+// TestPersistCloseWaitsForApplyingBatches: a batch past the closed check
+// when Close begins is held (by a test hook) until Close has finished, or
+// for a while if Close waits for it. Before, Close finished the log first
+// and the batch applied after: acknowledged, not logged.
+func TestPersistCloseWaitsForApplyingBatches(t *testing.T) {
+	for _, mode := range []FsyncMode{FsyncEverySec, FsyncNo} {
+		t.Run(mode.String(), func(t *testing.T) {
+			dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+			cfg := persistCfg(dir, mode, clock, logs)
+			hold, held := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			cfg.applyHook = func() {
+				once.Do(func() { close(held); <-hold })
+			}
+			e := openT(t, cfg)
+			tbl := mustCreate(t, e, memcacheTable("items", 64))
+			op := writeOp(ndbclient.OpWrite, tbl, "late", set(colValue, ndbclient.String("v")))
+			res := make(chan error, 1)
+			go e.Submit(&ndbclient.Batch{Ops: []*ndbclient.Op{op}}, func(b *ndbclient.Batch, _ error) { res <- b.Ops[0].Err })
+			<-held
+			closed := make(chan struct{})
+			go func() { _ = e.Close(); close(closed) }()
+			select {
+			case <-closed: // Close did not wait: the write now applies after it
+			case <-time.After(200 * time.Millisecond): // Close waits for the write
+			}
+			close(hold)
+			<-closed
+			err := <-res
+			e2 := openT(t, persistCfg(dir, mode, clock, logs))
+			_, ok := getValue(t, e2, tbl, "late")
+			if err == nil {
+				assert.True(t, ok, "the write was acknowledged and is not in the data dir")
+			} else {
+				assert.False(t, ok)
+			}
+		})
+	}
+}
