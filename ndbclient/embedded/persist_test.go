@@ -1153,3 +1153,33 @@ func TestPersistCloseWaitsForApplyingBatches(t *testing.T) {
 		})
 	}
 }
+
+// TestPersistEverySecFsyncsOncePerTick: under a steady stream of writes,
+// everysec fsyncs once per tick (here every 20ms), not once per round of
+// frames the writer takes.
+func TestPersistEverySecFsyncsOncePerTick(t *testing.T) {
+	dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+	e := openT(t, persistCfg(dir, FsyncEverySec, clock, logs))
+	tbl := mustCreate(t, e, memcacheTable("items", 64))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				put(t, e, tbl, fmt.Sprint("k", g, "-", i%100), item{value: "v"})
+			}
+		})
+	}
+	require.Eventually(t, func() bool { return e.wal.ticks.Load() >= 10 }, 10*time.Second, time.Millisecond)
+	close(stop)
+	wg.Wait()
+	syncs, ticks := e.wal.syncs.Load(), e.wal.ticks.Load()
+	t.Logf("%d fsyncs in %d ticks", syncs, ticks)
+	assert.LessOrEqual(t, syncs, ticks+1, "more fsyncs than ticks")
+	assert.Positive(t, syncs)
+}

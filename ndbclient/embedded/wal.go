@@ -163,7 +163,7 @@ type wal struct {
 	snapLogSize int64
 	snapTrigger chan struct{}
 
-	writeErrors, syncs, overloaded atomic.Uint64
+	writeErrors, syncs, overloaded, ticks atomic.Uint64
 	// rollbacks counts rollbackAll runs: a snapshot whose copy may hold a
 	// change rolled back since its rotation is discarded.
 	rollbacks atomic.Uint64
@@ -436,6 +436,7 @@ func (w *wal) run() {
 			}
 			w.flush(w.mode == FsyncAlways)
 		case <-tick.C:
+			w.ticks.Add(1)
 			if w.failing() {
 				w.retry()
 				continue
@@ -459,18 +460,40 @@ func (w *wal) run() {
 
 func (w *wal) failing() bool { return w.refuse.Load() != nil }
 
-// flush moves the buffer to the file, and fsyncs it if sync is set, until the
-// buffer is empty (in always mode frames keep arriving while it fsyncs: each
-// round is one group commit).
+// flushRounds bounds the rounds one flush runs, so that under a steady
+// stream of frames the writer still gets back to its loop (rotations,
+// ticks); what is left is picked up right after.
+const flushRounds = 8
+
+// flush moves the buffer to the file, and fsyncs it if sync is set, round
+// after round while frames keep coming (in always mode each round is one
+// group commit). On everysec's tick (sync in everysec mode) the rounds only
+// write, and one fsync covers them all.
 func (w *wal) flush(sync bool) {
-	for {
-		more, err := w.flushOnce(sync)
+	onceAtEnd := sync && w.mode == FsyncEverySec
+	for range flushRounds {
+		more, err := w.flushOnce(sync && !onceAtEnd)
 		if err != nil {
 			w.fail(err)
 			return
 		}
 		if !more {
+			break
+		}
+	}
+	if onceAtEnd {
+		if _, err := w.flushOnce(true); err != nil {
+			w.fail(err)
 			return
+		}
+	}
+	w.mu.Lock()
+	left := len(w.buf) > 0
+	w.mu.Unlock()
+	if left {
+		select {
+		case w.wake <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -478,6 +501,13 @@ func (w *wal) flush(sync bool) {
 // flushOnce takes the buffer and writes (and with sync, fsyncs) what is not
 // done yet. It reports whether the buffer had frames.
 func (w *wal) flushOnce(sync bool) (bool, error) {
+	took, _ := w.take()
+	return took > 0, w.writeOut(sync, took > 0)
+}
+
+// take moves the buffer to out. It returns the bytes taken, and the log
+// bytes since the last snapshot up to the end of them.
+func (w *wal) take() (int, int64) {
 	w.mu.Lock()
 	took := len(w.buf)
 	if took > 0 {
@@ -493,10 +523,16 @@ func (w *wal) flushOnce(sync bool) (bool, error) {
 			w.outUndo.take(&w.undo)
 		}
 	}
+	pending := w.sinceSnap.Load()
 	w.mu.Unlock()
+	return took, pending
+}
+
+// writeOut writes (and with sync, fsyncs) what of out is not done yet.
+func (w *wal) writeOut(sync, took bool) error {
 	if w.needTrunc {
 		if err := w.f.Truncate(w.base); err != nil {
-			return false, fmt.Errorf("cut the log back to %d bytes: %w", w.base, err)
+			return fmt.Errorf("cut the log back to %d bytes: %w", w.base, err)
 		}
 		w.needTrunc, w.written = false, 0
 	}
@@ -505,7 +541,7 @@ func (w *wal) flushOnce(sync bool) (bool, error) {
 		w.written += max(n, 0)
 		if err != nil {
 			w.needTrunc = true
-			return false, fmt.Errorf("write the log: %w", err)
+			return fmt.Errorf("write the log: %w", err)
 		}
 		w.dirty = true
 	}
@@ -515,7 +551,7 @@ func (w *wal) flushOnce(sync bool) (bool, error) {
 	if sync && w.dirty {
 		if err := w.f.Sync(); err != nil {
 			w.needTrunc = true
-			return false, fmt.Errorf("fsync the log: %w", err)
+			return fmt.Errorf("fsync the log: %w", err)
 		}
 		w.syncs.Add(1)
 		w.dirty = false
@@ -523,13 +559,13 @@ func (w *wal) flushOnce(sync bool) (bool, error) {
 	if w.mode == FsyncNo || !w.dirty {
 		w.done()
 	}
-	if took > 0 && w.snapLogSize > 0 && w.sinceSnap.Load() >= max(w.snapLogSize, w.snapBytes.Load()) {
+	if took && w.snapLogSize > 0 && w.sinceSnap.Load() >= max(w.snapLogSize, w.snapBytes.Load()) {
 		select {
 		case w.snapTrigger <- struct{}{}:
 		default:
 		}
 	}
-	return took > 0, nil
+	return nil
 }
 
 // done marks out as in the file for good: its waiters complete.
@@ -703,23 +739,12 @@ func (w *wal) rotate() walReply {
 	if w.failing() {
 		return walReply{err: errors.New("the log is failing")}
 	}
-	var pending int64
-	for {
-		more, err := w.flushOnce(true)
-		if err != nil {
-			w.fail(err)
-			return walReply{err: err}
-		}
-		if !more {
-			// Frames from here on go to the next file.
-			w.mu.Lock()
-			empty := len(w.buf) == 0
-			pending = w.sinceSnap.Load()
-			w.mu.Unlock()
-			if empty {
-				break
-			}
-		}
+	// The buffer as of now goes to this file; frames appended from here on
+	// wait in the buffer for the next one.
+	took, pending := w.take()
+	if err := w.writeOut(true, took > 0); err != nil {
+		w.fail(err)
+		return walReply{err: err}
 	}
 	f, err := w.dir.createLog(w.seq+1, w.e.cfg.logFileHook)
 	if err != nil {
