@@ -41,6 +41,9 @@ func Open(cfg Config) (*Engine, error) {
 	began := time.Now()
 	next, pending, snapBytes, err := e.recover(d)
 	if err == nil {
+		err = e.fitAfterReplay()
+	}
+	if err == nil {
 		var f logFile
 		if f, err = d.createLog(next, cfg.logFileHook); err == nil {
 			e.wal = newWAL(e, d, next, f, cfg.Fsync)
@@ -376,6 +379,31 @@ func (e *Engine) applyEntries(ents []entry, now uint32) error {
 	return nil
 }
 
+// fitAfterReplay makes the loaded rows fit the memory limit, which the
+// replay ignored: eviction tables make room, as for a write; if that is not
+// enough, the start fails.
+func (e *Engine) fitAfterReplay() error {
+	used := e.used.Load()
+	if e.limit == 0 || used <= e.limit {
+		return nil
+	}
+	now := e.now()
+	for _, t := range *e.tables.Load() {
+		if !t.eviction {
+			continue
+		}
+		p := t.parts[0]
+		p.mu.Lock()
+		ok := p.reserve(0, -1, now) // evicts until nothing more is over
+		p.mu.Unlock()
+		if ok {
+			return nil
+		}
+		break // reserve has tried every eviction table
+	}
+	return fmt.Errorf("data dir: the rows do not fit embedded.memory_limit (%d bytes; they take %d); raise it", e.limit, used)
+}
+
 // replayPut stores a logged row image: a row already expired is a delete.
 func (t *table) replayPut(en *entry, now uint32) error {
 	key := rowKey(en.data)
@@ -389,9 +417,12 @@ func (t *table) replayPut(en *entry, now uint32) error {
 		}
 		return nil
 	}
-	s, err := p.put(s, tag, en.data, now, false)
+	// The limit waits for the end of the replay (fitAfterReplay): a snapshot
+	// plus log frames older than its copy pass through states that never
+	// existed, and may not fit where the final state does.
+	s, err := p.put(s, tag, en.data, now, true)
 	if err != nil {
-		return fmt.Errorf("table %s: the data dir's rows do not fit embedded.memory_limit (%d bytes); raise it", t.schema.FullName(), t.e.limit)
+		return fmt.Errorf("table %s: %w", t.schema.FullName(), err)
 	}
 	sl := &p.slots[s]
 	sl.state, sl.used = en.state&(stFetched|stStale|stToken), min(en.used, now)

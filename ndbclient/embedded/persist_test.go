@@ -1183,3 +1183,47 @@ func TestPersistEverySecFsyncsOncePerTick(t *testing.T) {
 	assert.LessOrEqual(t, syncs, ticks+1, "more fsyncs than ticks")
 	assert.Positive(t, syncs)
 }
+
+// TestPersistReplayFitsOnlyAtTheEnd: the memory limit applies to the state
+// a start ends with, not to the states the replay passes through. A
+// snapshot copies rows newer than its log's start, so replaying the log over
+// it passes through states that never existed: here 600 rows of a table
+// that never held more than 300 (and the limit fits 300, not 600).
+func TestPersistReplayFitsOnlyAtTheEnd(t *testing.T) {
+	for _, eviction := range []bool{false, true} { // evicting, it lost rows of the end state
+		t.Run(fmt.Sprint("eviction=", eviction), func(t *testing.T) {
+			dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+			cfg := persistCfg(dir, FsyncEverySec, clock, logs)
+			cfg.MemoryLimit = 2 << 20
+			var tbl *ndbclient.Table
+			var e *Engine
+			value := strings.Repeat("x", 4000)
+			cfg.snapshotHook = func() { // after the rotation: the log gets these, the copy the end state
+				for i := range 300 {
+					put(t, e, tbl, fmt.Sprint("old", i), item{value: value})
+				}
+				for i := range 300 {
+					del := writeOp(ndbclient.OpDelete, tbl, fmt.Sprint("old", i))
+					run(t, e, del)
+					require.NoError(t, del.Err)
+				}
+				for i := range 300 {
+					put(t, e, tbl, fmt.Sprint("new", i), item{value: value})
+				}
+			}
+			e = openT(t, cfg)
+			s := memcacheTable("t", 4096)
+			s.Eviction = eviction
+			tbl = mustCreate(t, e, s)
+			require.NoError(t, e.snapshot())
+			want := dumpWritten(e)
+			require.Len(t, want, 300)
+			e.crash()
+			cfg.snapshotHook = nil
+			e2, err := Open(cfg)
+			require.NoError(t, err)
+			t.Cleanup(func() { e2.crash() })
+			assert.Equal(t, want, dumpWritten(e2))
+		})
+	}
+}
