@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -106,8 +107,17 @@ func (e *Engine) recover(d *dataDir) (next uint64, pending, snapBytes int64, err
 		}
 		pending += n
 		next = seq + 1
-		if _, serr := os.Stat(d.file(d.logName(seq))); cut && errors.Is(serr, fs.ErrNotExist) {
+		st, serr := os.Stat(d.file(d.logName(seq)))
+		switch {
+		case cut && errors.Is(serr, fs.ErrNotExist):
 			next = seq // its header was bad and it is gone: the next log takes its number
+		case serr == nil && st.Size() == fileHeaderLen && i == len(replay)-1 && (len(snaps) == 0 || seq != start):
+			// The last run wrote nothing: its log goes and the next one takes
+			// its number, so that a crash loop does not pile up empty logs.
+			// (A snapshot's own log stays: the snapshot's log must exist.)
+			if err := os.Remove(d.file(d.logName(seq))); err == nil {
+				next = seq
+			}
 		}
 		if cut && i < len(replay)-1 {
 			// Frames after a gap cannot apply: keep the prefix, and the
@@ -703,6 +713,17 @@ func (e *Engine) snapshot() error {
 	for _, l := range logs {
 		if l < r.seq {
 			_ = os.Remove(d.file(d.logName(l)))
+		}
+	}
+	// Logs set aside by a recovery (.dropped) are older than this snapshot.
+	dropped, _ := filepath.Glob(d.file("log-*.dropped"))
+	for _, name := range dropped {
+		var seq uint64
+		if _, err := fmt.Sscanf(filepath.Base(name), "log-%016x.dropped", &seq); err == nil && seq < r.seq {
+			if os.Remove(name) == nil {
+				e.log.LogAttrs(context.Background(), slog.LevelInfo, "data dir: removed a log set aside by a recovery; a snapshot has replaced it",
+					slog.String("file", name))
+			}
 		}
 	}
 	_ = d.sync()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"math/rand/v2"
@@ -1226,4 +1227,34 @@ func TestPersistReplayFitsOnlyAtTheEnd(t *testing.T) {
 			assert.Equal(t, want, dumpWritten(e2))
 		})
 	}
+}
+
+// TestPersistRestartLoopKeepsOneLog: starts that write nothing, ended by a
+// crash (no snapshot at Close), leave one log besides the snapshot's, not one
+// per start; a log a recovery set aside goes with the next snapshot.
+func TestPersistRestartLoopKeepsOneLog(t *testing.T) {
+	dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+	cfg := persistCfg(dir, FsyncEverySec, clock, logs)
+	e := openT(t, cfg)
+	tbl := mustCreate(t, e, memcacheTable("items", 64))
+	put(t, e, tbl, "k", item{value: "v"})
+	require.NoError(t, e.Close()) // a snapshot, and its log
+	for range 5 {
+		e = openT(t, cfg)
+		e.crash()
+	}
+	m, err := filepath.Glob(filepath.Join(dir, "log-*"))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(m), 2, "%v: the snapshot's log and this run's only", m)
+	e = openT(t, cfg)
+	v, ok := getValue(t, e, tbl, "k")
+	assert.True(t, ok)
+	assert.Equal(t, "v", v)
+
+	set := filepath.Join(dir, "log-0000000000000000.dropped")
+	require.NoError(t, os.WriteFile(set, []byte("set aside"), 0o600))
+	put(t, e, tbl, "k2", item{value: "v"})
+	require.NoError(t, e.snapshot())
+	_, err = os.Stat(set)
+	assert.ErrorIs(t, err, fs.ErrNotExist, "a .dropped log older than the snapshot stays")
 }
