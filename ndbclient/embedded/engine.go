@@ -103,6 +103,8 @@ type Config struct {
 	snapshotHook func()
 	// applyHook runs as a batch starts applying, with a data dir (tests).
 	applyHook func()
+	// freeBytes replaces the data dir's free space (tests).
+	freeBytes func() int64
 }
 
 // Engine is the embedded driver. It is safe for concurrent use.

@@ -668,6 +668,9 @@ func (e *Engine) snapshotter() {
 // and then removes the snapshot and logs it replaces.
 func (e *Engine) snapshot() error {
 	w, d := e.wal, e.wal.dir
+	if err := e.roomForSnapshot(); err != nil {
+		return err
+	}
 	began := time.Now()
 	e.mu.Lock() // no CreateTable between the rotation and the table list
 	r := w.request(reqRotate)
@@ -729,6 +732,29 @@ func (e *Engine) snapshot() error {
 	_ = d.sync()
 	e.log.LogAttrs(context.Background(), slog.LevelInfo, "data dir: snapshot written", slog.String("file", final),
 		slog.Uint64("rows", rows), slog.Int64("bytes", size), slog.Duration("took", time.Since(began)))
+	return nil
+}
+
+// snapHeadroom is the free space a snapshot leaves for the log, past its
+// own estimated size: a snapshot must not fill the disk the log needs. Small,
+// so that a small volume still gets snapshots (without them the log grows).
+const snapHeadroom = 16 << 20
+
+// roomForSnapshot refuses a snapshot the disk has no room for: its size,
+// estimated as the last snapshot's or the rows' bytes in memory, whichever
+// is larger, plus snapHeadroom for the log.
+func (e *Engine) roomForSnapshot() error {
+	free := freeBytes(e.wal.dir.path)
+	if e.cfg.freeBytes != nil {
+		free = e.cfg.freeBytes()
+	}
+	if free < 0 {
+		return nil // unknown: try
+	}
+	need := max(e.wal.snapBytes.Load(), e.used.Load()) + snapHeadroom
+	if free < need {
+		return fmt.Errorf("not enough free space for a snapshot: %d bytes free, about %d needed (the snapshot and room for the log); the log keeps everything", free, need)
+	}
 	return nil
 }
 

@@ -1258,3 +1258,28 @@ func TestPersistRestartLoopKeepsOneLog(t *testing.T) {
 	_, err = os.Stat(set)
 	assert.ErrorIs(t, err, fs.ErrNotExist, "a .dropped log older than the snapshot stays")
 }
+
+// TestPersistSnapshotNeedsRoom: a snapshot the disk has no room for (its
+// estimated size plus headroom for the log) is not started: it would fill
+// the disk and make the log fail. The log keeps everything.
+func TestPersistSnapshotNeedsRoom(t *testing.T) {
+	dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+	cfg := persistCfg(dir, FsyncAlways, clock, logs)
+	var free atomic.Int64
+	free.Store(1 << 20)
+	cfg.freeBytes = free.Load
+	e := openT(t, cfg)
+	tbl := mustCreate(t, e, memcacheTable("items", 64))
+	put(t, e, tbl, "k", item{value: "v"})
+	err := e.snapshot()
+	require.ErrorContains(t, err, "not enough free space for a snapshot")
+	m, err := filepath.Glob(filepath.Join(dir, "snap-*"))
+	require.NoError(t, err)
+	assert.Empty(t, m, "a snapshot file was written")
+	free.Store(1 << 40)
+	require.NoError(t, e.snapshot())
+	want := dumpWritten(e)
+	e.crash()
+	e2 := openT(t, persistCfg(dir, FsyncAlways, clock, logs))
+	assert.Equal(t, want, dumpWritten(e2))
+}
