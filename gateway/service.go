@@ -81,8 +81,19 @@ func New(o Options) (*Service, error) {
 	// writes a second. A volatile backend (the embedded engine) forgets
 	// everything on restart, so it counts from 1 as memcached does: some meta
 	// clients (meta-memcache's parser) read a cas token as a 32-bit number.
+	// Where the rows outlive the process and the driver can tell (the
+	// embedded engine's data dir), it also starts above every cas the rows
+	// hold: the counter may have run ahead of the clock.
 	if v, ok := o.Backend.Driver().(ndbclient.VolatileDriver); !ok || !v.Volatile() {
-		s.casSeq.Store(uint64(o.Now().UnixMicro()))
+		start := uint64(o.Now().UnixMicro())
+		if m, ok := o.Backend.Driver().(ndbclient.ColumnMaxer); ok {
+			for _, c := range s.containers {
+				if c.CasColumn >= 0 && c.Table != nil {
+					start = max(start, m.MaxColumn(c.Table, c.CasColumn))
+				}
+			}
+		}
+		s.casSeq.Store(start)
 	}
 	return s, nil
 }
@@ -195,9 +206,11 @@ func (s *Service) clientFor(p Policy) *ndbclient.Client {
 }
 
 // FlushAll removes every item of every container now (delay <= 0) or after
-// delay seconds, replacing any flush already scheduled, as memcached does. The
-// scan-delete runs off the caller's goroutine so no event loop waits on it.
-func (s *Service) FlushAll(delay int64) {
+// delay seconds, replacing any flush already scheduled, as memcached does. It
+// returns the first error of a flush now (a delete_all the backend refused,
+// e.g. a data dir that cannot be written), nil for a scheduled one. Callers
+// run it off any event loop: the scan-delete may take a while.
+func (s *Service) FlushAll(delay int64) error {
 	s.stats.Add(shardmetrics.SharedShard, int(StatCmdFlush), 1)
 	s.flushMu.Lock()
 	if s.flushTimer != nil {
@@ -205,17 +218,18 @@ func (s *Service) FlushAll(delay int64) {
 		s.flushTimer = nil
 	}
 	if delay > 0 {
-		s.flushTimer = time.AfterFunc(time.Duration(delay)*time.Second, s.flushNow)
+		s.flushTimer = time.AfterFunc(time.Duration(delay)*time.Second, func() { _ = s.flushNow() })
 		s.flushMu.Unlock()
-		return
+		return nil
 	}
 	s.flushMu.Unlock()
-	s.flushNow()
+	return s.flushNow()
 }
 
-func (s *Service) flushNow() {
+func (s *Service) flushNow() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	var first error
 	seen := map[*ndbclient.Table]bool{}
 	for _, rt := range s.router.routes {
 		c := rt.Container
@@ -230,11 +244,19 @@ func (s *Service) flushNow() {
 			seen[c.Table] = true
 			op := &ndbclient.Op{Kind: ndbclient.OpDeleteAll, Table: c.Table}
 			b := &ndbclient.Batch{Ops: []*ndbclient.Op{op}}
-			if err := cl.Execute(ctx, b); err != nil || op.Err != nil {
-				s.log.LogAttrs(ctx, slog.LevelWarn, "flush_all failed", slog.String("table", c.Table.FullName()), slog.Any("error", errors.Join(err, op.Err)))
+			err := cl.Execute(ctx, b)
+			if op.Err != nil {
+				err = op.Err // the canonical error, for the reply
+			}
+			if err != nil {
+				s.log.LogAttrs(ctx, slog.LevelWarn, "flush_all failed", slog.String("table", c.Table.FullName()), slog.Any("error", err))
+				if first == nil {
+					first = err
+				}
 			}
 		}
 	}
+	return first
 }
 
 // Do runs r and calls r.Done exactly once, inline or later from another goroutine.

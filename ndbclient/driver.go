@@ -40,6 +40,23 @@ type InlineDriver interface {
 	CompletesInline() bool
 }
 
+// NonBlockingDriver is an optional Driver method: SubmitNeverWaits reports
+// that Submit returns without waiting for anything, even when it completes
+// later (the embedded engine with fsync always, whose writes complete once
+// durable). Lanes, which bound what waits in a driver, would only add
+// latency to such a driver.
+type NonBlockingDriver interface {
+	SubmitNeverWaits() bool
+}
+
+// ColumnMaxer is an optional Driver method: MaxColumn is the largest value
+// of integer column col over t's rows (0 for none, or no such table). The
+// gateway starts its cas counter above it when the rows outlive the process
+// (the embedded engine with a data dir), so that no cas repeats.
+type ColumnMaxer interface {
+	MaxColumn(t *Table, col int) uint64
+}
+
 // VolatileDriver is an optional Driver method: Volatile reports that the
 // driver's rows live only as long as the process (the embedded engine), so
 // nothing written by an earlier run can be read after a restart.

@@ -233,12 +233,17 @@ func newEmbedded(cfg config.Config) *embedded.Engine {
 // dispatchConfig maps the configuration onto the backend dispatcher. Lanes
 // (per-node queues, coalescing) pay off only when a round trip costs
 // something: not with a driver that completes every round inline (the
-// embedded engine without a simulated round trip).
+// embedded engine without a simulated round trip), nor with one whose Submit
+// never waits (the embedded engine with fsync always: a read must not queue
+// behind other writes' fsync).
 func dispatchConfig(cfg config.Config, d ndbclient.Driver) ndbclient.DispatchConfig {
 	dc := cfg.Dispatch
 	inline := false
 	if in, ok := d.(ndbclient.InlineDriver); ok {
 		inline = in.CompletesInline()
+	}
+	if nb, ok := d.(ndbclient.NonBlockingDriver); ok && nb.SubmitNeverWaits() {
+		inline = true
 	}
 	out := ndbclient.DispatchConfig{
 		RoundSize:     dc.RoundSize,

@@ -15,6 +15,8 @@ import (
 //	log-<seq, 16 hex>    the log, one file per run and per snapshot
 //	snap-<seq>           a snapshot: every row as of some time after log-<seq> began
 //	snap-<seq>.tmp       a snapshot being written (removed at start-up)
+//	log-<seq>.dropped    a log after a corrupt one, set aside by a recovery
+//	                     (removed by the next snapshot)
 //
 // Recovery loads the newest snapshot, snap-S, then replays log-S, log-S+1, ...
 // in order (every log from the first, without a snapshot).
@@ -27,6 +29,10 @@ type dataDir struct {
 func openDataDir(path string) (*dataDir, error) {
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", path, err)
+	}
+	// The dir's own entry must last too, if it was just made.
+	if err := (&dataDir{path: filepath.Dir(filepath.Clean(path))}).sync(); err != nil {
+		return nil, fmt.Errorf("data dir %s: fsync its parent: %w", path, err)
 	}
 	f, err := os.OpenFile(filepath.Join(path, "LOCK"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {

@@ -97,6 +97,14 @@ type Config struct {
 	logFileHook func(logFile) logFile
 	// retryAfter replaces the log's retry interval (tests).
 	retryAfter time.Duration
+	// logQueueMax replaces logQueueMax (tests).
+	logQueueMax int64
+	// snapshotHook runs between a snapshot's rotation and its copy (tests).
+	snapshotHook func()
+	// applyHook runs as a batch starts applying, with a data dir (tests).
+	applyHook func()
+	// freeBytes replaces the data dir's free space (tests).
+	freeBytes func() int64
 }
 
 // Engine is the embedded driver. It is safe for concurrent use.
@@ -121,6 +129,7 @@ type Engine struct {
 
 	clock     atomic.Uint32 // the default Now
 	closed    atomic.Bool
+	gate      sync.RWMutex // with a data dir: batches applying (read), Close (write)
 	stop      chan struct{}
 	bg        sync.WaitGroup // the reaper, the clock and the snapshotter
 	closeOnce sync.Once
@@ -222,8 +231,36 @@ func untilNextSecond(now time.Time) time.Duration {
 func (e *Engine) Name() string { return "embedded" }
 
 // Volatile reports that the rows are gone when the process ends
-// (ndbclient.VolatileDriver).
-func (e *Engine) Volatile() bool { return true }
+// (ndbclient.VolatileDriver): true unless they are kept in a data dir.
+func (e *Engine) Volatile() bool { return e.wal == nil }
+
+// MaxColumn is the largest value of integer column col over the rows of
+// the table named like s (ndbclient.ColumnMaxer). It reads every row, one
+// partition lock at a time: for start-up.
+func (e *Engine) MaxColumn(s *ndbclient.Table, col int) uint64 {
+	e.mu.Lock()
+	t := e.byName[s.FullName()]
+	e.mu.Unlock()
+	if t == nil || col < 0 || col >= len(t.cols) {
+		return 0
+	}
+	var most uint64
+	var v ndbclient.Value
+	for _, p := range t.parts {
+		p.mu.Lock()
+		for i := range p.slots {
+			if p.slots[i].size == 0 {
+				continue
+			}
+			t.decode(p.row(int32(i)), col, &v)
+			if !v.IsNull() {
+				most = max(most, v.Uint())
+			}
+		}
+		p.mu.Unlock()
+	}
+	return most
+}
 
 func (e *Engine) Ready() error {
 	if e.closed.Load() {
@@ -242,6 +279,8 @@ func (e *Engine) Close() error {
 		close(e.stop)
 		e.bg.Wait()
 		if e.wal != nil {
+			e.gate.Lock() // every batch past the closed check has logged
+			e.gate.Unlock()
 			e.closeErr = e.closeDataDir()
 		}
 	})

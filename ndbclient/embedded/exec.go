@@ -23,7 +23,15 @@ func (e *Engine) Execute(ctx context.Context, b *ndbclient.Batch) error {
 		failAll(b, errClosed)
 		return errClosed
 	}
-	lsn := e.apply(b)
+	if e.wal == nil {
+		e.apply(b)
+		return nil
+	}
+	lsn, ok := e.applyGated(b)
+	if !ok {
+		failAll(b, errClosed)
+		return errClosed
+	}
 	if lsn != 0 && e.syncWait {
 		e.wal.awaitSync(lsn, b)
 	}
@@ -53,6 +61,11 @@ func (e *Engine) apply(b *ndbclient.Batch) uint64 {
 // (ndbclient.InlineDriver).
 func (e *Engine) CompletesInline() bool { return e.cfg.RoundTripDelay <= 0 && !e.syncWait }
 
+// SubmitNeverWaits reports that Submit returns at once, unless a simulated
+// round trip is configured (ndbclient.NonBlockingDriver): with fsync always a
+// write completes later, from the log, but nothing waits for it.
+func (e *Engine) SubmitNeverWaits() bool { return e.cfg.RoundTripDelay <= 0 }
+
 // Submit runs the batch inline and calls done on the caller's goroutine; with
 // a simulated round-trip delay, it completes that much later elsewhere, and
 // with fsync always, a batch that changed rows completes from the log writer
@@ -67,11 +80,38 @@ func (e *Engine) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 		done(b, errClosed)
 		return
 	}
-	if lsn := e.apply(b); lsn != 0 && e.syncWait {
-		e.wal.await(lsn, b, done)
+	if e.wal == nil {
+		e.apply(b)
+		done(b, nil)
 		return
 	}
-	done(b, nil)
+	lsn, ok := e.applyGated(b)
+	switch {
+	case !ok:
+		failAll(b, errClosed)
+		done(b, errClosed)
+	case lsn != 0 && e.syncWait:
+		e.wal.await(lsn, b, done)
+	default:
+		done(b, nil)
+	}
+}
+
+// applyGated is apply with a data dir, under e.gate held for reading: Close
+// takes it for writing once closed is set, so the log finishes only after
+// every batch that got past the closed check has appended its frames (one
+// that applied after would be acknowledged and not logged). ok is false once
+// closed.
+func (e *Engine) applyGated(b *ndbclient.Batch) (lsn uint64, ok bool) {
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	if e.closed.Load() {
+		return 0, false
+	}
+	if h := e.cfg.applyHook; h != nil {
+		h()
+	}
+	return e.apply(b), true
 }
 
 var errClosed = &ndbclient.Error{Code: ndbclient.CodeUnavailable, Message: "embedded engine is closed"}
@@ -99,8 +139,7 @@ func (e *Engine) runOne(op *ndbclient.Op, now uint32) uint64 {
 		return 0
 	}
 	if op.Kind == ndbclient.OpDeleteAll {
-		t.deleteAll(op, now)
-		return 0
+		return t.deleteAll(op, now)
 	}
 	var kb [keyStack]byte
 	key := t.appendKey(kb[:0], op.Key)
@@ -174,7 +213,7 @@ func (x *exec) run(e *Engine, ops []*ndbclient.Op, now uint32) {
 			i = j + 1
 		case ops[i].Kind == ndbclient.OpDeleteAll:
 			if t := x.prep[i].t; t != nil {
-				t.deleteAll(ops[i], now)
+				x.lsn = max(x.lsn, t.deleteAll(ops[i], now))
 			}
 			i++
 		default:
@@ -234,11 +273,11 @@ func (x *exec) runGroup(ops []*ndbclient.Op, a, b int) {
 }
 
 // deleteAll empties every partition of t, one lock at a time (like NDB's scan
-// delete, it is not atomic across partitions).
-func (t *table) deleteAll(op *ndbclient.Op, now uint32) {
+// delete, it is not atomic across partitions). With a data dir it returns the
+// lsn of its log frame (0: none).
+func (t *table) deleteAll(op *ndbclient.Op, now uint32) uint64 {
 	if t.e.wal != nil {
-		t.deleteAllLogged(op, now)
-		return
+		return t.deleteAllLogged(op, now)
 	}
 	var n uint64
 	for _, p := range t.parts {
@@ -248,14 +287,17 @@ func (t *table) deleteAll(op *ndbclient.Op, now uint32) {
 	}
 	op.Err, op.Affected = nil, n
 	op.Row = op.Row[:0]
+	return 0
 }
 
 // deleteAllLogged is deleteAll with a data dir. It holds every partition of
 // the table at once, so that the log's one clear entry sits where the clear
 // happened for every key (keys do not map to the same partitions after a
 // restart). With fsync always the clear applies only once it is durable (it
-// keeps no before-image to roll back).
-func (t *table) deleteAllLogged(op *ndbclient.Op, now uint32) {
+// keeps no before-image to roll back): the partitions stay locked until then,
+// and the log's writer applies it and lets them go. The caller does not wait:
+// its batch completes through the returned lsn, like any write.
+func (t *table) deleteAllLogged(op *ndbclient.Op, now uint32) uint64 {
 	op.Row = op.Row[:0]
 	for _, p := range t.parts { // ascending gid
 		p.mu.Lock()
@@ -266,8 +308,23 @@ func (t *table) deleteAllLogged(op *ndbclient.Op, now uint32) {
 		frame := beginFrame(nil)
 		frame = appendClear(frame, t.id)
 		endFrame(frame, 0)
+		if w.mode == FsyncAlways {
+			lsn, err := w.appendThen(frame, func(err error) { t.finishClear(op, now, err) })
+			if err == nil {
+				return lsn
+			}
+			t.finishClear(op, now, err)
+			return 0
+		}
 		err = w.appendWait(frame)
 	}
+	t.finishClear(op, now, err)
+	return 0
+}
+
+// finishClear applies a logged clear (unless err) and lets go of the
+// partitions deleteAllLogged locked.
+func (t *table) finishClear(op *ndbclient.Op, now uint32, err error) {
 	var n uint64
 	if err == nil {
 		for _, p := range t.parts {

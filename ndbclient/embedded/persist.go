@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -39,6 +41,9 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	began := time.Now()
 	next, pending, snapBytes, err := e.recover(d)
+	if err == nil {
+		err = e.fitAfterReplay()
+	}
 	if err == nil {
 		var f logFile
 		if f, err = d.createLog(next, cfg.logFileHook); err == nil {
@@ -102,6 +107,18 @@ func (e *Engine) recover(d *dataDir) (next uint64, pending, snapBytes int64, err
 		}
 		pending += n
 		next = seq + 1
+		st, serr := os.Stat(d.file(d.logName(seq)))
+		switch {
+		case cut && errors.Is(serr, fs.ErrNotExist):
+			next = seq // its header was bad and it is gone: the next log takes its number
+		case serr == nil && st.Size() == fileHeaderLen && i == len(replay)-1 && (len(snaps) == 0 || seq != start):
+			// The last run wrote nothing: its log goes and the next one takes
+			// its number, so that a crash loop does not pile up empty logs.
+			// (A snapshot's own log stays: the snapshot's log must exist.)
+			if err := os.Remove(d.file(d.logName(seq))); err == nil {
+				next = seq
+			}
+		}
 		if cut && i < len(replay)-1 {
 			// Frames after a gap cannot apply: keep the prefix, and the
 			// later files aside for whoever wants to look.
@@ -111,7 +128,6 @@ func (e *Engine) recover(d *dataDir) (next uint64, pending, snapBytes int64, err
 				_ = os.Rename(name, name+".dropped")
 				e.log.LogAttrs(context.Background(), slog.LevelError, "data dir: dropping a log that follows a corrupt one",
 					slog.String("file", name), slog.String("renamed_to", name+".dropped"), slog.Int64("dropped_bytes", fileSize(st)))
-				next = later + 1
 			}
 			break
 		}
@@ -373,6 +389,31 @@ func (e *Engine) applyEntries(ents []entry, now uint32) error {
 	return nil
 }
 
+// fitAfterReplay makes the loaded rows fit the memory limit, which the
+// replay ignored: eviction tables make room, as for a write; if that is not
+// enough, the start fails.
+func (e *Engine) fitAfterReplay() error {
+	used := e.used.Load()
+	if e.limit == 0 || used <= e.limit {
+		return nil
+	}
+	now := e.now()
+	for _, t := range *e.tables.Load() {
+		if !t.eviction {
+			continue
+		}
+		p := t.parts[0]
+		p.mu.Lock()
+		ok := p.reserve(0, -1, now) // evicts until nothing more is over
+		p.mu.Unlock()
+		if ok {
+			return nil
+		}
+		break // reserve has tried every eviction table
+	}
+	return fmt.Errorf("data dir: the rows do not fit embedded.memory_limit (%d bytes; they take %d); raise it", e.limit, used)
+}
+
 // replayPut stores a logged row image: a row already expired is a delete.
 func (t *table) replayPut(en *entry, now uint32) error {
 	key := rowKey(en.data)
@@ -386,9 +427,12 @@ func (t *table) replayPut(en *entry, now uint32) error {
 		}
 		return nil
 	}
-	s, err := p.put(s, tag, en.data, now, false)
+	// The limit waits for the end of the replay (fitAfterReplay): a snapshot
+	// plus log frames older than its copy pass through states that never
+	// existed, and may not fit where the final state does.
+	s, err := p.put(s, tag, en.data, now, true)
 	if err != nil {
-		return fmt.Errorf("table %s: the data dir's rows do not fit embedded.memory_limit (%d bytes); raise it", t.schema.FullName(), t.e.limit)
+		return fmt.Errorf("table %s: %w", t.schema.FullName(), err)
 	}
 	sl := &p.slots[s]
 	sl.state, sl.used = en.state&(stFetched|stStale|stToken), min(en.used, now)
@@ -624,6 +668,9 @@ func (e *Engine) snapshotter() {
 // and then removes the snapshot and logs it replaces.
 func (e *Engine) snapshot() error {
 	w, d := e.wal, e.wal.dir
+	if err := e.roomForSnapshot(); err != nil {
+		return err
+	}
 	began := time.Now()
 	e.mu.Lock() // no CreateTable between the rotation and the table list
 	r := w.request(reqRotate)
@@ -634,7 +681,19 @@ func (e *Engine) snapshot() error {
 	}
 	final := d.file(d.snapName(r.seq))
 	tmp := final + ".tmp"
+	if e.cfg.snapshotHook != nil {
+		e.cfg.snapshotHook()
+	}
 	rows, size, err := e.writeSnapshot(tmp, r.seq, tables)
+	if err == nil {
+		// The copy may hold changes not yet durable (always mode): wait
+		// until they are, or rolled back; after a rollback the copy may
+		// hold a change that never happened, so it is discarded.
+		w.settle()
+		if w.rollbacks.Load() != r.rollbacks {
+			err = errors.New("the log rolled back changes while the snapshot was copied; discarded (the log keeps everything)")
+		}
+	}
 	if err == nil {
 		err = os.Rename(tmp, final)
 	}
@@ -659,9 +718,43 @@ func (e *Engine) snapshot() error {
 			_ = os.Remove(d.file(d.logName(l)))
 		}
 	}
+	// Logs set aside by a recovery (.dropped) are older than this snapshot.
+	dropped, _ := filepath.Glob(d.file("log-*.dropped"))
+	for _, name := range dropped {
+		var seq uint64
+		if _, err := fmt.Sscanf(filepath.Base(name), "log-%016x.dropped", &seq); err == nil && seq < r.seq {
+			if os.Remove(name) == nil {
+				e.log.LogAttrs(context.Background(), slog.LevelInfo, "data dir: removed a log set aside by a recovery; a snapshot has replaced it",
+					slog.String("file", name))
+			}
+		}
+	}
 	_ = d.sync()
 	e.log.LogAttrs(context.Background(), slog.LevelInfo, "data dir: snapshot written", slog.String("file", final),
 		slog.Uint64("rows", rows), slog.Int64("bytes", size), slog.Duration("took", time.Since(began)))
+	return nil
+}
+
+// snapHeadroom is the free space a snapshot leaves for the log, past its
+// own estimated size: a snapshot must not fill the disk the log needs. Small,
+// so that a small volume still gets snapshots (without them the log grows).
+const snapHeadroom = 16 << 20
+
+// roomForSnapshot refuses a snapshot the disk has no room for: its size,
+// estimated as the last snapshot's or the rows' bytes in memory, whichever
+// is larger, plus snapHeadroom for the log.
+func (e *Engine) roomForSnapshot() error {
+	free := freeBytes(e.wal.dir.path)
+	if e.cfg.freeBytes != nil {
+		free = e.cfg.freeBytes()
+	}
+	if free < 0 {
+		return nil // unknown: try
+	}
+	need := max(e.wal.snapBytes.Load(), e.used.Load()) + snapHeadroom
+	if free < need {
+		return fmt.Errorf("not enough free space for a snapshot: %d bytes free, about %d needed (the snapshot and room for the log); the log keeps everything", free, need)
+	}
 	return nil
 }
 
@@ -737,6 +830,7 @@ func (e *Engine) closeDataDir() error {
 	if r := w.request(reqFinish); r.err != nil {
 		errs = append(errs, fmt.Errorf("data dir %s: close the log: %w", w.dir.path, r.err))
 	}
+	<-w.cstopped // every Submit has completed
 	if err := w.dir.close(); err != nil {
 		errs = append(errs, err)
 	}

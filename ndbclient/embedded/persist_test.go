@@ -3,15 +3,19 @@ package embedded
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -528,7 +532,8 @@ func TestPersistFailuresUnderLoadNeverDiverge(t *testing.T) {
 					}
 				})
 			}
-			for range 20 {
+			// At least 20 failing spells, and on until writes have failed.
+			for i := 0; i < 20 || e.Stats().LogWriteErrors == 0 && i < 2000; i++ {
 				time.Sleep(3 * time.Millisecond)
 				disk.set(true)
 				time.Sleep(3 * time.Millisecond)
@@ -542,6 +547,10 @@ func TestPersistFailuresUnderLoadNeverDiverge(t *testing.T) {
 			e.crash()
 			t.Logf("results: %v, log write errors: %d", counts, e.Stats().LogWriteErrors)
 			assert.Positive(t, counts[ndbclient.CodeOK])
+			// The test is only worth something if the log did fail under
+			// the writers, and some of their writes were refused.
+			assert.Positive(t, e.Stats().LogWriteErrors, "the log never failed")
+			assert.Positive(t, counts[ndbclient.CodeStorage], "no write was refused")
 			e2 := openT(t, persistCfg(dir, mode, clock, logs))
 			assert.Equal(t, want, dump(e2))
 		})
@@ -653,4 +662,624 @@ func TestPersistExecuteWaitsInAlwaysMode(t *testing.T) {
 	resolved, lsn := e.wal.resolved, e.wal.lsn
 	e.wal.mu.Unlock()
 	assert.Equal(t, lsn, resolved, "Execute returned before its frame was durable")
+}
+
+// TestPersistFlushUnderLoadAlwaysAnswers runs writers and delete_alls
+// through the dispatcher with lanes (one round per node, as serve.go once
+// configured them for fsync always): a delete_all queued behind a write was
+// submitted from the log writer when that write became durable, and waited
+// for the writer, i.e. for itself. Every op must now complete.
+func TestPersistFlushUnderLoadAlwaysAnswers(t *testing.T) {
+	for _, lanes := range []bool{true, false} {
+		t.Run(fmt.Sprint("lanes=", lanes), func(t *testing.T) {
+			dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+			e := openT(t, persistCfg(dir, FsyncAlways, clock, logs))
+			tbl := mustCreate(t, e, memcacheTable("items", 64))
+			c := ndbclient.NewClientWith(e, ndbclient.DispatchConfig{Lanes: lanes, RoundsPerNode: 1, Coalesce: true})
+			submit := func(op *ndbclient.Op) error {
+				ch := make(chan error, 1)
+				c.Submit(&ndbclient.Batch{Ops: []*ndbclient.Op{op}}, func(b *ndbclient.Batch, err error) {
+					if err == nil {
+						err = b.Ops[0].Err
+					}
+					ch <- err
+				})
+				select {
+				case err := <-ch:
+					return err
+				case <-time.After(30 * time.Second):
+					return fmt.Errorf("no answer: the engine is stuck")
+				}
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for g := range 4 {
+				wg.Go(func() {
+					for i := range 200 {
+						if err := submit(writeOp(ndbclient.OpWrite, tbl, fmt.Sprint("k", g, "-", i%16), set(colValue, ndbclient.String("v")))); err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			flushes := 0
+			wg.Go(func() {
+				for range 30 {
+					if err := submit(&ndbclient.Op{Kind: ndbclient.OpDeleteAll, Table: tbl}); err != nil {
+						errs <- err
+						return
+					}
+					flushes++
+				}
+			})
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, 30, flushes)
+			// What memory holds is what the log gives back.
+			want := dump(e)
+			e.crash()
+			e2 := openT(t, persistCfg(dir, FsyncAlways, clock, logs))
+			assert.Equal(t, want, dump(e2))
+		})
+	}
+}
+
+// slowFile is a log file whose writes take a while, as a slow disk's.
+type slowFile struct{ logFile }
+
+func (f slowFile) Write(p []byte) (int, error) {
+	time.Sleep(2 * time.Millisecond)
+	return f.logFile.Write(p)
+}
+
+// TestPersistSlowDiskBoundsTheLogQueue: with everysec and no, writes are
+// acknowledged before they reach the disk; a disk slower than the writes
+// must not grow what waits for it without bound. Over the bound, writes are
+// refused with Overloaded before they apply, and memory still matches the
+// log.
+func TestPersistSlowDiskBoundsTheLogQueue(t *testing.T) {
+	for _, mode := range []FsyncMode{FsyncEverySec, FsyncNo} {
+		t.Run(mode.String(), func(t *testing.T) {
+			dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+			cfg := persistCfg(dir, mode, clock, logs)
+			cfg.logFileHook = func(f logFile) logFile { return slowFile{f} }
+			const queueMax = 32 << 10
+			cfg.logQueueMax = queueMax
+			e := openT(t, cfg)
+			tbl := mustCreate(t, e, memcacheTable("items", 512))
+			var most atomic.Int64
+			stop := make(chan struct{})
+			sampled := make(chan struct{})
+			go func() {
+				defer close(sampled)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if q := e.wal.queued.Load(); q > most.Load() {
+						most.Store(q)
+					}
+					runtime.Gosched()
+				}
+			}()
+			var wg sync.WaitGroup
+			var overloaded atomic.Int64
+			const writers = 4
+			for g := range writers {
+				wg.Go(func() {
+					for i := range 1500 {
+						op := writeOp(ndbclient.OpWrite, tbl, fmt.Sprint("k", g, "-", i%50), set(colValue, ndbclient.String(strings.Repeat("v", 200))))
+						run(t, e, op)
+						switch codeOf(op) {
+						case ndbclient.CodeOK:
+						case ndbclient.CodeOverloaded:
+							overloaded.Add(1)
+						default:
+							t.Errorf("unexpected %v", op.Err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(stop)
+			<-sampled
+			t.Logf("most queued: %d bytes; %d writes refused", most.Load(), overloaded.Load())
+			assert.Positive(t, overloaded.Load(), "the slow disk never held writes back")
+			assert.LessOrEqual(t, most.Load(), int64(queueMax+writers*1024), "the log's queue passed its bound")
+			want := dumpWritten(e)
+			require.Zero(t, e.wal.request(reqRotate).err)
+			e.crash()
+			e2 := openT(t, persistCfg(dir, mode, clock, logs))
+			assert.Equal(t, want, dumpWritten(e2))
+		})
+	}
+}
+
+// TestPersistRecoveryLeavesNoGap: a crash while a log file was being created
+// leaves it empty or with a torn header; the start after removes it. The
+// log it then creates must take that number, or the start after that finds
+// a gap and refuses. The same when a corrupt log's later files are dropped.
+func TestPersistRecoveryLeavesNoGap(t *testing.T) {
+	logNames := func(dir string) []string {
+		m, err := filepath.Glob(filepath.Join(dir, "log-*"))
+		require.NoError(t, err)
+		return slices.DeleteFunc(m, func(s string) bool { return strings.HasSuffix(s, ".dropped") })
+	}
+	for _, damage := range []string{"empty newest", "torn header", "bad header mid-log", "bad frame mid-log"} {
+		t.Run(damage, func(t *testing.T) {
+			dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+			cfg := persistCfg(dir, FsyncAlways, clock, logs)
+			e := openT(t, cfg)
+			tbl := mustCreate(t, e, memcacheTable("items", 64))
+			put(t, e, tbl, "a", item{value: "1"})
+			e.crash()
+			e = openT(t, cfg) // a second log
+			put(t, e, tbl, "b", item{value: "2"})
+			e.crash()
+			names := logNames(dir)
+			require.Len(t, names, 2)
+			var seq uint64
+			_, err := fmt.Sscanf(filepath.Base(names[1]), "log-%x", &seq)
+			require.NoError(t, err)
+			switch damage {
+			case "empty newest": // the crash came before the header was written
+				require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("log-%016x", seq+1)), nil, 0o600))
+			case "torn header":
+				require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("log-%016x", seq+1)), []byte("NDBGLO"), 0o600))
+			case "bad header mid-log": // the first log's header is damaged: the second is dropped
+				b, err := os.ReadFile(names[0])
+				require.NoError(t, err)
+				b[0] ^= 0xff
+				require.NoError(t, os.WriteFile(names[0], b, 0o600))
+			case "bad frame mid-log": // the first log is cut at its last frame: the second is dropped
+				b, err := os.ReadFile(names[0])
+				require.NoError(t, err)
+				b[len(b)-1] ^= 0xff
+				require.NoError(t, os.WriteFile(names[0], b, 0o600))
+			}
+			e = openT(t, cfg)
+			tbl = mustCreate(t, e, memcacheTable("items", 64)) // gone with the first log in the last case
+			put(t, e, tbl, "c", item{value: "3"})
+			want := dumpWritten(e)
+			e.crash()
+			e = openT(t, cfg)
+			assert.Equal(t, want, dumpWritten(e))
+			e.crash()
+			e = openT(t, cfg)
+			assert.Equal(t, want, dumpWritten(e))
+		})
+	}
+}
+
+// TestPersistFlippedFrameLength: a frame length flipped to span the rest of
+// the file makes a snapshot corrupt (an error) and cuts a log there, as a
+// bad checksum does; big frames are checked before they are allocated.
+func TestPersistFlippedFrameLength(t *testing.T) {
+	defer func(old int64) { bigFrame = old }(bigFrame)
+	bigFrame = 16
+	for _, kind := range []string{"snap", "log"} {
+		t.Run(kind, func(t *testing.T) {
+			dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+			cfg := persistCfg(dir, FsyncAlways, clock, logs)
+			e := openT(t, cfg)
+			tbl := mustCreate(t, e, memcacheTable("items", 64))
+			for i := range 20 {
+				put(t, e, tbl, fmt.Sprint("k", i), item{value: "v"})
+			}
+			if kind == "snap" {
+				require.NoError(t, e.Close())
+			} else {
+				e.crash()
+			}
+			m, err := filepath.Glob(filepath.Join(dir, kind+"-*"))
+			require.NoError(t, err)
+			require.NotEmpty(t, m)
+			name := m[len(m)-1]
+			b, err := os.ReadFile(name)
+			require.NoError(t, err)
+			// The second frame's length: the first frame starts after the
+			// file header; its length says where the second starts.
+			first := fileHeaderLen + frameHeaderLen + int(binary.LittleEndian.Uint32(b[fileHeaderLen:]))
+			require.Less(t, first+frameHeaderLen, len(b), "one frame only")
+			binary.LittleEndian.PutUint32(b[first:], uint32(len(b)-first-frameHeaderLen))
+			require.NoError(t, os.WriteFile(name, b, 0o600))
+			e2, err := Open(cfg)
+			if kind == "snap" {
+				require.ErrorContains(t, err, "is corrupt at offset "+fmt.Sprint(first))
+				return
+			}
+			require.NoError(t, err)
+			t.Cleanup(func() { e2.crash() })
+			assert.Contains(t, logs.String(), "cutting it after the last good record")
+			assert.EqualValues(t, first, fileLen(t, name))
+		})
+	}
+}
+
+func fileLen(t *testing.T, name string) int64 {
+	st, err := os.Stat(name)
+	require.NoError(t, err)
+	return st.Size()
+}
+
+// TestPersistSnapshotDiscardedAfterRollback: k=v1 is durable; a snapshot
+// rotates; a delete of k is applied and appended, the snapshot copies k's
+// partition without k, and then the delete's write fails and is rolled back
+// (its client told it failed). The snapshot must not be kept: with it, and
+// the older logs removed, k would be gone after a crash.
+func TestPersistSnapshotDiscardedAfterRollback(t *testing.T) {
+	dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+	disk := &diskSwitch{}
+	cfg := persistCfg(dir, FsyncAlways, clock, logs)
+	cfg.logFileHook = disk.hook
+	cfg.retryAfter = time.Hour // the log stays failed for the test
+	var delErr chan error
+	var tbl *ndbclient.Table
+	var e *Engine
+	cfg.snapshotHook = func() {
+		disk.set(true)
+		del := writeOp(ndbclient.OpDelete, tbl, "k")
+		delErr = make(chan error, 1)
+		e.Submit(&ndbclient.Batch{Ops: []*ndbclient.Op{del}}, func(b *ndbclient.Batch, _ error) { delErr <- b.Ops[0].Err })
+		// The delete has applied: the copy will not see k.
+	}
+	e = openT(t, cfg)
+	tbl = mustCreate(t, e, memcacheTable("items", 64))
+	put(t, e, tbl, "k", item{value: "v1"})
+	err := e.snapshot()
+	require.Error(t, err, "a snapshot that copied a rolled-back change was kept")
+	assert.Contains(t, err.Error(), "rolled back")
+	assert.Equal(t, ndbclient.CodeStorage, ndbclient.CodeOf(<-delErr))
+	v, ok := getValue(t, e, tbl, "k")
+	require.True(t, ok, "the failed delete was not rolled back")
+	assert.Equal(t, "v1", v)
+	e.crash()
+	e2 := openT(t, persistCfg(dir, FsyncAlways, clock, logs))
+	v, ok = getValue(t, e2, tbl, "k")
+	assert.True(t, ok, "a durable value is gone after a crash")
+	assert.Equal(t, "v1", v)
+}
+
+// powerDisk wraps log files to know how much of each was fsynced; every
+// third fsync fails (EIO). powerLoss then cuts each file to its fsynced
+// length: what a power cut leaves, unlike crash(), which keeps the page
+// cache.
+type powerDisk struct {
+	mu     sync.Mutex
+	files  map[string]*powerFile
+	syncs  int
+	failed int
+}
+
+type powerFile struct {
+	logFile
+	d               *powerDisk
+	name            string
+	written, synced int64
+}
+
+func (d *powerDisk) hook(f logFile) logFile {
+	name := f.(*os.File).Name()
+	pf := &powerFile{logFile: f, d: d, name: name, written: fileHeaderLen, synced: fileHeaderLen}
+	d.mu.Lock()
+	d.files[name] = pf
+	d.mu.Unlock()
+	return pf
+}
+
+func (f *powerFile) Write(p []byte) (int, error) {
+	n, err := f.logFile.Write(p)
+	f.d.mu.Lock()
+	f.written += int64(n)
+	f.d.mu.Unlock()
+	return n, err
+}
+
+func (f *powerFile) Sync() error {
+	f.d.mu.Lock()
+	f.d.syncs++
+	fail := f.d.syncs%3 == 0
+	if fail {
+		f.d.failed++
+	}
+	f.d.mu.Unlock()
+	if fail {
+		return syscall.EIO
+	}
+	err := f.logFile.Sync()
+	if err == nil {
+		f.d.mu.Lock()
+		f.synced = f.written
+		f.d.mu.Unlock()
+	}
+	return err
+}
+
+func (f *powerFile) Truncate(size int64) error {
+	err := f.logFile.Truncate(size)
+	if err == nil {
+		f.d.mu.Lock()
+		f.written, f.synced = size, min(f.synced, size)
+		f.d.mu.Unlock()
+	}
+	return err
+}
+
+func (d *powerDisk) powerLoss(t *testing.T, e *Engine) {
+	e.crash()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for name, f := range d.files {
+		require.NoError(t, os.Truncate(name, f.synced))
+	}
+}
+
+// TestPersistAlwaysAcksOnlyWhatIsFsynced: with fsync always, a write is
+// acknowledged only once fsynced: after a power cut (files cut to what was
+// fsynced), every acknowledged write is there, and none that failed. Every
+// third fsync fails, so an acknowledgement that ran ahead of its fsync is
+// caught: the frame is then neither durable nor rolled back.
+func TestPersistAlwaysAcksOnlyWhatIsFsynced(t *testing.T) {
+	dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+	disk := &powerDisk{files: map[string]*powerFile{}}
+	cfg := persistCfg(dir, FsyncAlways, clock, logs)
+	cfg.logFileHook = disk.hook
+	cfg.retryAfter = time.Millisecond
+	e := openT(t, cfg)
+	tbl := mustCreate(t, e, memcacheTable("items", 64))
+	acked, refused := map[string]bool{}, map[string]bool{}
+	for i := range 90 {
+		k := fmt.Sprint("k", i)
+		op := writeOp(ndbclient.OpWrite, tbl, k, set(colValue, ndbclient.String("v")))
+		ch := make(chan error, 1)
+		e.Submit(&ndbclient.Batch{Ops: []*ndbclient.Op{op}}, func(b *ndbclient.Batch, _ error) { ch <- b.Ops[0].Err })
+		switch err := <-ch; ndbclient.CodeOf(err) {
+		case ndbclient.CodeOK:
+			acked[k] = true
+		case ndbclient.CodeStorage:
+			refused[k] = true
+			require.Eventually(t, func() bool { return !e.wal.failing() }, 5*time.Second, time.Millisecond)
+		default:
+			t.Fatalf("%s: %v", k, err)
+		}
+	}
+	disk.mu.Lock()
+	failed := disk.failed
+	disk.mu.Unlock()
+	t.Logf("%d acknowledged, %d refused, %d fsyncs failed", len(acked), len(refused), failed)
+	require.Positive(t, failed, "no fsync failed")
+	require.NotEmpty(t, acked)
+	disk.powerLoss(t, e)
+	e2 := openT(t, persistCfg(dir, FsyncAlways, clock, logs))
+	for k := range acked {
+		_, ok := getValue(t, e2, tbl, k)
+		assert.True(t, ok, "%s was acknowledged and is gone after a power cut", k)
+	}
+	for k := range refused {
+		_, ok := getValue(t, e2, tbl, k)
+		assert.False(t, ok, "%s failed and is there after a power cut", k)
+	}
+}
+
+// TestPersistWriteRacingCloseIsLoggedOrRefused: writes that race Close are
+// either refused or in the log: with everysec and no, one that applied
+// after the log stopped taking frames was acknowledged and lost.
+func TestPersistWriteRacingCloseIsLoggedOrRefused(t *testing.T) {
+	for _, mode := range []FsyncMode{FsyncEverySec, FsyncNo, FsyncAlways} {
+		t.Run(mode.String(), func(t *testing.T) {
+			total := 0
+			defer func() { assert.Positive(t, total, "no write was acknowledged") }()
+			for round := range 20 {
+				dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+				e := openT(t, persistCfg(dir, mode, clock, logs))
+				tbl := mustCreate(t, e, memcacheTable("items", 64))
+				var mu sync.Mutex
+				var acked []string
+				var wg sync.WaitGroup
+				for g := range 4 {
+					wg.Go(func() {
+						for i := 0; ; i++ {
+							k := fmt.Sprint("k", g, "-", i)
+							op := writeOp(ndbclient.OpWrite, tbl, k, set(colValue, ndbclient.String("v")))
+							ch := make(chan error, 1)
+							e.Submit(&ndbclient.Batch{Ops: []*ndbclient.Op{op}}, func(b *ndbclient.Batch, _ error) { ch <- b.Ops[0].Err })
+							if err := <-ch; err != nil {
+								return // closed
+							}
+							mu.Lock()
+							acked = append(acked, k)
+							mu.Unlock()
+						}
+					})
+				}
+				time.Sleep(time.Duration(round%5) * time.Millisecond)
+				require.NoError(t, e.Close())
+				wg.Wait()
+				total += len(acked)
+				e2 := openT(t, persistCfg(dir, mode, clock, logs))
+				for _, k := range acked {
+					if _, ok := getValue(t, e2, tbl, k); !ok {
+						t.Fatalf("round %d: %s was acknowledged and is not in the data dir (%d acknowledged)", round, k, len(acked))
+					}
+				}
+				e2.crash()
+			}
+		})
+	}
+}
+
+// TestPersistCloseWaitsForApplyingBatches: a batch past the closed check
+// when Close begins is held (by a test hook) until Close has finished, or
+// for a while if Close waits for it. Before, Close finished the log first
+// and the batch applied after: acknowledged, not logged.
+func TestPersistCloseWaitsForApplyingBatches(t *testing.T) {
+	for _, mode := range []FsyncMode{FsyncEverySec, FsyncNo} {
+		t.Run(mode.String(), func(t *testing.T) {
+			dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+			cfg := persistCfg(dir, mode, clock, logs)
+			hold, held := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			cfg.applyHook = func() {
+				once.Do(func() { close(held); <-hold })
+			}
+			e := openT(t, cfg)
+			tbl := mustCreate(t, e, memcacheTable("items", 64))
+			op := writeOp(ndbclient.OpWrite, tbl, "late", set(colValue, ndbclient.String("v")))
+			res := make(chan error, 1)
+			go e.Submit(&ndbclient.Batch{Ops: []*ndbclient.Op{op}}, func(b *ndbclient.Batch, _ error) { res <- b.Ops[0].Err })
+			<-held
+			closed := make(chan struct{})
+			go func() { _ = e.Close(); close(closed) }()
+			select {
+			case <-closed: // Close did not wait: the write now applies after it
+			case <-time.After(200 * time.Millisecond): // Close waits for the write
+			}
+			close(hold)
+			<-closed
+			err := <-res
+			e2 := openT(t, persistCfg(dir, mode, clock, logs))
+			_, ok := getValue(t, e2, tbl, "late")
+			if err == nil {
+				assert.True(t, ok, "the write was acknowledged and is not in the data dir")
+			} else {
+				assert.False(t, ok)
+			}
+		})
+	}
+}
+
+// TestPersistEverySecFsyncsOncePerTick: under a steady stream of writes,
+// everysec fsyncs once per tick (here every 20ms), not once per round of
+// frames the writer takes.
+func TestPersistEverySecFsyncsOncePerTick(t *testing.T) {
+	dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+	e := openT(t, persistCfg(dir, FsyncEverySec, clock, logs))
+	tbl := mustCreate(t, e, memcacheTable("items", 64))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				put(t, e, tbl, fmt.Sprint("k", g, "-", i%100), item{value: "v"})
+			}
+		})
+	}
+	require.Eventually(t, func() bool { return e.wal.ticks.Load() >= 10 }, 10*time.Second, time.Millisecond)
+	close(stop)
+	wg.Wait()
+	syncs, ticks := e.wal.syncs.Load(), e.wal.ticks.Load()
+	t.Logf("%d fsyncs in %d ticks", syncs, ticks)
+	assert.LessOrEqual(t, syncs, ticks+1, "more fsyncs than ticks")
+	assert.Positive(t, syncs)
+}
+
+// TestPersistReplayFitsOnlyAtTheEnd: the memory limit applies to the state
+// a start ends with, not to the states the replay passes through. A
+// snapshot copies rows newer than its log's start, so replaying the log over
+// it passes through states that never existed: here 600 rows of a table
+// that never held more than 300 (and the limit fits 300, not 600).
+func TestPersistReplayFitsOnlyAtTheEnd(t *testing.T) {
+	for _, eviction := range []bool{false, true} { // evicting, it lost rows of the end state
+		t.Run(fmt.Sprint("eviction=", eviction), func(t *testing.T) {
+			dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+			cfg := persistCfg(dir, FsyncEverySec, clock, logs)
+			cfg.MemoryLimit = 2 << 20
+			var tbl *ndbclient.Table
+			var e *Engine
+			value := strings.Repeat("x", 4000)
+			cfg.snapshotHook = func() { // after the rotation: the log gets these, the copy the end state
+				for i := range 300 {
+					put(t, e, tbl, fmt.Sprint("old", i), item{value: value})
+				}
+				for i := range 300 {
+					del := writeOp(ndbclient.OpDelete, tbl, fmt.Sprint("old", i))
+					run(t, e, del)
+					require.NoError(t, del.Err)
+				}
+				for i := range 300 {
+					put(t, e, tbl, fmt.Sprint("new", i), item{value: value})
+				}
+			}
+			e = openT(t, cfg)
+			s := memcacheTable("t", 4096)
+			s.Eviction = eviction
+			tbl = mustCreate(t, e, s)
+			require.NoError(t, e.snapshot())
+			want := dumpWritten(e)
+			require.Len(t, want, 300)
+			e.crash()
+			cfg.snapshotHook = nil
+			e2, err := Open(cfg)
+			require.NoError(t, err)
+			t.Cleanup(func() { e2.crash() })
+			assert.Equal(t, want, dumpWritten(e2))
+		})
+	}
+}
+
+// TestPersistRestartLoopKeepsOneLog: starts that write nothing, ended by a
+// crash (no snapshot at Close), leave one log besides the snapshot's, not one
+// per start; a log a recovery set aside goes with the next snapshot.
+func TestPersistRestartLoopKeepsOneLog(t *testing.T) {
+	dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+	cfg := persistCfg(dir, FsyncEverySec, clock, logs)
+	e := openT(t, cfg)
+	tbl := mustCreate(t, e, memcacheTable("items", 64))
+	put(t, e, tbl, "k", item{value: "v"})
+	require.NoError(t, e.Close()) // a snapshot, and its log
+	for range 5 {
+		e = openT(t, cfg)
+		e.crash()
+	}
+	m, err := filepath.Glob(filepath.Join(dir, "log-*"))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(m), 2, "%v: the snapshot's log and this run's only", m)
+	e = openT(t, cfg)
+	v, ok := getValue(t, e, tbl, "k")
+	assert.True(t, ok)
+	assert.Equal(t, "v", v)
+
+	set := filepath.Join(dir, "log-0000000000000000.dropped")
+	require.NoError(t, os.WriteFile(set, []byte("set aside"), 0o600))
+	put(t, e, tbl, "k2", item{value: "v"})
+	require.NoError(t, e.snapshot())
+	_, err = os.Stat(set)
+	assert.ErrorIs(t, err, fs.ErrNotExist, "a .dropped log older than the snapshot stays")
+}
+
+// TestPersistSnapshotNeedsRoom: a snapshot the disk has no room for (its
+// estimated size plus headroom for the log) is not started: it would fill
+// the disk and make the log fail. The log keeps everything.
+func TestPersistSnapshotNeedsRoom(t *testing.T) {
+	dir, clock, logs := memDir(t), newClock(), &logBuffer{}
+	cfg := persistCfg(dir, FsyncAlways, clock, logs)
+	var free atomic.Int64
+	free.Store(1 << 20)
+	cfg.freeBytes = free.Load
+	e := openT(t, cfg)
+	tbl := mustCreate(t, e, memcacheTable("items", 64))
+	put(t, e, tbl, "k", item{value: "v"})
+	err := e.snapshot()
+	require.ErrorContains(t, err, "not enough free space for a snapshot")
+	m, err := filepath.Glob(filepath.Join(dir, "snap-*"))
+	require.NoError(t, err)
+	assert.Empty(t, m, "a snapshot file was written")
+	free.Store(1 << 40)
+	require.NoError(t, e.snapshot())
+	want := dumpWritten(e)
+	e.crash()
+	e2 := openT(t, persistCfg(dir, FsyncAlways, clock, logs))
+	assert.Equal(t, want, dumpWritten(e2))
 }

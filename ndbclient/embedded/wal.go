@@ -35,10 +35,15 @@ import (
 //     they apply) until that succeeds.
 // Either way memory never holds a change the log will not.
 //
-// Lock order: partition locks (ascending gid), then wal.mu. The writer never
-// holds wal.mu while taking a partition lock; it takes every partition lock
-// only to roll back (always mode), and first completes the appenders that wait
-// for it holding partition locks (delete_all) or Engine.mu (CreateTable).
+// Lock order: partition locks (ascending gid), then wal.mu, then wal.cmu. The
+// writer never holds wal.mu while taking a partition lock; it takes every
+// partition lock only to roll back (always mode), and first completes the
+// appenders that wait for it holding Engine.mu (CreateTable) or whose
+// partition locks it holds for them (delete_all).
+//
+// The writer never runs a Submit's callback: a callback may submit more work
+// (the dispatcher does), and work that waits for the writer must not run on
+// it. It hands them to the completer goroutine (wal.cq), in order.
 
 // FsyncMode is when the log is fsynced.
 type FsyncMode uint8
@@ -72,6 +77,14 @@ func (m FsyncMode) String() string {
 	return "everysec"
 }
 
+// logQueueMax bounds the bytes of log the writer has not yet made durable
+// (buf and out): over it, a mutation is refused with CodeOverloaded before it
+// applies (a slow disk must not grow memory, nor what a crash loses, without
+// bound). Concurrent appenders may overshoot it by a frame each. With
+// everysec, out is fsynced early once it holds a quarter of it, so that the
+// bound is not a throughput limit on a disk that keeps up.
+const logQueueMax = 64 << 20
+
 // retryAfter is how long writes are refused after the log failed, and how
 // often a failing log is tried again (Config.retryAfter in tests).
 const retryAfter = time.Second
@@ -86,7 +99,8 @@ type logFile interface {
 }
 
 // waiter is a Submit waiting for its frames to be durable (always), or, with
-// b nil, a blocking appender (delete_all, CreateTable).
+// b nil, an appender the writer itself resolves (CreateTable's channel,
+// delete_all's clear): its done must never wait.
 type waiter struct {
 	lsn  uint64
 	b    *ndbclient.Batch
@@ -102,6 +116,9 @@ type wal struct {
 	// refuse is set while the log fails: mutations are refused before they
 	// apply. Read without a lock on the hot path.
 	refuse atomic.Pointer[ndbclient.Error]
+	// queued is len(buf)+len(out): log bytes not yet durable (logQueueMax).
+	queued   atomic.Int64
+	queueMax int64
 
 	mu       sync.Mutex
 	buf      []byte  // frames appended, not yet taken by the writer
@@ -115,6 +132,12 @@ type wal struct {
 	wake    chan struct{} // buf became non-empty
 	reqs    chan walReq
 	stopped chan struct{}
+
+	// The completer's queue: Submits whose frames are resolved.
+	cmu      sync.Mutex
+	cq       []waiter
+	cwake    chan struct{}
+	cstopped chan struct{}
 
 	// Owned by the writer goroutine.
 	f         logFile
@@ -140,7 +163,10 @@ type wal struct {
 	snapLogSize int64
 	snapTrigger chan struct{}
 
-	writeErrors, syncs atomic.Uint64
+	writeErrors, syncs, overloaded, ticks atomic.Uint64
+	// rollbacks counts rollbackAll runs: a snapshot whose copy may hold a
+	// change rolled back since its rotation is discarded.
+	rollbacks atomic.Uint64
 }
 
 // walReq asks the writer to rotate (start the next log file), to finish
@@ -158,22 +184,59 @@ const (
 )
 
 type walReply struct {
-	seq     uint64 // the new file's sequence number
-	pending int64  // log bytes since the last snapshot when the file began
-	err     error
+	seq       uint64 // the new file's sequence number
+	rollbacks uint64 // wal.rollbacks at the rotation
+	pending   int64  // log bytes since the last snapshot when the file began
+	err       error
 }
 
 func newWAL(e *Engine, d *dataDir, seq uint64, f logFile, mode FsyncMode) *wal {
 	w := &wal{
 		e: e, dir: d, mode: mode, log: e.log, f: f, seq: seq, base: fileHeaderLen,
 		wake: make(chan struct{}, 1), reqs: make(chan walReq), stopped: make(chan struct{}),
+		cwake: make(chan struct{}, 1), cstopped: make(chan struct{}),
 		snapLogSize: e.cfg.SnapshotLogSize, snapTrigger: make(chan struct{}, 1), every: retryAfter,
 	}
 	if e.cfg.retryAfter > 0 {
 		w.every = e.cfg.retryAfter
 	}
+	w.queueMax = logQueueMax
+	if e.cfg.logQueueMax > 0 {
+		w.queueMax = e.cfg.logQueueMax
+	}
 	go w.run()
+	go w.completer()
 	return w
+}
+
+// completer runs the Submits' callbacks the writer hands over, until the
+// writer has stopped and the queue is empty.
+func (w *wal) completer() {
+	defer close(w.cstopped)
+	var batch []waiter
+	for {
+		stopped := false
+		select {
+		case <-w.cwake:
+		case <-w.stopped:
+			stopped = true
+		}
+		for {
+			w.cmu.Lock()
+			batch, w.cq = w.cq, batch[:0]
+			w.cmu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			for _, wt := range batch {
+				wt.done(wt.b, nil)
+			}
+			clear(batch)
+		}
+		if stopped {
+			return
+		}
+	}
 }
 
 // refusing is the error a mutation gets before it applies, or nil.
@@ -181,8 +244,15 @@ func (w *wal) refusing() error {
 	if err := w.refuse.Load(); err != nil {
 		return err
 	}
+	if w.queued.Load() >= w.queueMax {
+		w.overloaded.Add(1)
+		return errLogBehind
+	}
 	return nil
 }
+
+var errLogBehind = &ndbclient.Error{Code: ndbclient.CodeOverloaded,
+	Message: "the data dir's log is behind (the disk is slower than the writes); the change was not applied, try again"}
 
 // logBatch collects what a run of ops under one lock hold logs: one frame
 // of entries and, with fsync always, the before-images that undo them.
@@ -254,6 +324,7 @@ func (w *wal) append(frame []byte, u *undoLog, wait bool) (uint64, chan error, e
 	}
 	wakeup := len(w.buf) == 0
 	w.buf = append(w.buf, frame...)
+	w.queued.Add(int64(len(frame)))
 	w.sinceSnap.Add(int64(len(frame)))
 	w.lsn++
 	lsn := w.lsn
@@ -273,6 +344,38 @@ func (w *wal) append(frame []byte, u *undoLog, wait bool) (uint64, chan error, e
 		}
 	}
 	return lsn, ch, nil
+}
+
+// appendThen appends a frame whose change applies only once it is durable
+// (always mode): then, on the writer, done is called with nil, or with the
+// log's error if it cannot be; done must not wait for anything. delete_all
+// uses it with its partition locks held until done releases them.
+func (w *wal) appendThen(frame []byte, done func(error)) (uint64, error) {
+	w.mu.Lock()
+	if w.failed != nil {
+		err := w.failed
+		w.mu.Unlock()
+		return 0, err
+	}
+	if w.closing {
+		w.mu.Unlock()
+		return 0, errClosed
+	}
+	wakeup := len(w.buf) == 0
+	w.buf = append(w.buf, frame...)
+	w.queued.Add(int64(len(frame)))
+	w.sinceSnap.Add(int64(len(frame)))
+	w.lsn++
+	lsn := w.lsn
+	w.waiters = append(w.waiters, waiter{lsn: lsn, done: func(_ *ndbclient.Batch, err error) { done(err) }})
+	w.mu.Unlock()
+	if wakeup {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+	return lsn, nil
 }
 
 // appendWait appends a frame that must be durable before its change applies
@@ -299,6 +402,20 @@ func (w *wal) await(lsn uint64, b *ndbclient.Batch, done func(*ndbclient.Batch, 
 	w.mu.Unlock()
 }
 
+// settle blocks until every frame appended so far is durable or rolled
+// back (always mode; the others never roll back).
+func (w *wal) settle() {
+	if w.mode != FsyncAlways {
+		return
+	}
+	w.mu.Lock()
+	lsn := w.lsn
+	w.mu.Unlock()
+	// As a Submit, not a blocking appender: those are resolved before a
+	// rollback, Submits after it.
+	w.awaitSync(lsn, &ndbclient.Batch{})
+}
+
 // awaitSync blocks until the frames up to lsn are resolved (Execute).
 func (w *wal) awaitSync(lsn uint64, b *ndbclient.Batch) {
 	ch := make(chan struct{})
@@ -319,6 +436,7 @@ func (w *wal) run() {
 			}
 			w.flush(w.mode == FsyncAlways)
 		case <-tick.C:
+			w.ticks.Add(1)
 			if w.failing() {
 				w.retry()
 				continue
@@ -342,18 +460,40 @@ func (w *wal) run() {
 
 func (w *wal) failing() bool { return w.refuse.Load() != nil }
 
-// flush moves the buffer to the file, and fsyncs it if sync is set, until the
-// buffer is empty (in always mode frames keep arriving while it fsyncs: each
-// round is one group commit).
+// flushRounds bounds the rounds one flush runs, so that under a steady
+// stream of frames the writer still gets back to its loop (rotations,
+// ticks); what is left is picked up right after.
+const flushRounds = 8
+
+// flush moves the buffer to the file, and fsyncs it if sync is set, round
+// after round while frames keep coming (in always mode each round is one
+// group commit). On everysec's tick (sync in everysec mode) the rounds only
+// write, and one fsync covers them all.
 func (w *wal) flush(sync bool) {
-	for {
-		more, err := w.flushOnce(sync)
+	onceAtEnd := sync && w.mode == FsyncEverySec
+	for range flushRounds {
+		more, err := w.flushOnce(sync && !onceAtEnd)
 		if err != nil {
 			w.fail(err)
 			return
 		}
 		if !more {
+			break
+		}
+	}
+	if onceAtEnd {
+		if _, err := w.flushOnce(true); err != nil {
+			w.fail(err)
 			return
+		}
+	}
+	w.mu.Lock()
+	left := len(w.buf) > 0
+	w.mu.Unlock()
+	if left {
+		select {
+		case w.wake <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -361,6 +501,13 @@ func (w *wal) flush(sync bool) {
 // flushOnce takes the buffer and writes (and with sync, fsyncs) what is not
 // done yet. It reports whether the buffer had frames.
 func (w *wal) flushOnce(sync bool) (bool, error) {
+	took, _ := w.take()
+	return took > 0, w.writeOut(sync, took > 0)
+}
+
+// take moves the buffer to out. It returns the bytes taken, and the log
+// bytes since the last snapshot up to the end of them.
+func (w *wal) take() (int, int64) {
 	w.mu.Lock()
 	took := len(w.buf)
 	if took > 0 {
@@ -376,10 +523,16 @@ func (w *wal) flushOnce(sync bool) (bool, error) {
 			w.outUndo.take(&w.undo)
 		}
 	}
+	pending := w.sinceSnap.Load()
 	w.mu.Unlock()
+	return took, pending
+}
+
+// writeOut writes (and with sync, fsyncs) what of out is not done yet.
+func (w *wal) writeOut(sync, took bool) error {
 	if w.needTrunc {
 		if err := w.f.Truncate(w.base); err != nil {
-			return false, fmt.Errorf("cut the log back to %d bytes: %w", w.base, err)
+			return fmt.Errorf("cut the log back to %d bytes: %w", w.base, err)
 		}
 		w.needTrunc, w.written = false, 0
 	}
@@ -388,14 +541,17 @@ func (w *wal) flushOnce(sync bool) (bool, error) {
 		w.written += max(n, 0)
 		if err != nil {
 			w.needTrunc = true
-			return false, fmt.Errorf("write the log: %w", err)
+			return fmt.Errorf("write the log: %w", err)
 		}
 		w.dirty = true
+	}
+	if w.mode == FsyncEverySec && int64(len(w.out)) >= w.queueMax/4 {
+		sync = true // out is kept until fsynced: do not let it grow a second's worth
 	}
 	if sync && w.dirty {
 		if err := w.f.Sync(); err != nil {
 			w.needTrunc = true
-			return false, fmt.Errorf("fsync the log: %w", err)
+			return fmt.Errorf("fsync the log: %w", err)
 		}
 		w.syncs.Add(1)
 		w.dirty = false
@@ -403,13 +559,13 @@ func (w *wal) flushOnce(sync bool) (bool, error) {
 	if w.mode == FsyncNo || !w.dirty {
 		w.done()
 	}
-	if took > 0 && w.snapLogSize > 0 && w.sinceSnap.Load() >= max(w.snapLogSize, w.snapBytes.Load()) {
+	if took && w.snapLogSize > 0 && w.sinceSnap.Load() >= max(w.snapLogSize, w.snapBytes.Load()) {
 		select {
 		case w.snapTrigger <- struct{}{}:
 		default:
 		}
 	}
-	return took > 0, nil
+	return nil
 }
 
 // done marks out as in the file for good: its waiters complete.
@@ -418,6 +574,7 @@ func (w *wal) done() {
 		return
 	}
 	w.base += int64(len(w.out))
+	w.queued.Add(-int64(len(w.out)))
 	w.spare, w.out, w.written = w.out[:0], nil, 0
 	if w.mode != FsyncAlways {
 		return
@@ -425,20 +582,25 @@ func (w *wal) done() {
 	w.outUndo.reset()
 	w.mu.Lock()
 	w.resolved = max(w.resolved, w.outLSN)
-	w.ready = w.takeWaiters(w.ready[:0], w.resolved, false)
+	w.ready = w.takeWaiters(w.ready[:0], w.resolved, false, nil)
 	w.mu.Unlock()
-	w.complete(nil)
+	w.complete()
 }
 
-// takeWaiters moves the waiters up to lsn (all blocking ones with
-// onlyBlocking) from w.waiters to dst. w.mu is held.
-func (w *wal) takeWaiters(dst []waiter, lsn uint64, onlyBlocking bool) []waiter {
+// takeWaiters resolves the waiters up to lsn (only the blocking ones with
+// onlyBlocking): blocking ones are called here, with err, under w.mu, so that
+// nobody sees w.resolved pass their frame before their change applied; the
+// Submits move from w.waiters to dst. w.mu is held.
+func (w *wal) takeWaiters(dst []waiter, lsn uint64, onlyBlocking bool, err error) []waiter {
 	keep := w.waiters[:0]
 	for _, wt := range w.waiters {
-		if wt.lsn <= lsn && (!onlyBlocking || wt.b == nil) {
-			dst = append(dst, wt)
-		} else {
+		switch {
+		case wt.lsn > lsn || onlyBlocking && wt.b != nil:
 			keep = append(keep, wt)
+		case wt.b == nil:
+			wt.done(nil, err)
+		default:
+			dst = append(dst, wt)
 		}
 	}
 	clear(w.waiters[len(keep):])
@@ -446,15 +608,18 @@ func (w *wal) takeWaiters(dst []waiter, lsn uint64, onlyBlocking bool) []waiter 
 	return dst
 }
 
-// complete calls the ready waiters: blocking ones get err, Submits nil (the
-// rollback has set their ops' errors).
-func (w *wal) complete(err error) {
-	for _, wt := range w.ready {
-		if wt.b == nil {
-			wt.done(nil, err)
-		} else {
-			wt.done(wt.b, nil)
-		}
+// complete hands the ready Submits to the completer, which calls them with
+// nil (a rollback has set their ops' errors).
+func (w *wal) complete() {
+	if len(w.ready) == 0 {
+		return
+	}
+	w.cmu.Lock()
+	w.cq = append(w.cq, w.ready...)
+	w.cmu.Unlock()
+	select {
+	case w.cwake <- struct{}{}:
+	default:
 	}
 	clear(w.ready)
 	w.ready = w.ready[:0]
@@ -482,9 +647,10 @@ func (w *wal) fail(err error) {
 	w.failed = serr
 	w.refuse.Store(serr)
 	if w.mode == FsyncAlways {
-		// Appenders that wait holding partition locks or Engine.mu must let
-		// go before the rollback below takes every partition lock.
-		w.ready = w.takeWaiters(w.ready[:0], w.lsn, true)
+		// Appenders that wait holding Engine.mu, or whose partition locks
+		// are held for them, must let go before the rollback below takes
+		// every partition lock.
+		w.ready = w.takeWaiters(w.ready[:0], w.lsn, true, serr)
 	}
 	w.mu.Unlock()
 	level := slog.LevelError
@@ -497,7 +663,6 @@ func (w *wal) fail(err error) {
 	if w.mode != FsyncAlways {
 		return // out stays, to be written again
 	}
-	w.complete(serr)
 	w.rollbackAll(serr)
 }
 
@@ -514,15 +679,17 @@ func (w *wal) rollbackAll(serr *ndbclient.Error) {
 	w.undo.reset()
 	w.outUndo.rollbackFailing(now, serr)
 	w.outUndo.reset()
+	w.rollbacks.Add(1) // under every partition lock: a snapshot copy sees it before or after
+	w.queued.Add(-int64(len(w.buf) + len(w.out)))
 	w.buf = w.buf[:0]
 	w.out, w.written = w.out[:0], 0
 	w.resolved = w.lsn
-	w.ready = w.takeWaiters(w.ready[:0], w.lsn, false)
+	w.ready = w.takeWaiters(w.ready[:0], w.lsn, false, serr)
 	w.mu.Unlock()
 	for _, p := range parts {
 		p.mu.Unlock()
 	}
-	w.complete(serr)
+	w.complete()
 }
 
 // retry tries a failing log again: in always mode, writes may come again
@@ -572,23 +739,12 @@ func (w *wal) rotate() walReply {
 	if w.failing() {
 		return walReply{err: errors.New("the log is failing")}
 	}
-	var pending int64
-	for {
-		more, err := w.flushOnce(true)
-		if err != nil {
-			w.fail(err)
-			return walReply{err: err}
-		}
-		if !more {
-			// Frames from here on go to the next file.
-			w.mu.Lock()
-			empty := len(w.buf) == 0
-			pending = w.sinceSnap.Load()
-			w.mu.Unlock()
-			if empty {
-				break
-			}
-		}
+	// The buffer as of now goes to this file; frames appended from here on
+	// wait in the buffer for the next one.
+	took, pending := w.take()
+	if err := w.writeOut(true, took > 0); err != nil {
+		w.fail(err)
+		return walReply{err: err}
 	}
 	f, err := w.dir.createLog(w.seq+1, w.e.cfg.logFileHook)
 	if err != nil {
@@ -596,7 +752,7 @@ func (w *wal) rotate() walReply {
 	}
 	_ = w.f.Close() // fsynced above
 	w.f, w.seq, w.base = f, w.seq+1, fileHeaderLen
-	return walReply{seq: w.seq, pending: pending}
+	return walReply{seq: w.seq, pending: pending, rollbacks: w.rollbacks.Load()}
 }
 
 // finish stops the log for Close: every frame is written and fsynced.

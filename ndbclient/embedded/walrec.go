@@ -174,8 +174,15 @@ var (
 	errCorrupt = errors.New("checksum mismatch")
 )
 
+// bigFrame is the frame length past which the reader checks a frame's CRC
+// before it allocates the frame's buffer (reading the frame twice): a bit
+// flip in a length must not allocate up to the rest of a large file. A
+// legitimate frame may be larger (a row up to item_size_max, 1 GiB).
+var bigFrame int64 = 16 << 20
+
 // frameReader reads the frames of one file after its header.
 type frameReader struct {
+	src    io.Reader // seeked back after a big frame's check, if it can be
 	r      *bufio.Reader
 	off    int64 // offset of the next frame
 	remain int64 // bytes of the file after off
@@ -183,7 +190,7 @@ type frameReader struct {
 }
 
 func newFrameReader(r io.Reader, size int64) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(r, 1<<20), remain: size}
+	return &frameReader{src: r, r: bufio.NewReaderSize(r, 1<<20), remain: size}
 }
 
 // readHeader checks the file header; it returns the sequence number.
@@ -229,6 +236,20 @@ func (fr *frameReader) next() ([]byte, error) {
 	}
 	if n > fr.remain-frameHeaderLen {
 		return nil, errTorn
+	}
+	if sk, ok := fr.src.(io.Seeker); ok && n > bigFrame {
+		sum := crc32.New(crcTable)
+		_, _ = sum.Write(h[:4])
+		if _, err := io.CopyN(sum, fr.r, n); err != nil {
+			return nil, readErr(err)
+		}
+		if sum.Sum32() != binary.LittleEndian.Uint32(h[4:]) {
+			return nil, errCorrupt
+		}
+		if _, err := sk.Seek(fr.off+frameHeaderLen, io.SeekStart); err != nil {
+			return nil, err
+		}
+		fr.r.Reset(fr.src)
 	}
 	if int64(cap(fr.buf)) < n {
 		fr.buf = make([]byte, n)

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 	"testing"
 
@@ -190,4 +191,38 @@ func FuzzLogFrames(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A corrupt frame length, as long as the rest of the file, is refused as
+// corrupt before a buffer of that length is allocated; a big frame that is
+// whole still reads.
+func TestFrameLengthFlipAllocatesNothing(t *testing.T) {
+	e := newEngine(t, Config{})
+	mc, wide := fuzzTables(t, e)
+	seeds := seedFrames(t, e, mc, wide)
+	defer func(old int64) { bigFrame = old }(bigFrame)
+	bigFrame = 8 // every frame here is big: each is checked before it is read
+	all := bytes.Join(seeds, nil)
+	fr := newFrameReader(bytes.NewReader(all), int64(len(all)))
+	n := 0
+	for {
+		_, err := fr.next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		n++
+	}
+	assert.Equal(t, len(seeds), n)
+
+	bad := bytes.Clone(all)
+	long := uint32(len(all) - len(seeds[0]) - frameHeaderLen) // all the rest
+	binary.LittleEndian.PutUint32(bad[len(seeds[0]):], long)
+	fr = newFrameReader(bytes.NewReader(bad), int64(len(bad)))
+	_, err := fr.next()
+	require.NoError(t, err)
+	_, err = fr.next()
+	assert.ErrorIs(t, err, errCorrupt)
+	assert.EqualValues(t, len(seeds[0]), fr.off)
+	assert.Less(t, cap(fr.buf), int(long), "the corrupt length was allocated")
 }

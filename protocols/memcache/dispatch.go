@@ -79,7 +79,14 @@ func (cs *connState) dispatchText(cmd *Command) bool {
 func (cs *connState) flushAll(p *pending, delay int64) {
 	p.barrier = true
 	go func() {
-		cs.srv.svc.FlushAll(delay)
+		if err := cs.srv.svc.FlushAll(delay); err != nil {
+			// Not flushed (e.g. the data dir refused it): say so, not OK.
+			if p.dialect == dialectText {
+				p.fixed = appendErrorReply(p.fixed[:0], err)
+			} else {
+				p.fixed = appendBinError(p.fixed[:0], p.bin.opcode, p.bin.opaque, binStatusOf(err))
+			}
+		}
 		p.complete(nil)
 	}()
 	cs.waiting(p)

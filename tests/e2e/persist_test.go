@@ -60,8 +60,10 @@ func dialMC(addr string) (*mcConn, error) {
 }
 
 // do sends one command and returns its one-line reply.
-func (m *mcConn) do(cmd string) (string, error) {
-	_ = m.c.SetDeadline(time.Now().Add(ioTimeout))
+func (m *mcConn) do(cmd string) (string, error) { return m.doWithin(cmd, ioTimeout) }
+
+func (m *mcConn) doWithin(cmd string, d time.Duration) (string, error) {
+	_ = m.c.SetDeadline(time.Now().Add(d))
 	if _, err := m.c.Write([]byte(cmd)); err != nil {
 		return "", err
 	}
@@ -180,9 +182,12 @@ func TestPersistKill9UnderLoad(t *testing.T) {
 			}
 		})
 	}
-	// Kill once the writers are well under way (and a snapshot or two has
-	// been taken on the way, by --snapshot-log-size).
-	require.Eventually(t, func() bool { return acked.Load() >= 6000 }, 60*time.Second, 10*time.Millisecond)
+	// Kill once the writers are well under way, and a snapshot has been
+	// taken on the way (--snapshot-log-size): recovery is then a snapshot
+	// plus the log after it.
+	require.Eventually(t, func() bool {
+		return acked.Load() >= 6000 && strings.Contains(s.output.String(), "snapshot written")
+	}, 60*time.Second, 10*time.Millisecond, "no snapshot was taken under load")
 	s.kill()
 	wg.Wait()
 
@@ -205,6 +210,136 @@ func TestPersistKill9UnderLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d writes acknowledged before SIGKILL, %d keys checked", acked.Load(), checked)
+}
+
+// TestPersistFlushAllUnderLoadAlways: memcache writers and flush_all with
+// --fsync always. A flush_all queued behind a write once waited for the log
+// writer from the writer itself: no reply ever came, and SIGTERM did not end
+// the process. Every command must be answered, and the server must stop.
+func TestPersistFlushAllUnderLoadAlways(t *testing.T) {
+	embeddedOnly(t, "--data-dir is the embedded engine's")
+	dir := t.TempDir()
+	s := startServer(t, "--data-dir", dir, "--fsync", "always")
+	const deadline = 30 * time.Second // only a stuck server misses it
+	var wg sync.WaitGroup
+	for g := range 4 {
+		m := mustDialMC(t, s.memcacheAddr)
+		wg.Go(func() {
+			for i := range 300 {
+				v := fmt.Sprint(g, "-", i)
+				reply, err := m.doWithin(fmt.Sprintf("set w%d-%d 0 0 %d\r\n%s\r\n", g, i%20, len(v), v), deadline)
+				if err != nil || reply != "STORED" {
+					t.Errorf("writer %d, set %d: %q, %v", g, i, reply, err)
+					return
+				}
+			}
+		})
+	}
+	m := mustDialMC(t, s.memcacheAddr)
+	wg.Go(func() {
+		for i := range 30 {
+			reply, err := m.doWithin("flush_all\r\n", deadline)
+			if err != nil || reply != "OK" {
+				t.Errorf("flush_all %d: %q, %v", i, reply, err)
+				return
+			}
+		}
+	})
+	wg.Wait()
+	require.Equal(t, 0, s.stop(t), "SIGTERM")
+}
+
+// TestPersistCasNeverRepeats: a cas handed out before a restart is never
+// handed out again after it, and a cas command with an old one fails.
+func TestPersistCasNeverRepeats(t *testing.T) {
+	embeddedOnly(t, "--data-dir is the embedded engine's")
+	dir := t.TempDir()
+	seen := map[uint64]bool{}
+	gets := func(m *mcConn, key string) uint64 {
+		line, err := m.do("gets " + key + "\r\n")
+		require.NoError(t, err)
+		var k string
+		var flags, n int
+		var cas uint64
+		_, err = fmt.Sscanf(line, "VALUE %s %d %d %d", &k, &flags, &n, &cas)
+		require.NoError(t, err, "gets reply %q", line)
+		rest := make([]byte, n+2+len("END\r\n"))
+		_, err = ioReadFull(m.r, rest)
+		require.NoError(t, err)
+		return cas
+	}
+	var old, first uint64 // the first cas of the last round, of this one
+	for round := range 3 {
+		s := startServer(t, "--data-dir", dir)
+		m := mustDialMC(t, s.memcacheAddr)
+		for i := range 5 {
+			reply, err := m.set("a", fmt.Sprint("v", round, "-", i), 0)
+			require.NoError(t, err)
+			require.Equal(t, "STORED", reply)
+			cas := gets(m, "a")
+			assert.False(t, seen[cas], "round %d: cas %d was handed out before", round, cas)
+			seen[cas] = true
+			if i == 0 {
+				first = cas
+			}
+			if round > 0 && i == 0 {
+				reply, err := m.do(fmt.Sprintf("cas a 0 0 3 %d\r\nold\r\n", old))
+				require.NoError(t, err)
+				assert.Equal(t, "EXISTS", reply, "a cas from before the restart matched a new item")
+			}
+		}
+		old = first
+		require.Equal(t, 0, s.stop(t))
+	}
+}
+
+// TestPersistFlushAllRefusedByFullDisk: a flush_all the data dir cannot log
+// is not applied, and the client is told so (text and binary), not OK.
+func TestPersistFlushAllRefusedByFullDisk(t *testing.T) {
+	embeddedOnly(t, "--data-dir is the embedded engine's")
+	dir := t.TempDir()
+	s := startServer(t, "--data-dir", dir, "--fsync", "always", "--snapshot-interval", "0", "--snapshot-log-size", "0")
+	m := mustDialMC(t, s.memcacheAddr)
+	reply, err := m.set("kept", "value", 0)
+	require.NoError(t, err)
+	require.Equal(t, "STORED", reply)
+	logs := logFiles(t, dir)
+	require.Len(t, logs, 1)
+	var old unix.Rlimit
+	require.NoError(t, unix.Prlimit(s.pid(), unix.RLIMIT_FSIZE, nil, &old))
+	full := unix.Rlimit{Cur: uint64(fileLen(t, logs[0])), Max: old.Max} // not one more byte
+	require.NoError(t, unix.Prlimit(s.pid(), unix.RLIMIT_FSIZE, &full, nil), "prlimit on our own child")
+	const refused = "SERVER_ERROR cannot write to the data dir (disk full or failing), not stored"
+	reply, err = m.set("during", "x", 0)
+	require.NoError(t, err)
+	require.Equal(t, refused, reply)
+
+	reply, err = m.do("flush_all\r\n")
+	require.NoError(t, err)
+	assert.Equal(t, refused, reply)
+	// The binary protocol's flush (opcode 0x08), on a connection of its
+	// own (the first byte picks the protocol): a failure status, not 0.
+	bm := mustDialMC(t, s.memcacheAddr)
+	req := make([]byte, 24)
+	req[0], req[1] = 0x80, 0x08
+	_ = bm.c.SetDeadline(time.Now().Add(ioTimeout))
+	_, err = bm.c.Write(req)
+	require.NoError(t, err)
+	resp := make([]byte, 24)
+	_, err = ioReadFull(bm.r, resp)
+	require.NoError(t, err)
+	assert.Equal(t, byte(0x81), resp[0])
+	status := int(resp[6])<<8 | int(resp[7])
+	assert.NotZero(t, status, "binary flush answered success")
+	body := make([]byte, int(resp[8])<<24|int(resp[9])<<16|int(resp[10])<<8|int(resp[11]))
+	_, err = ioReadFull(bm.r, body)
+	require.NoError(t, err)
+
+	v, ok, err := m.get("kept")
+	require.NoError(t, err)
+	assert.True(t, ok, "a refused flush_all removed items")
+	assert.Equal(t, "value", v)
+	require.NoError(t, unix.Prlimit(s.pid(), unix.RLIMIT_FSIZE, &old, nil))
 }
 
 var reTTL = regexp.MustCompile(`^HD t(-?\d+)$`)
