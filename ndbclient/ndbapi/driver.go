@@ -389,8 +389,9 @@ func (d *Driver) Execute(ctx context.Context, b *ndbclient.Batch) error {
 	}
 }
 
-// Submit queues the round on the next executor (a bounded queue: Overloaded
-// when full); done runs on the executor's goroutine.
+// Submit queues the round on an executor (a bounded queue: Overloaded when
+// full): a small round on the first, a larger one on the next in turn.
+// done runs on the executor's goroutine.
 func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
 	d.closeMu.RLock()
 	if d.closed.Load() {
@@ -401,8 +402,13 @@ func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 		done(b, ndbclient.ErrUnavailable)
 		return
 	}
-	e := d.execs[int(d.next.Add(1))%len(d.execs)]
+	e := d.execs[0]
 	e.mu.Lock()
+	if len(b.Ops) >= smallRoundOps || len(e.queue) >= smallRoundsQueued {
+		e.mu.Unlock()
+		e = d.execs[int(d.next.Add(1))%len(d.execs)]
+		e.mu.Lock()
+	}
 	if len(e.queue) >= executorQueueMax {
 		e.mu.Unlock()
 		d.closeMu.RUnlock()
@@ -417,6 +423,20 @@ func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 	C.ndbgate_sem_post(e.sem)
 	d.closeMu.RUnlock()
 }
+
+// smallRoundOps: rounds of fewer ops all go to the first executor, larger
+// ones round-robin. A small round costs little in NDB and its thread
+// wake-ups dominate: one executor finds the next small round queued as it
+// finishes one, where two each sleep and wake per round. On NDB 7.5.0 (two
+// data nodes, pool 2) this gave 1.15x ops/s at pipeline 1 (1.08-1.54 over
+// 5 rounds) and left pipeline 16 and 100-key gets level or better (1.03x);
+// bench/RESULTS.md, session 20.
+// Past smallRoundsQueued waiting on the first executor (more rounds in
+// flight than the default one per data node), small rounds spread too.
+const (
+	smallRoundOps     = 8
+	smallRoundsQueued = 4
+)
 
 // executorQueueMax bounds the rounds queued on one executor.
 const executorQueueMax = 1024
