@@ -322,12 +322,7 @@ func (w *wal) append(frame []byte, u *undoLog, wait bool) (uint64, chan error, e
 		w.mu.Unlock()
 		return 0, nil, errClosed
 	}
-	wakeup := len(w.buf) == 0
-	w.buf = append(w.buf, frame...)
-	w.queued.Add(int64(len(frame)))
-	w.sinceSnap.Add(int64(len(frame)))
-	w.lsn++
-	lsn := w.lsn
+	lsn, wakeup := w.enqueueLocked(frame)
 	if u != nil && w.mode == FsyncAlways {
 		w.undo.take(u)
 	}
@@ -338,12 +333,28 @@ func (w *wal) append(frame []byte, u *undoLog, wait bool) (uint64, chan error, e
 	}
 	w.mu.Unlock()
 	if wakeup {
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
+		w.signal()
 	}
 	return lsn, ch, nil
+}
+
+// enqueueLocked adds frame to the buffer and returns its lsn, and whether
+// the buffer was empty (the writer may be asleep). The caller holds mu.
+func (w *wal) enqueueLocked(frame []byte) (lsn uint64, wakeup bool) {
+	wakeup = len(w.buf) == 0
+	w.buf = append(w.buf, frame...)
+	w.queued.Add(int64(len(frame)))
+	w.sinceSnap.Add(int64(len(frame)))
+	w.lsn++
+	return w.lsn, wakeup
+}
+
+// signal wakes the writer if it sleeps.
+func (w *wal) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 }
 
 // appendThen appends a frame whose change applies only once it is durable
@@ -361,19 +372,11 @@ func (w *wal) appendThen(frame []byte, done func(error)) (uint64, error) {
 		w.mu.Unlock()
 		return 0, errClosed
 	}
-	wakeup := len(w.buf) == 0
-	w.buf = append(w.buf, frame...)
-	w.queued.Add(int64(len(frame)))
-	w.sinceSnap.Add(int64(len(frame)))
-	w.lsn++
-	lsn := w.lsn
+	lsn, wakeup := w.enqueueLocked(frame)
 	w.waiters = append(w.waiters, waiter{lsn: lsn, done: func(_ *ndbclient.Batch, err error) { done(err) }})
 	w.mu.Unlock()
 	if wakeup {
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
+		w.signal()
 	}
 	return lsn, nil
 }
@@ -491,10 +494,7 @@ func (w *wal) flush(sync bool) {
 	left := len(w.buf) > 0
 	w.mu.Unlock()
 	if left {
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
+		w.signal()
 	}
 }
 
