@@ -238,22 +238,21 @@ func newEmbedded(cfg config.Config) *embedded.Engine {
 // behind other writes' fsync).
 func dispatchConfig(cfg config.Config, d ndbclient.Driver) ndbclient.DispatchConfig {
 	dc := cfg.Dispatch
-	inline := false
-	if in, ok := d.(ndbclient.InlineDriver); ok {
-		inline = in.CompletesInline()
+	lanes := true
+	if in, ok := d.(ndbclient.InlineDriver); ok && in.CompletesInline() {
+		lanes = false
 	}
 	if nb, ok := d.(ndbclient.NonBlockingDriver); ok && nb.SubmitNeverWaits() {
-		inline = true
+		lanes = false
 	}
-	out := ndbclient.DispatchConfig{
+	return ndbclient.DispatchConfig{
 		RoundSize:     dc.RoundSize,
 		RoundsPerNode: dc.RoundsPerNode,
 		MaxInFlight:   dc.MaxInFlight,
 		MaxRetries:    dc.MaxRetries,
 		Coalesce:      dc.Coalesce == nil || *dc.Coalesce,
-		Lanes:         !inline,
+		Lanes:         lanes,
 	}
-	return out
 }
 
 // openBackend returns the NDB driver when a connectstring is set, else the
