@@ -539,11 +539,19 @@ NdbError notSent(const NdbError &in) {
   return e;
 }
 
+// hashKey is Ndb::computeHash into a thread's own buffer: given none, NDB
+// mallocs and frees one per call. NDB sizes its own at the key's length in
+// words plus 8 bytes and never checks; this one holds four times NDB's
+// largest key (a character key's transform may grow it).
+int hashKey(Uint32 *hash, const NdbRecord *keyRec, const char *keyRow) {
+  thread_local Uint64 buf[(4 * 4 * NDB_MAX_KEYSIZE_IN_WORDS + 8) / sizeof(Uint64)];
+  return Ndb::computeHash(hash, keyRec, keyRow, buf, sizeof(buf));
+}
+
 // startTx starts a transaction on the node holding the key's primary
 // replica, as startTransaction(keyRecord, keyRow) does (Ndb.cpp): the API
-// hashes the distribution-key columns of the key row (a null xfrmbuf lets it
-// allocate one when a character column needs it) and the table maps the hash
-// to a partition. Done here, the key is hashed once and the partition is
+// hashes the distribution-key columns of the key row (hashKey) and the table
+// maps the hash to a partition. Done here, the key is hashed once and the partition is
 // kept for the TC-on-primary count (onPrimary). fillRow has put every
 // primary-key column in op.in (NDB tables always have a primary key, a
 // hidden one if need be). On failure nothing was sent.
@@ -554,7 +562,7 @@ NdbTransaction *startTx(Ndb *ndb, const Op &op, Uint32 &partition, NdbError &err
     partition = op.partition;
   } else {
     Uint32 hash = 0;
-    if (const int rc = Ndb::computeHash(&hash, op.recs->key, op.in, nullptr, 0)) {
+    if (const int rc = hashKey(&hash, op.recs->key, op.in)) {
       err = notSent(ndb->getNdbError(rc));
       return nullptr;
     }
@@ -1672,7 +1680,7 @@ int ndbgate_partition(ndbgate_pool *pool, int table_id, const unsigned char *key
     p += key_lens[j];
   }
   Uint32 hash = 0;
-  if (Ndb::computeHash(&hash, r->key, row.data(), nullptr, 0) != 0) return -1;
+  if (hashKey(&hash, r->key, row.data()) != 0) return -1;
   return static_cast<int>(r->t->getPartitionId(hash));
 }
 
