@@ -11,7 +11,8 @@ type getRun struct {
 	cs *connState
 	p  *pending // the open run's command; nil: none open
 	// piece is the most keys one request of the run takes
-	// (gateway.Service.MultiGetPiece).
+	// (gateway.Service.MultiGetPiece), or 0 until a quiet command asks: a
+	// lone get, the common case, never pays for working it out.
 	piece int
 }
 
@@ -62,7 +63,7 @@ func (r *getRun) open(cmd *Command) {
 		}
 	}
 	r.p.writes = writesKeys(cmd)
-	r.piece = cs.srv.svc.MultiGetPiece()
+	r.piece = 0
 }
 
 // add adds cmd's key to the run, opening one if none is open; a command
@@ -78,7 +79,14 @@ func (r *getRun) add(cmd *Command) {
 	} else {
 		p.bin.keys = append(p.bin.keys, binKey{cmd.Opcode, cmd.Opaque})
 	}
-	if !cmd.Quiet || p.req.NumKeys() >= r.piece {
+	if !cmd.Quiet {
+		r.close()
+		return
+	}
+	if r.piece == 0 {
+		r.piece = r.cs.srv.svc.MultiGetPiece()
+	}
+	if p.req.NumKeys() >= r.piece {
 		r.close() // a long run goes in pieces
 	}
 }
