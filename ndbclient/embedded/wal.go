@@ -38,8 +38,9 @@ import (
 // Lock order: partition locks (ascending gid), then wal.mu, then wal.cmu. The
 // writer never holds wal.mu while taking a partition lock; it takes every
 // partition lock only to roll back (always mode), and first completes the
-// appenders that wait for it holding Engine.mu (CreateTable) or whose
-// partition locks it holds for them (delete_all).
+// appenders that wait for it holding Engine.mu (CreateTable). A delete_all's
+// clearedRows.mu is taken before wal.mu by its goroutine and after it by the
+// writer, which reaches it only once that goroutine's append is done.
 //
 // The writer never runs a Submit's callback: a callback may submit more work
 // (the dispatcher does), and work that waits for the writer must not run on
@@ -99,8 +100,8 @@ type logFile interface {
 }
 
 // waiter is a Submit waiting for its frames to be durable (always), or, with
-// b nil, an appender the writer itself resolves (CreateTable's channel,
-// delete_all's clear): its done must never wait.
+// b nil, an appender the writer itself resolves (CreateTable's channel): its
+// done must never wait.
 type waiter struct {
 	lsn  uint64
 	b    *ndbclient.Batch
@@ -357,33 +358,9 @@ func (w *wal) signal() {
 	}
 }
 
-// appendThen appends a frame whose change applies only once it is durable
-// (always mode): then, on the writer, done is called with nil, or with the
-// log's error if it cannot be; done must not wait for anything. delete_all
-// uses it with its partition locks held until done releases them.
-func (w *wal) appendThen(frame []byte, done func(error)) (uint64, error) {
-	w.mu.Lock()
-	if w.failed != nil {
-		err := w.failed
-		w.mu.Unlock()
-		return 0, err
-	}
-	if w.closing {
-		w.mu.Unlock()
-		return 0, errClosed
-	}
-	lsn, wakeup := w.enqueueLocked(frame)
-	w.waiters = append(w.waiters, waiter{lsn: lsn, done: func(_ *ndbclient.Batch, err error) { done(err) }})
-	w.mu.Unlock()
-	if wakeup {
-		w.signal()
-	}
-	return lsn, nil
-}
-
 // appendWait appends a frame that must be durable before its change applies
-// (always mode; in the others it returns at once): delete_all and
-// CreateTable, whose changes keep no before-image.
+// (always mode; in the others it returns at once): CreateTable, whose change
+// keeps no before-image.
 func (w *wal) appendWait(frame []byte) error {
 	_, ch, err := w.append(frame, nil, true)
 	if err != nil || ch == nil {
@@ -579,7 +556,7 @@ func (w *wal) done() {
 	if w.mode != FsyncAlways {
 		return
 	}
-	w.outUndo.reset()
+	w.outUndo.release(w.e)
 	w.mu.Lock()
 	w.resolved = max(w.resolved, w.outLSN)
 	w.ready = w.takeWaiters(w.ready[:0], w.resolved, false, nil)
