@@ -96,6 +96,9 @@ type Config struct {
 
 	// logFileHook wraps each log file the engine opens (tests: failing writes).
 	logFileHook func(logFile) logFile
+	// cutBackHook runs when the log cannot be cut back, before a new log is
+	// started; an error fails that too (tests).
+	cutBackHook func() error
 	// retryAfter replaces the log's retry interval (tests).
 	retryAfter time.Duration
 	// logQueueMax replaces logQueueMax (tests).
