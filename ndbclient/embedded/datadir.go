@@ -12,7 +12,8 @@ import (
 // dataDir is the directory of the engine's files:
 //
 //	LOCK                 held (flock) while an engine uses the dir
-//	log-<seq, 16 hex>    the log, one file per run and per snapshot
+//	log-<seq, 16 hex>    the log, one file per run and per snapshot (and per
+//	                     file that could not be cut back: wal.cutBack)
 //	snap-<seq>           a snapshot: every row as of some time after log-<seq> began
 //	snap-<seq>.tmp       a snapshot being written (removed at start-up)
 //	log-<seq>.dropped    a log after a corrupt one, set aside by a recovery
