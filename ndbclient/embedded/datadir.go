@@ -12,7 +12,8 @@ import (
 // dataDir is the directory of the engine's files:
 //
 //	LOCK                 held (flock) while an engine uses the dir
-//	log-<seq, 16 hex>    the log, one file per run and per snapshot
+//	log-<seq, 16 hex>    the log, one file per run and per snapshot (and per
+//	                     file that could not be cut back: wal.cutBack)
 //	snap-<seq>           a snapshot: every row as of some time after log-<seq> began
 //	snap-<seq>.tmp       a snapshot being written (removed at start-up)
 //	log-<seq>.dropped    a log after a corrupt one, set aside by a recovery
@@ -95,15 +96,15 @@ func (d *dataDir) files() (logs, snaps []uint64, err error) {
 	return logs, snaps, nil
 }
 
-// createLog makes log-<seq> with its header, durably (the file and its
-// directory entry), open for appending.
-func (d *dataDir) createLog(seq uint64, hook func(logFile) logFile) (logFile, error) {
+// createLog makes log-<seq> with its header and the frame first (if any),
+// durably (the file and its directory entry), open for appending.
+func (d *dataDir) createLog(seq uint64, first []byte, hook func(logFile) logFile) (logFile, error) {
 	path := d.file(d.logName(seq))
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("create the log: %w", err)
 	}
-	if _, err := f.Write(appendFileHeader(nil, logMagic, seq)); err == nil {
+	if _, err := f.Write(append(appendFileHeader(nil, logMagic, seq), first...)); err == nil {
 		err = f.Sync()
 	}
 	if err == nil {

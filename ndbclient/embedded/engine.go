@@ -11,8 +11,9 @@
 //   - CHAR is stored without trailing spaces (equivalent to padding on store
 //     and trimming on read); BINARY is stored and read zero-padded.
 //   - OpAdd wraps incr at the column's width (2^64 for BIGINT UNSIGNED).
-//   - delete_all empties one partition at a time, like NDB's scan delete; it
-//     cannot be part of a transaction.
+//   - delete_all empties one partition at a time, like NDB's scan delete
+//     (with a data dir, all at once: clear.go); it cannot be part of a
+//     transaction.
 //   - Rows a transaction evicted to make room stay evicted if it rolls back
 //     (cache tables only; tables without eviction never lose rows).
 //   - Memory charged per row is its arena chunk plus its slot and index share,
@@ -95,6 +96,9 @@ type Config struct {
 
 	// logFileHook wraps each log file the engine opens (tests: failing writes).
 	logFileHook func(logFile) logFile
+	// cutBackHook runs when the log cannot be cut back, before a new log is
+	// started; an error fails that too (tests).
+	cutBackHook func() error
 	// retryAfter replaces the log's retry interval (tests).
 	retryAfter time.Duration
 	// logQueueMax replaces logQueueMax (tests).

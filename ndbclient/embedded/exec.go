@@ -293,46 +293,56 @@ func (t *table) deleteAll(op *ndbclient.Op, now uint32) uint64 {
 // deleteAllLogged is deleteAll with a data dir. It holds every partition of
 // the table at once, so that the log's one clear entry sits where the clear
 // happened for every key (keys do not map to the same partitions after a
-// restart). With fsync always the clear applies only once it is durable (it
-// keeps no before-image to roll back): the partitions stay locked until then,
-// and the log's writer applies it and lets them go. The caller does not wait:
-// its batch completes through the returned lsn, like any write.
+// restart), but only to swap their rows out and append the entry (clear.go):
+// the rows are freed after the locks are let go, or with fsync always once
+// the entry is durable, and put back if the log refuses it. The caller does
+// not wait: its batch completes through the returned lsn, like any write.
 func (t *table) deleteAllLogged(op *ndbclient.Op, now uint32) uint64 {
 	op.Row = op.Row[:0]
+	w := t.e.wal
 	for _, p := range t.parts { // ascending gid
 		p.mu.Lock()
 	}
-	w := t.e.wal
-	err := w.refusing()
-	if err == nil {
-		frame := beginFrame(nil)
-		frame = appendClear(frame, t.id)
-		endFrame(frame, 0)
-		if w.mode == FsyncAlways {
-			lsn, err := w.appendThen(frame, func(err error) { t.finishClear(op, now, err) })
-			if err == nil {
-				return lsn
-			}
-			t.finishClear(op, now, err)
-			return 0
-		}
-		err = w.appendWait(frame)
+	if err := w.refusing(); err != nil {
+		t.unlockAll()
+		op.Err, op.Affected = err, 0
+		return 0
 	}
-	t.finishClear(op, now, err)
-	return 0
+	c := &clearedRows{parts: make([]partRows, len(t.parts))}
+	for i, p := range t.parts {
+		c.parts[i] = p.detach()
+	}
+	frame := appendClear(beginFrame(nil), t.id)
+	endFrame(frame, 0)
+	var u *undoLog
+	if w.mode == FsyncAlways {
+		u = &undoLog{recs: []undoRec{{op: op, cleared: c}}}
+	}
+	c.mu.Lock() // before the writer can reach c (see clearedRows.mu)
+	lsn, _, err := w.append(frame, u, false)
+	if err != nil {
+		for i, p := range t.parts {
+			p.putBack(&c.parts[i], now)
+		}
+	}
+	t.unlockAll()
+	if err != nil {
+		c.mu.Unlock()
+		op.Err, op.Affected = err, 0
+		return 0
+	}
+	live, expired := c.count(now)
+	op.Err, op.Affected = nil, live // before a rollback can set them
+	c.expired = expired
+	c.mu.Unlock()
+	if u == nil {
+		c.free(t.e)
+	}
+	return lsn
 }
 
-// finishClear applies a logged clear (unless err) and lets go of the
-// partitions deleteAllLogged locked.
-func (t *table) finishClear(op *ndbclient.Op, now uint32, err error) {
-	var n uint64
-	if err == nil {
-		for _, p := range t.parts {
-			n += p.clear(now)
-		}
-	}
+func (t *table) unlockAll() {
 	for _, p := range t.parts {
 		p.mu.Unlock()
 	}
-	op.Err, op.Affected = err, n
 }

@@ -46,7 +46,7 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	if err == nil {
 		var f logFile
-		if f, err = d.createLog(next, cfg.logFileHook); err == nil {
+		if f, err = d.createLog(next, nil, cfg.logFileHook); err == nil {
 			e.wal = newWAL(e, d, next, f, cfg.Fsync)
 			e.wal.sinceSnap.Store(pending)
 			e.wal.snapBytes.Store(snapBytes)
@@ -101,7 +101,11 @@ func (e *Engine) recover(d *dataDir) (next uint64, pending, snapBytes int64, err
 		}
 	}
 	for i, seq := range replay {
-		n, cut, err := e.replayLog(d, seq, i == len(replay)-1, now)
+		end := int64(-1)
+		if i < len(replay)-1 {
+			end = d.logEnd(seq)
+		}
+		n, cut, err := e.replayLog(d, seq, end, now)
 		if err != nil {
 			return 0, 0, 0, err
 		}
@@ -142,9 +146,10 @@ func fileSize(st os.FileInfo) int64 {
 	return st.Size()
 }
 
-// replayLog applies log-<seq>. A torn or corrupt frame ends it: the file is
-// cut there (cut reports it). It returns the bytes of frames applied.
-func (e *Engine) replayLog(d *dataDir, seq uint64, last bool, now uint32) (applied int64, cut bool, err error) {
+// replayLog applies log-<seq>, up to end if end >= 0 (logEnd). A torn or
+// corrupt frame ends it: the file is cut there (cut reports it). It returns
+// the bytes of frames applied.
+func (e *Engine) replayLog(d *dataDir, seq uint64, end int64, now uint32) (applied int64, cut bool, err error) {
 	path := d.file(d.logName(seq))
 	f, err := os.Open(path)
 	if err != nil {
@@ -155,7 +160,16 @@ func (e *Engine) replayLog(d *dataDir, seq uint64, last bool, now uint32) (appli
 	if err != nil {
 		return 0, false, fmt.Errorf("data dir: %w", err)
 	}
-	fr := newFrameReader(f, st.Size())
+	size := st.Size()
+	if end >= fileHeaderLen && end < size {
+		// What follows end is what failed writes left and the writer could
+		// not cut back: refused changes (always), or frames it wrote again
+		// in the next log (everysec, no).
+		e.log.LogAttrs(context.Background(), slog.LevelWarn, "data dir: skipping the end of a log whose last writes failed (the next log says where it ends)",
+			slog.String("file", path), slog.Int64("offset", end), slog.Int64("skipped_bytes", size-end))
+		size = end
+	}
+	fr := newFrameReader(f, size)
 	hseq, err := fr.readHeader(logMagic)
 	if err == nil && hseq != seq {
 		err = fmt.Errorf("header says log %d", hseq)
@@ -211,6 +225,34 @@ func (e *Engine) cutLog(path string, off, size int64, why error) error {
 		return fmt.Errorf("data dir: cut %s at %d: %w", path, off, err)
 	}
 	return nil
+}
+
+// logEnd is where log-<seq> ends if log-<seq+1> begins with a logend entry
+// naming it (the writer could not cut log-<seq> back after a failed write,
+// and went on in a new file), else -1.
+func (d *dataDir) logEnd(seq uint64) int64 {
+	f, err := os.Open(d.file(d.logName(seq + 1)))
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return -1
+	}
+	fr := newFrameReader(f, st.Size())
+	if h, err := fr.readHeader(logMagic); err != nil || h != seq+1 {
+		return -1
+	}
+	p, err := fr.next()
+	if err != nil {
+		return -1
+	}
+	ents, err := decodeEntries(nil, p)
+	if err != nil || len(ents) != 1 || ents[0].kind != entLogEnd || ents[0].table != seq {
+		return -1
+	}
+	return int64(ents[0].rows)
 }
 
 // loadSnapshot applies snap-<seq> and returns its size. Any flaw is an
@@ -299,6 +341,12 @@ func (e *Engine) checkEntries(ents []entry, snapshot bool) error {
 	for i := range ents {
 		en := &ents[i]
 		var t *table
+		if en.kind == entLogEnd {
+			if snapshot {
+				return fmt.Errorf("entry %d: a snapshot holds no log end", i)
+			}
+			continue // read before the log it names (logEnd)
+		}
 		if en.kind != entCreate && en.kind != entEnd {
 			if en.table >= uint64(len(tables)) {
 				return fmt.Errorf("entry %d: no table %d", i, en.table)

@@ -22,6 +22,7 @@ type undoRec struct {
 	existed bool
 	state   uint8 // the row's item state and last access
 	used    uint32
+	cleared *clearedRows // a delete_all's rows (log only): no key or row
 }
 
 type undoLog struct {
@@ -32,6 +33,17 @@ type undoLog struct {
 func (u *undoLog) reset() {
 	clear(u.recs) // drop partition pointers
 	u.recs, u.buf = u.recs[:0], u.buf[:0]
+}
+
+// release forgets records whose changes the log has taken for good, and
+// frees the rows the delete_alls among them took out.
+func (u *undoLog) release(e *Engine) {
+	for i := range u.recs {
+		if c := u.recs[i].cleared; c != nil {
+			c.free(e)
+		}
+	}
+	u.reset()
 }
 
 // save records the current state of key's row, live or absent, before op
@@ -89,6 +101,10 @@ func (u *undoLog) rollbackFailing(now uint32, err error) {
 func (u *undoLog) rollback(now uint32) {
 	for i := len(u.recs) - 1; i >= 0; i-- {
 		r := &u.recs[i]
+		if r.cleared != nil {
+			r.cleared.putBack(now)
+			continue
+		}
 		p := r.p
 		if s := p.lookup(r.tag, u.buf[r.key[0]:r.key[1]]); s >= 0 {
 			p.del(s)

@@ -33,13 +33,17 @@ import (
 //   - everysec, no: what was acknowledged stays in memory and in the buffer
 //     and is written again every retryAfter; new writes are refused (before
 //     they apply) until that succeeds.
-// Either way memory never holds a change the log will not.
+// Either way memory never holds a change the log will not. If the file
+// cannot be cut back, the log goes on in a new file whose first entry says
+// where the old one ends (cutBack), and with always the rollback (and its
+// clients) wait until then: no refused frame is ever replayed.
 //
 // Lock order: partition locks (ascending gid), then wal.mu, then wal.cmu. The
 // writer never holds wal.mu while taking a partition lock; it takes every
 // partition lock only to roll back (always mode), and first completes the
-// appenders that wait for it holding Engine.mu (CreateTable) or whose
-// partition locks it holds for them (delete_all).
+// appenders that wait for it holding Engine.mu (CreateTable). A delete_all's
+// clearedRows.mu is taken before wal.mu by its goroutine and after it by the
+// writer, which reaches it only once that goroutine's append is done.
 //
 // The writer never runs a Submit's callback: a callback may submit more work
 // (the dispatcher does), and work that waits for the writer must not run on
@@ -99,8 +103,8 @@ type logFile interface {
 }
 
 // waiter is a Submit waiting for its frames to be durable (always), or, with
-// b nil, an appender the writer itself resolves (CreateTable's channel,
-// delete_all's clear): its done must never wait.
+// b nil, an appender the writer itself resolves (CreateTable's channel): its
+// done must never wait.
 type waiter struct {
 	lsn  uint64
 	b    *ndbclient.Batch
@@ -153,6 +157,10 @@ type wal struct {
 	failedAt  time.Time
 	dirty     bool          // written since the last fsync (everysec)
 	every     time.Duration // retryAfter, and everysec's fsync interval
+	// rollbackDue (always) is the error of a failed write whose frames are
+	// still in the file (it could not be cut back): their rollback, and
+	// their clients, wait until a restart cannot replay them (cutBack).
+	rollbackDue *ndbclient.Error
 
 	// sinceSnap is the bytes of log since the last snapshot, replayed ones
 	// included; past snapLogSize, and past the last snapshot's size (so that
@@ -357,33 +365,9 @@ func (w *wal) signal() {
 	}
 }
 
-// appendThen appends a frame whose change applies only once it is durable
-// (always mode): then, on the writer, done is called with nil, or with the
-// log's error if it cannot be; done must not wait for anything. delete_all
-// uses it with its partition locks held until done releases them.
-func (w *wal) appendThen(frame []byte, done func(error)) (uint64, error) {
-	w.mu.Lock()
-	if w.failed != nil {
-		err := w.failed
-		w.mu.Unlock()
-		return 0, err
-	}
-	if w.closing {
-		w.mu.Unlock()
-		return 0, errClosed
-	}
-	lsn, wakeup := w.enqueueLocked(frame)
-	w.waiters = append(w.waiters, waiter{lsn: lsn, done: func(_ *ndbclient.Batch, err error) { done(err) }})
-	w.mu.Unlock()
-	if wakeup {
-		w.signal()
-	}
-	return lsn, nil
-}
-
 // appendWait appends a frame that must be durable before its change applies
-// (always mode; in the others it returns at once): delete_all and
-// CreateTable, whose changes keep no before-image.
+// (always mode; in the others it returns at once): CreateTable, whose change
+// keeps no before-image.
 func (w *wal) appendWait(frame []byte) error {
 	_, ch, err := w.append(frame, nil, true)
 	if err != nil || ch == nil {
@@ -530,11 +514,8 @@ func (w *wal) take() (int, int64) {
 
 // writeOut writes (and with sync, fsyncs) what of out is not done yet.
 func (w *wal) writeOut(sync, took bool) error {
-	if w.needTrunc {
-		if err := w.f.Truncate(w.base); err != nil {
-			return fmt.Errorf("cut the log back to %d bytes: %w", w.base, err)
-		}
-		w.needTrunc, w.written = false, 0
+	if err := w.cutBack(); err != nil {
+		return err
 	}
 	if w.written < len(w.out) {
 		n, err := w.f.Write(w.out[w.written:])
@@ -579,7 +560,7 @@ func (w *wal) done() {
 	if w.mode != FsyncAlways {
 		return
 	}
-	w.outUndo.reset()
+	w.outUndo.release(w.e)
 	w.mu.Lock()
 	w.resolved = max(w.resolved, w.outLSN)
 	w.ready = w.takeWaiters(w.ready[:0], w.resolved, false, nil)
@@ -634,24 +615,15 @@ func (w *wal) storageError(err error) *ndbclient.Error {
 func (w *wal) fail(err error) {
 	w.writeErrors.Add(1)
 	serr := w.storageError(err)
-	if w.needTrunc {
-		if terr := w.f.Truncate(w.base); terr == nil {
-			w.needTrunc, w.written, w.dirty = false, 0, false
-		} else {
-			err = errors.Join(err, fmt.Errorf("cut the log back to %d bytes: %w", w.base, terr))
-		}
+	cutErr := w.cutBack()
+	if cutErr != nil {
+		err = errors.Join(err, cutErr)
 	}
 	w.failedAt = time.Now()
 	w.mu.Lock()
 	first := w.failed == nil
 	w.failed = serr
 	w.refuse.Store(serr)
-	if w.mode == FsyncAlways {
-		// Appenders that wait holding Engine.mu, or whose partition locks
-		// are held for them, must let go before the rollback below takes
-		// every partition lock.
-		w.ready = w.takeWaiters(w.ready[:0], w.lsn, true, serr)
-	}
 	w.mu.Unlock()
 	level := slog.LevelError
 	if !first {
@@ -663,12 +635,58 @@ func (w *wal) fail(err error) {
 	if w.mode != FsyncAlways {
 		return // out stays, to be written again
 	}
+	if cutErr != nil {
+		// The file still holds the frames past base: a restart would
+		// replay them. Their clients wait until it cannot (retry).
+		w.rollbackDue = serr
+		return
+	}
 	w.rollbackAll(serr)
+}
+
+// cutBack, after a failed write or fsync, cuts the file back to base, its
+// last good length, so that no frame past it is ever replayed: their
+// changes are to be rolled back (always) or written again. If the file
+// cannot be cut, the log goes on in a new file whose first entry says
+// where this one ends (recovery reads it first: logEnd); if that fails
+// too, the error says so and the file stays as it is.
+func (w *wal) cutBack() error {
+	if !w.needTrunc {
+		return nil
+	}
+	terr := w.f.Truncate(w.base)
+	if terr == nil {
+		w.needTrunc, w.written, w.dirty = false, 0, false
+		return nil
+	}
+	if h := w.e.cfg.cutBackHook; h != nil {
+		if err := h(); err != nil {
+			return errors.Join(fmt.Errorf("cut the log back to %d bytes: %w", w.base, terr), err)
+		}
+	}
+	first := appendLogEnd(beginFrame(nil), w.seq, w.base)
+	endFrame(first, 0)
+	f, err := w.dir.createLog(w.seq+1, first, w.e.cfg.logFileHook)
+	if err != nil {
+		return errors.Join(fmt.Errorf("cut the log back to %d bytes: %w", w.base, terr), err)
+	}
+	w.log.LogAttrs(context.Background(), slog.LevelWarn, "data dir: the log could not be cut back after a failed write; it goes on in a new file, which says where the old one ends",
+		slog.String("dir", w.dir.path), slog.String("file", w.dir.logName(w.seq)), slog.Int64("good_bytes", w.base),
+		slog.String("new_file", w.dir.logName(w.seq+1)), slog.Any("error", terr))
+	_ = w.f.Close()
+	w.f, w.seq, w.base = f, w.seq+1, int64(fileHeaderLen+len(first))
+	w.needTrunc, w.written, w.dirty = false, 0, false
+	return nil
 }
 
 // rollbackAll undoes every change not yet durable, newest first, with every
 // partition locked, and completes the Submits that wait for them.
 func (w *wal) rollbackAll(serr *ndbclient.Error) {
+	// Appenders that wait holding Engine.mu must let go before the rollback
+	// takes every partition lock.
+	w.mu.Lock()
+	w.ready = w.takeWaiters(w.ready[:0], w.lsn, true, serr)
+	w.mu.Unlock()
 	parts := w.e.allPartitions()
 	for _, p := range parts {
 		p.mu.Lock()
@@ -695,13 +713,14 @@ func (w *wal) rollbackAll(serr *ndbclient.Error) {
 // retry tries a failing log again: in always mode, writes may come again
 // after retryAfter; in the others, what the buffer holds is written again.
 func (w *wal) retry() {
-	if w.needTrunc {
-		if err := w.f.Truncate(w.base); err != nil {
-			return
-		}
-		w.needTrunc, w.written, w.dirty = false, 0, false
+	if w.cutBack() != nil {
+		return
 	}
 	if w.mode == FsyncAlways {
+		if serr := w.rollbackDue; serr != nil {
+			w.rollbackDue = nil
+			w.rollbackAll(serr)
+		}
 		if time.Since(w.failedAt) < w.every {
 			return
 		}
@@ -711,11 +730,7 @@ func (w *wal) retry() {
 			if err != nil {
 				w.writeErrors.Add(1)
 				w.failedAt = time.Now()
-				if w.needTrunc {
-					if terr := w.f.Truncate(w.base); terr == nil {
-						w.needTrunc, w.written, w.dirty = false, 0, false
-					}
-				}
+				_ = w.cutBack()
 				return
 			}
 			if !more {
@@ -746,7 +761,7 @@ func (w *wal) rotate() walReply {
 		w.fail(err)
 		return walReply{err: err}
 	}
-	f, err := w.dir.createLog(w.seq+1, w.e.cfg.logFileHook)
+	f, err := w.dir.createLog(w.seq+1, nil, w.e.cfg.logFileHook)
 	if err != nil {
 		return walReply{err: err}
 	}
@@ -763,6 +778,13 @@ func (w *wal) finish() error {
 	var err error
 	if w.failing() {
 		w.retry()
+	}
+	if serr := w.rollbackDue; serr != nil {
+		// The failed frames are still in the file, and the process ends:
+		// whether a restart replays them depends on what the disk kept.
+		w.rollbackDue = nil
+		w.rollbackAll(ndbclient.Errorf(ndbclient.CodeUnknownResult,
+			"data dir %s: the log failed and could not be cut back (%v); the change may or may not be there after a restart", w.dir.path, serr))
 	}
 	if !w.failing() {
 		for {

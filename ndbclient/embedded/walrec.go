@@ -23,6 +23,9 @@ import (
 //	clear   0x03 table
 //	create  0x04 table, len, schema (JSON, schemaRec)
 //	end     0x05 tables, rows (a snapshot's last entry)
+//	logend  0x06 seq, length: log-<seq> ends at length (a new log's first
+//	        entry, when the last one could not be cut back after a failed
+//	        write: what follows length there is never replayed)
 //
 // A frame is applied whole or not at all: a transaction's changes share one.
 // Records are row images, not commands, so that replaying one twice, or over
@@ -34,6 +37,7 @@ const (
 	entClear
 	entCreate
 	entEnd
+	entLogEnd
 )
 
 const (
@@ -96,13 +100,18 @@ func appendEnd(dst []byte, tables, rows uint64) []byte {
 	return binary.AppendUvarint(dst, rows)
 }
 
+func appendLogEnd(dst []byte, seq uint64, length int64) []byte {
+	dst = binary.AppendUvarint(append(dst, entLogEnd), seq)
+	return binary.AppendUvarint(dst, uint64(length))
+}
+
 // entry is one decoded entry. data points into the frame's payload.
 type entry struct {
 	kind  byte
-	table uint64 // for end: the table count
+	table uint64 // end: the table count; logend: the log's seq
 	state uint8
 	used  uint32
-	rows  uint64 // end: the row count
+	rows  uint64 // end: the row count; logend: the log's length
 	data  []byte // put: row; delete: key; create: schema
 }
 
@@ -138,9 +147,9 @@ func decodeEntries(dst []entry, p []byte) ([]entry, error) {
 				return dst, fmt.Errorf("entry %d: bad length", len(dst))
 			}
 		case entClear:
-		case entEnd:
+		case entEnd, entLogEnd:
 			if e.rows, p, ok = uvarint(p); !ok {
-				return dst, fmt.Errorf("entry %d: bad row count", len(dst))
+				return dst, fmt.Errorf("entry %d: bad count", len(dst))
 			}
 		default:
 			return dst, fmt.Errorf("entry %d: unknown kind %#x", len(dst), e.kind)

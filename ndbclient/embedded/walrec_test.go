@@ -55,6 +55,7 @@ func seedFrames(t testing.TB, e *Engine, mc, wide *ndbclient.Table) [][]byte {
 		frame(appendClear(nil, 1)),
 		frame(appendCreate(nil, 2, schema)),
 		frame(appendEnd(nil, 2, 1)),
+		frame(appendLogEnd(nil, 3, 4096)),
 	}
 }
 
@@ -77,7 +78,7 @@ func TestFramesRoundTrip(t *testing.T) {
 			kinds = append(kinds, en.kind)
 		}
 	}
-	assert.Equal(t, []byte{entPut, entPut, entDelete, entClear, entCreate, entEnd}, kinds)
+	assert.Equal(t, []byte{entPut, entPut, entDelete, entClear, entCreate, entEnd, entLogEnd}, kinds)
 	assert.EqualValues(t, len(all), fr.off)
 
 	// Torn and corrupt frames are told apart, at the frame's start.
@@ -132,6 +133,8 @@ func FuzzLogFrames(f *testing.F) {
 					re = appendCreate(re, int(en.table), en.data)
 				case entEnd:
 					re = appendEnd(re, en.table, en.rows)
+				case entLogEnd:
+					re = appendLogEnd(re, en.table, int64(en.rows))
 				}
 			}
 			again, err = decodeEntries(again[:0], re)

@@ -1,0 +1,131 @@
+package embedded
+
+import "sync"
+
+// A logged delete_all (data dir) must hold every partition of its table while
+// its one clear entry goes into the log, so that the entry sits at the same
+// place for every key. It does not keep them while the log writes or fsyncs:
+// under the locks it swaps each partition's rows out whole (O(1): the slot
+// array, index and arena change hands, nothing is copied), appends the entry,
+// and lets go. The rows it took are freed once the entry is done (written,
+// or with fsync always, fsynced), and put back if it never will be: with
+// fsync always that is an undo record, rolled back newest first with the
+// writes that followed it.
+
+// partRows is one partition's rows as a clear took them.
+type partRows struct {
+	p        *partition
+	idx      index
+	slots    []slot
+	freeSlot int32
+	lruHead  int32
+	lruTail  int32
+	arena    arena // its m is nil: the partition's cleanup no longer sees these pages
+	charged  int64 // still in e.used (and the pages in e.pageBytes) until freed
+	items    int64
+}
+
+// clearedRows is what one delete_all took out of its table.
+type clearedRows struct {
+	// mu is held by the clearing goroutine from before its entry is appended
+	// until it has counted the rows; the log's writer takes it (holding the
+	// partition locks and wal.mu, in a rollback) before it frees or puts back
+	// the rows. The writer only reaches them after the append, so the two
+	// orders cannot deadlock.
+	mu      sync.Mutex
+	parts   []partRows
+	expired uint64 // expired rows among them, for Stats once they are freed
+}
+
+// detach takes p's rows out, leaving it empty. p.mu is held. Every field
+// reset() empties moves here (TestDetachMovesEveryRowField keeps the two in
+// step).
+func (p *partition) detach() partRows {
+	r := partRows{p: p, idx: p.idx, slots: p.slots, freeSlot: p.freeSlot, lruHead: p.lruHead, lruTail: p.lruTail,
+		arena: p.arena, charged: p.charged, items: p.items.Load()}
+	r.arena.m = nil
+	// reset must neither unmap nor uncount the pages, which are r's now.
+	p.arena.m.pages, p.arena.pageBytes = nil, 0
+	p.reset()
+	return r
+}
+
+// putBack restores rows a clear took, its entry refused by the log. p.mu is
+// held. Every change logged after the clear has been rolled back, so p holds
+// no row; if it does, those rows stay and r's rows join them, each one whose
+// key p does not hold.
+func (p *partition) putBack(r *partRows, now uint32) {
+	if p.items.Load() == 0 {
+		p.e.used.Add(-p.charged)
+		p.reset()
+		m := p.arena.m
+		p.idx, p.slots, p.freeSlot, p.lruHead, p.lruTail = r.idx, r.slots, r.freeSlot, r.lruHead, r.lruTail
+		p.arena, p.arena.m, m.pages = r.arena, m, r.arena.pages
+		p.charged = r.charged
+		p.items.Store(r.items)
+		p.publishTail()
+		*r = partRows{}
+		return
+	}
+	for s := range r.slots {
+		sl := &r.slots[s]
+		if sl.size == 0 {
+			continue
+		}
+		row := r.arena.bytes(sl.page, sl.off, sl.size)
+		if p.lookup(sl.tag, rowKey(row)) >= 0 {
+			continue
+		}
+		ns, _ := p.put(-1, sl.tag, row, now, true) // they fitted before the clear
+		p.slots[ns].state, p.slots[ns].used = sl.state, sl.used
+	}
+	r.free(p.e)
+}
+
+// free gives r's memory back.
+func (r *partRows) free(e *Engine) {
+	(&mappings{pages: r.arena.pages}).unmapAll()
+	e.pageBytes.Add(-r.arena.pageBytes)
+	e.used.Add(-r.charged)
+	*r = partRows{}
+}
+
+// count counts the live and expired rows c took.
+func (c *clearedRows) count(now uint32) (live, expired uint64) {
+	for i := range c.parts {
+		for _, sl := range c.parts[i].slots {
+			switch {
+			case sl.size == 0:
+			case sl.expire != 0 && sl.expire <= now:
+				expired++
+			default:
+				live++
+			}
+		}
+	}
+	return live, expired
+}
+
+// free gives back the rows of a clear the log has taken for good.
+func (c *clearedRows) free(e *Engine) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.parts {
+		c.parts[i].free(e)
+	}
+	e.expired.Add(c.expired)
+	c.expired = 0
+}
+
+// putBack restores the rows of a clear the log refused. The table's
+// partition locks are held.
+func (c *clearedRows) putBack(now uint32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.parts {
+		if r := &c.parts[i]; r.p != nil {
+			r.p.putBack(r, now)
+		}
+	}
+	c.expired = 0
+}
