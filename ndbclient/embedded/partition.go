@@ -54,8 +54,8 @@ type partition struct {
 
 	idx      index
 	slots    []slot // len: slots in use or free-chained; cap: the region's
-	freeSlot int32 // head of the free-slot chain, -1 for none
-	lruHead  int32 // most recently used; -1 when empty
+	freeSlot int32  // head of the free-slot chain, -1 for none
+	lruHead  int32  // most recently used; -1 when empty
 	lruTail  int32
 	arena    arena
 	charged  int64        // bytes charged against the limit for rows here
