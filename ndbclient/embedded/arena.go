@@ -16,7 +16,7 @@ import (
 // class's free list and is reused by the next row of that class (memcached's
 // slabs). Free chunks hold their own list links, so no byte is spent on them:
 //
-//	[2] 0 (a live row starts with its key length, never 0)
+//	[2] 0 (a live row's first byte, its key length, is never 0)
 //	[2] class
 //	[6] next free chunk of the class, as a link (see link)
 //	[6] previous one (only meaningful when the chunk is not the list's head)
@@ -133,7 +133,7 @@ const (
 
 // isFree reports whether the chunk at b is free (a live row starts with its
 // key length, which is at least 1).
-func isFree(b []byte) bool { return binary.LittleEndian.Uint16(b) == 0 }
+func isFree(b []byte) bool { return b[0] == 0 }
 
 // arena is one partition's row storage; the partition lock guards it. It
 // tracks pages and chunks; the partition maps and unmaps pages (it does the
