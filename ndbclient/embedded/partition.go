@@ -16,18 +16,18 @@ import (
 
 // slot describes one stored row. Slots live in one pointer-free array per
 // partition, indexed by int32, outside the Go heap once large (offheap.go).
-// A row's index tag is not kept: it is its key's hash, computed again on
-// the rare paths that need it (unindex, evacuate).
+// What the row holds is not kept here: its index tag is its key's hash,
+// computed again on the rare paths that need it (unindex, evacuate), and its
+// expiry is read from the row (expiry), which a lookup has just read anyway.
 type slot struct {
-	off    uint32 // arena chunk: offset in page
-	size   uint32 // row bytes; 0 marks a free slot
-	expire uint32 // cached expiry time, 0 = never
-	used   uint32 // last LRU bump, unix seconds
-	prev   int32  // LRU links (eviction tables); next also chains free slots
-	next   int32
-	page   uint16 // arena chunk: page number (a partition has at most maxPages)
-	class  uint8  // arena size class
-	state  uint8  // stFetched | stStale | stToken
+	off   uint32 // arena chunk: offset in page
+	size  uint32 // row bytes; 0 marks a free slot
+	used  uint32 // last LRU bump, unix seconds
+	prev  int32  // LRU links (eviction tables); next also chains free slots
+	next  int32
+	page  uint16 // arena chunk: page number (a partition has at most maxPages)
+	class uint8  // arena size class
+	state uint8  // stFetched | stStale | stToken
 }
 
 // Row state bits (memcached's ITEM_FETCHED, ITEM_STALE, ITEM_TOKEN_SENT).
@@ -37,10 +37,11 @@ const (
 	stToken
 )
 
-// rowOverhead is what a row costs besides its arena chunk: its slot and about
-// two index entries (the index runs between 1/2 and 3/4 full; slot arrays
-// double, so up to half of the last doubling is unused too, which the
-// second entry's share covers on average).
+// rowOverhead is what a row costs besides its arena chunk: its slot and the
+// most index entries a row has (the index is at least 16/25 full: 25/16
+// entries a row, rounded up to 2 here, which also covers free slots). Slot
+// arrays double, but only their used part is resident (the rest of the
+// mapping is never touched).
 const rowOverhead = int64(unsafe.Sizeof(slot{})) + 2*int64(unsafe.Sizeof(ixEntry{}))
 
 // partition is one slice of a table with its own lock. Everything below mu is
@@ -159,8 +160,16 @@ func (p *partition) find(tag uint32, key []byte, now uint32) int32 {
 	return s
 }
 
+// expiry is slot s's expiry time (expireOf), 0 for never.
+func (p *partition) expiry(s int32) uint32 {
+	if p.t.expireCol < 0 {
+		return 0
+	}
+	return p.t.expireOf(p.row(s))
+}
+
 func (p *partition) expired(s int32, now uint32) bool {
-	x := p.slots[s].expire
+	x := p.expiry(s)
 	return x != 0 && x <= now
 }
 
@@ -239,7 +248,6 @@ func (p *partition) put(s int32, tag uint32, row []byte, now uint32, force bool)
 	sl := &p.slots[s]
 	sl.size = uint32(len(row))
 	copy(p.arena.bytes(uint32(sl.page), sl.off, sl.size), row)
-	sl.expire = p.t.expireOf(row)
 	sl.used = now
 	if p.t.eviction {
 		p.lruFront(s, now)
