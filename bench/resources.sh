@@ -73,7 +73,7 @@ for prefix in $KEY_PREFIXES; do
     sleep 2
     items=$(printf 'stats\r\nquit\r\n' | timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT; cat >&3; cat <&3" | awk '$2 == "curr_items" {print $3+0}')
     after=$(kib "$p" VmRSS); hwm=$(kib "$p" VmHWM)
-    what="$size B values, $klen B keys"
+    what="$size B values; $klen B keys"  # no comma: the CSV is not quoted
     echo "items stored ($what),$target,$items" >> "$csv"
     echo "peak RSS with $ITEMS x $size B (MiB; $klen B keys),$target,$(awk -v k="$hwm" 'BEGIN {printf "%.0f", k/1024}')" >> "$csv"
     echo "bytes per item ($what; RSS growth / items),$target,$(awk -v a="$after" -v b="$before" -v n="$items" 'BEGIN {printf "%.0f", (a-b)*1024/n}')" >> "$csv"
