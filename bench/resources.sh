@@ -5,6 +5,11 @@
 #
 #   bench/resources.sh               # ITEMS=1000000 STARTS=10
 #
+# Keys are KEY_PREFIXES (space separated; default "key: memtier-") followed by
+# the item's number: "key:" makes keys of about 10 bytes (the issue's measure),
+# "memtier-" about 14 (memtier's own default). Each prefix is loaded into a
+# fresh ndbgate and a fresh memcached, and reported with its mean key length.
+#
 # Loading uses memtier_benchmark (see run-memtier.sh for where to get it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +17,7 @@ ITEMS=${ITEMS:-1000000}
 STARTS=${STARTS:-10}
 PORT=${PORT:-22136}
 OUT=${OUT:-bench/results}
+KEY_PREFIXES=${KEY_PREFIXES:-key: memtier-}
 for tool in memtier_benchmark memcached python3; do
   command -v "$tool" >/dev/null 2>&1 || { echo "resources: $tool is not on PATH (memtier_benchmark: see bench/run-memtier.sh)" >&2; exit 2; }
 done
@@ -47,8 +53,13 @@ memcached -p "$PORT" -U 0 -l 127.0.0.1 -t 2 -m 8192 "${user_flag[@]}" & p=$!; wa
 echo "idle RSS (MiB; median of $STARTS),memcached,$(awk -v k="$(kib "$p" VmRSS)" 'BEGIN {printf "%.1f", k/1024}')" >> "$csv"
 kill "$p"; wait "$p" 2>/dev/null || true
 
-# ITEMS items of each size: RSS before and after loading.
-for size in 32 1024; do
+# Mean length of keys prefix1..prefixITEMS.
+keylen() { awk -v p="$1" -v n="$ITEMS" 'BEGIN { t = 0; d = 1; for (lo = 1; lo <= n; lo *= 10) { hi = lo * 10 - 1; if (hi > n) hi = n; t += (hi - lo + 1) * d; d++ } printf "%.0f", length(p) + t / n }'; }
+
+# ITEMS items of each size and key prefix: RSS before and after loading.
+for prefix in $KEY_PREFIXES; do
+ klen=$(keylen "$prefix")
+ for size in 32 1024; do
   for target in ndbgate memcached; do
     if [ "$target" = ndbgate ]; then
       bin/ndbgate serve --memcache "127.0.0.1:$PORT" --rest "" --grpc "" --log-level warn & p=$!
@@ -58,15 +69,17 @@ for size in 32 1024; do
     wait_port "$PORT"; sleep 0.5
     before=$(kib "$p" VmRSS)
     memtier_benchmark -s 127.0.0.1 -p "$PORT" --protocol=memcache_text --hide-histogram -t 2 -c 4 \
-      --ratio=1:0 --key-pattern=P:P --key-minimum=1 --key-maximum="$ITEMS" --requests=allkeys -d "$size" >/dev/null 2>&1
+      --ratio=1:0 --key-prefix="$prefix" --key-pattern=P:P --key-minimum=1 --key-maximum="$ITEMS" --requests=allkeys -d "$size" >/dev/null 2>&1
     sleep 2
     items=$(printf 'stats\r\nquit\r\n' | timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT; cat >&3; cat <&3" | awk '$2 == "curr_items" {print $3+0}')
     after=$(kib "$p" VmRSS); hwm=$(kib "$p" VmHWM)
-    echo "items stored ($size B values),$target,$items" >> "$csv"
-    echo "peak RSS with $ITEMS x $size B (MiB),$target,$(awk -v k="$hwm" 'BEGIN {printf "%.0f", k/1024}')" >> "$csv"
-    echo "bytes per item ($size B values; RSS growth / items),$target,$(awk -v a="$after" -v b="$before" -v n="$items" 'BEGIN {printf "%.0f", (a-b)*1024/n}')" >> "$csv"
+    what="$size B values; $klen B keys"  # no comma: the CSV is not quoted
+    echo "items stored ($what),$target,$items" >> "$csv"
+    echo "peak RSS with $ITEMS x $size B (MiB; $klen B keys),$target,$(awk -v k="$hwm" 'BEGIN {printf "%.0f", k/1024}')" >> "$csv"
+    echo "bytes per item ($what; RSS growth / items),$target,$(awk -v a="$after" -v b="$before" -v n="$items" 'BEGIN {printf "%.0f", (a-b)*1024/n}')" >> "$csv"
     kill "$p"; wait "$p" 2>/dev/null || true
   done
+ done
 done
 cat "$csv"
 python3 bench/report.py

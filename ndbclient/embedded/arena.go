@@ -16,7 +16,7 @@ import (
 // class's free list and is reused by the next row of that class (memcached's
 // slabs). Free chunks hold their own list links, so no byte is spent on them:
 //
-//	[2] 0 (a live row starts with its key length, never 0)
+//	[2] 0 (a live row's first byte, its key length, is never 0)
 //	[2] class
 //	[6] next free chunk of the class, as a link (see link)
 //	[6] previous one (only meaningful when the chunk is not the list's head)
@@ -33,12 +33,16 @@ const (
 	maxChunk    = 128 << 10 // largest class; bigger rows get a page of their own
 	bigAlign    = 4 << 10   // dedicated pages are rounded to this
 	pageAlign   = 4 << 10   // so is every page (the OS's page)
-	classBig    = 0xFFFF    // class of a row on a dedicated page
+	classBig    = 0xFF      // class of a row on a dedicated page
 	minChunk    = 16        // room for a free chunk's header
 	smallStep   = 8         // classes step by 8 bytes up to smallLimit...
 	smallLimit  = 128       // ...then grow by ~1.25x
 	classGrowth = 1.25
 	offBits     = 20 // a link is (page+1)<<offBits | off: regular pages are at most 1<<offBits
+	// maxPages bounds a partition's page numbers (slot.page is 16 bits):
+	// 64 GiB of regular pages, or 65,536 rows over maxChunk. Past it a
+	// write fails as out of memory.
+	maxPages = 1 << 16
 )
 
 // classSizes lists the chunk size of each class, ascending.
@@ -65,19 +69,19 @@ func init() {
 }
 
 // classOf returns the class for a row of n bytes and the bytes it occupies.
-func classOf(n int) (cls uint16, size int) {
+func classOf(n int) (cls uint8, size int) {
 	if n <= smallLimit {
 		if n < minChunk {
 			n = minChunk
 		}
 		c := (n+smallStep-1)/smallStep - minChunk/smallStep
-		return uint16(c), int(classSizes[c])
+		return uint8(c), int(classSizes[c])
 	}
 	if n > maxChunk {
 		return classBig, (n + bigAlign - 1) &^ (bigAlign - 1)
 	}
 	c := firstClassAtLeast(n)
-	return uint16(c), int(classSizes[c])
+	return uint8(c), int(classSizes[c])
 }
 
 // firstClassAtLeast is a binary search over classSizes.
@@ -95,7 +99,7 @@ func firstClassAtLeast(n int) int {
 }
 
 // chunkSize is the size charged for a chunk of class cls holding n bytes.
-func chunkSize(cls uint16, n uint32) int {
+func chunkSize(cls uint8, n uint32) int {
 	if cls == classBig {
 		return (int(n) + bigAlign - 1) &^ (bigAlign - 1)
 	}
@@ -129,7 +133,7 @@ const (
 
 // isFree reports whether the chunk at b is free (a live row starts with its
 // key length, which is at least 1).
-func isFree(b []byte) bool { return binary.LittleEndian.Uint16(b) == 0 }
+func isFree(b []byte) bool { return b[0] == 0 }
 
 // arena is one partition's row storage; the partition lock guards it. It
 // tracks pages and chunks; the partition maps and unmaps pages (it does the
@@ -147,9 +151,13 @@ type arena struct {
 	m         *mappings
 }
 
-// mappings mirrors an arena's pages for the cleanup that unmaps them once
-// their partition is unreachable (see newPartition).
-type mappings struct{ pages [][]byte }
+// mappings mirrors an arena's pages, and holds its partition's slot and
+// index memory, for the cleanup that unmaps them once their partition is
+// unreachable (see newPartition).
+type mappings struct {
+	pages        [][]byte
+	slots, index region
+}
 
 func (m *mappings) unmapAll() {
 	for i, pg := range m.pages {
@@ -158,6 +166,8 @@ func (m *mappings) unmapAll() {
 			m.pages[i] = nil
 		}
 	}
+	m.slots.free()
+	m.index.free()
 }
 
 func (a *arena) init(m *mappings) {
@@ -171,7 +181,7 @@ func (a *arena) bytes(page, off uint32, n uint32) []byte {
 }
 
 // pop takes a chunk off class cls's free list.
-func (a *arena) pop(cls uint16) (page, off uint32, ok bool) {
+func (a *arena) pop(cls uint8) (page, off uint32, ok bool) {
 	head := a.free[cls]
 	if head == 0 {
 		return 0, 0, false
@@ -190,13 +200,13 @@ func (a *arena) pop(cls uint16) (page, off uint32, ok bool) {
 // smallest free chunk of a larger class, split (best fit): the row takes its
 // start and the rest goes to the free lists as chunks of smaller classes.
 // Rows are still charged their own class's size.
-func (a *arena) take(cls uint16) (page, off uint32, ok bool) {
+func (a *arena) take(cls uint8) (page, off uint32, ok bool) {
 	if page, off, ok = a.pop(cls); ok {
 		return page, off, true
 	}
 	size := classSizes[cls]
 	for m := a.nonEmpty &^ (2<<cls - 1); m != 0; m &= m - 1 {
-		c := uint16(bits.TrailingZeros64(m))
+		c := uint8(bits.TrailingZeros64(m))
 		rem := classSizes[c] - size
 		if rem < minChunk {
 			continue // 8 bytes over: no chunk to hold the rest
@@ -222,7 +232,7 @@ func (a *arena) carve(page, off, n uint32) {
 				c = firstClassAtLeast(int(n-minChunk)+1) - 1
 			}
 		}
-		a.pushFree(uint16(c), page, off)
+		a.pushFree(uint8(c), page, off)
 		off += classSizes[c]
 		n -= classSizes[c]
 	}
@@ -240,10 +250,10 @@ func (a *arena) bump(size int) (page, off uint32, ok bool) {
 }
 
 // pushFree puts the chunk at page, off on class cls's free list.
-func (a *arena) pushFree(cls uint16, page, off uint32) {
+func (a *arena) pushFree(cls uint8, page, off uint32) {
 	c := a.pages[page][off:]
 	c[0], c[1] = 0, 0
-	binary.LittleEndian.PutUint16(c[fcClass:], cls)
+	binary.LittleEndian.PutUint16(c[fcClass:], uint16(cls))
 	head := a.free[cls]
 	put48(c[fcNext:], head)
 	put48(c[fcPrev:], 0)
@@ -258,14 +268,14 @@ func (a *arena) pushFree(cls uint16, page, off uint32) {
 
 // markFree writes a free chunk's header without listing it: evacuate lists
 // such chunks again if it cannot empty their page.
-func (a *arena) markFree(cls uint16, page, off uint32) {
+func (a *arena) markFree(cls uint8, page, off uint32) {
 	c := a.pages[page][off:]
 	c[0], c[1] = 0, 0
-	binary.LittleEndian.PutUint16(c[fcClass:], cls)
+	binary.LittleEndian.PutUint16(c[fcClass:], uint16(cls))
 }
 
 // unlink takes the free chunk at page, off (of class cls) off its list.
-func (a *arena) unlink(cls uint16, page, off uint32) {
+func (a *arena) unlink(cls uint8, page, off uint32) {
 	c := a.pages[page][off:]
 	next := get48(c[fcNext:])
 	if l := link(page, off); a.free[cls] == l {
@@ -285,7 +295,7 @@ func (a *arena) unlink(cls uint16, page, off uint32) {
 }
 
 // release frees a chunk of a regular page.
-func (a *arena) release(cls uint16, page, off uint32) {
+func (a *arena) release(cls uint8, page, off uint32) {
 	a.pushFree(cls, page, off)
 	a.live[page] -= classSizes[cls]
 }
@@ -298,12 +308,15 @@ func (a *arena) retire() {
 	}
 	for rem := len(a.pages[a.cur]) - a.used; rem >= minChunk; {
 		c := firstClassAtLeast(rem+1) - 1 // largest class that fits
-		a.pushFree(uint16(c), uint32(a.cur), uint32(a.used))
+		a.pushFree(uint8(c), uint32(a.cur), uint32(a.used))
 		a.used += int(classSizes[c])
 		rem -= int(classSizes[c])
 	}
 	a.cur, a.used = -1, 0
 }
+
+// roomForPage reports whether a page number is free for addPage.
+func (a *arena) roomForPage() bool { return len(a.spare) > 0 || len(a.pages) < maxPages }
 
 // addPage records a new page; live is what is already allocated in it.
 func (a *arena) addPage(mem []byte, live uint32) uint32 {

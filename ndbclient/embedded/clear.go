@@ -15,13 +15,14 @@ import "sync"
 // partRows is one partition's rows as a clear took them.
 type partRows struct {
 	p        *partition
-	idx      index
+	idx      index // its reg is nil: mem.index holds its memory
 	slots    []slot
 	freeSlot int32
 	lruHead  int32
 	lruTail  int32
-	arena    arena // its m is nil: the partition's cleanup no longer sees these pages
-	charged  int64 // still in e.used (and the pages in e.pageBytes) until freed
+	arena    arena    // its m is nil: the partition's cleanup no longer sees these pages
+	mem      mappings // the pages, slot array and index taken, freed with them
+	charged  int64    // still in e.used (and the pages in e.pageBytes) until freed
 	items    int64
 }
 
@@ -41,11 +42,14 @@ type clearedRows struct {
 // reset() empties moves here (TestDetachMovesEveryRowField keeps the two in
 // step).
 func (p *partition) detach() partRows {
+	m := p.arena.m
 	r := partRows{p: p, idx: p.idx, slots: p.slots, freeSlot: p.freeSlot, lruHead: p.lruHead, lruTail: p.lruTail,
-		arena: p.arena, charged: p.charged, items: p.items.Load()}
-	r.arena.m = nil
-	// reset must neither unmap nor uncount the pages, which are r's now.
-	p.arena.m.pages, p.arena.pageBytes = nil, 0
+		arena: p.arena, mem: *m, charged: p.charged, items: p.items.Load()}
+	r.arena.m, r.idx.reg = nil, nil
+	// reset must neither unmap nor uncount the pages, slots and index, which
+	// are r's now.
+	*m = mappings{}
+	p.arena.pageBytes = 0
 	p.reset()
 	return r
 }
@@ -59,8 +63,11 @@ func (p *partition) putBack(r *partRows, now uint32) {
 		p.e.used.Add(-p.charged)
 		p.reset()
 		m := p.arena.m
+		m.unmapAll() // the empty index reset made
+		reg := p.idx.reg
 		p.idx, p.slots, p.freeSlot, p.lruHead, p.lruTail = r.idx, r.slots, r.freeSlot, r.lruHead, r.lruTail
-		p.arena, p.arena.m, m.pages = r.arena, m, r.arena.pages
+		p.idx.reg = reg
+		p.arena, p.arena.m, *m = r.arena, m, r.mem
 		p.charged = r.charged
 		p.items.Store(r.items)
 		p.publishTail()
@@ -72,11 +79,13 @@ func (p *partition) putBack(r *partRows, now uint32) {
 		if sl.size == 0 {
 			continue
 		}
-		row := r.arena.bytes(sl.page, sl.off, sl.size)
-		if p.lookup(sl.tag, rowKey(row)) >= 0 {
+		row := r.arena.bytes(uint32(sl.page), sl.off, sl.size)
+		key := rowKey(row)
+		tag := uint32(p.e.hash(key))
+		if p.lookup(tag, key) >= 0 {
 			continue
 		}
-		ns, _ := p.put(-1, sl.tag, row, now, true) // they fitted before the clear
+		ns, _ := p.put(-1, tag, row, now, true) // they fitted before the clear
 		p.slots[ns].state, p.slots[ns].used = sl.state, sl.used
 	}
 	r.free(p.e)
@@ -84,7 +93,7 @@ func (p *partition) putBack(r *partRows, now uint32) {
 
 // free gives r's memory back.
 func (r *partRows) free(e *Engine) {
-	(&mappings{pages: r.arena.pages}).unmapAll()
+	r.mem.unmapAll()
 	e.pageBytes.Add(-r.arena.pageBytes)
 	e.used.Add(-r.charged)
 	*r = partRows{}
@@ -93,14 +102,22 @@ func (r *partRows) free(e *Engine) {
 // count counts the live and expired rows c took.
 func (c *clearedRows) count(now uint32) (live, expired uint64) {
 	for i := range c.parts {
-		for _, sl := range c.parts[i].slots {
-			switch {
-			case sl.size == 0:
-			case sl.expire != 0 && sl.expire <= now:
-				expired++
-			default:
-				live++
+		r := &c.parts[i]
+		if r.p == nil {
+			continue
+		}
+		t := r.p.t
+		for _, sl := range r.slots {
+			if sl.size == 0 {
+				continue
 			}
+			if t.expireCol >= 0 {
+				if x := t.expireOf(r.arena.bytes(uint32(sl.page), sl.off, sl.size)); x != 0 && x <= now {
+					expired++
+					continue
+				}
+			}
+			live++
 		}
 	}
 	return live, expired

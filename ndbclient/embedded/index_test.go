@@ -15,7 +15,7 @@ import (
 // reachable reports whether (tag, s) is found probing from its home before
 // an empty entry: the invariant backward-shift deletion must keep.
 func (ix *index) reachable(tag uint32, s int32) bool {
-	for i := tag & ix.mask; !ix.e[i].empty(); i = (i + 1) & ix.mask {
+	for i := ix.home(tag); !ix.e[i].empty(); i = ix.next(i) {
 		if ix.e[i].is(tag, s) {
 			return true
 		}
@@ -27,8 +27,9 @@ func TestIndexInsertRemove(t *testing.T) {
 	for _, tagBits := range []uint{3, 8, 32} { // few distinct tags: long collision runs
 		t.Run(fmt.Sprint("tagbits=", tagBits), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tagBits), 9))
-			var ix index
+			ix := index{reg: new(region)}
 			ix.init()
+			defer ix.reg.free()
 			live := map[int32]uint32{}
 			next := int32(0)
 			for step := range 6000 {
@@ -37,7 +38,7 @@ func TestIndexInsertRemove(t *testing.T) {
 					if tagBits == 32 {
 						tag = rng.Uint32()
 					}
-					ix.insert(tag, next, uint32(next), 0)
+					ix.insert(tag, next)
 					live[next] = tag
 					next++
 				} else {
@@ -56,7 +57,7 @@ func TestIndexInsertRemove(t *testing.T) {
 					for _, e := range ix.e {
 						if !e.empty() {
 							occupied++
-							require.Equal(t, e.slot-1, e.page, "an entry's row place moved with it")
+							require.Equal(t, live[int32(e.slot-1)], e.tag, "an entry's tag moved with it")
 						}
 					}
 					require.Equal(t, len(live), occupied)
@@ -142,7 +143,7 @@ func TestModelRandomOps(t *testing.T) {
 }
 
 // Rows that grow or shrink into another size class move in the arena; the
-// index must follow them, since lookups read the row through the index.
+// slot must follow them, since lookups read the row through it.
 func TestIndexFollowsMovedRows(t *testing.T) {
 	e := newEngine(t, Config{})
 	tbl := mustCreate(t, e, memcacheTable("moves", 200<<10))
@@ -168,8 +169,9 @@ func TestIndexFollowsMovedRows(t *testing.T) {
 				continue
 			}
 			live++
-			x := p.idx.e[p.idx.find(sl.tag, int32(s))]
-			require.Equal(t, [2]uint32{sl.page, sl.off}, [2]uint32{x.page, x.off}, "slot %d", s)
+			row := p.row(int32(s))
+			require.Equal(t, int32(s), p.lookup(p.tagOf(int32(s)), rowKey(row)), "slot %d", s)
+			require.Equal(t, int32(s), p.slotAt(p.tagOf(int32(s)), uint32(sl.page), sl.off), "slot %d", s)
 		}
 	}
 	require.Equal(t, keys, live)

@@ -13,15 +13,14 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
-// rowCharge is what one row of the memcache table with a value of n bytes
-// and a key of k bytes costs (see the row layout in rowcodec.go).
+// rowCharge is what one row of the memcache table with a value of n bytes,
+// a key of k bytes and no math value costs (see the row layout in
+// rowcodec.go).
 func rowCharge(k, n int) uint64 {
-	return rowChargeLP(k, n, 2)
-}
-
-// rowChargeLP is rowCharge for a value column with an lp-byte length prefix.
-func rowChargeLP(k, n, lp int) uint64 {
-	size := 2 + 1 + k + 1 + 4 + 8 + 4 + 8 + lp + n // header, key, null bitmap, fixed, var
+	// Key length, key (its length byte, its bytes), null bitmap, the NOT
+	// NULL fixed columns (flags, cas, expiry; math is NULL: no byte), the
+	// value (the last variable-length column: no length prefix).
+	size := 1 + 1 + k + 1 + 4 + 8 + 4 + n
 	_, chunk := classOf(size)
 	return uint64(chunk) + uint64(rowOverhead)
 }
@@ -42,11 +41,11 @@ func TestBytesAccounting(t *testing.T) {
 	e := newEngine(t, Config{})
 	tbl := mustCreate(t, e, memcacheTable("t", 1<<20))
 	put(t, e, tbl, "k1", item{value: strings.Repeat("v", 32)})
-	assert.Equal(t, rowChargeLP(2, 32, 4), e.Stats().Bytes)
+	assert.Equal(t, rowCharge(2, 32), e.Stats().Bytes)
 	put(t, e, tbl, "k1", item{value: strings.Repeat("v", 1000)})
-	assert.Equal(t, rowChargeLP(2, 1000, 4), e.Stats().Bytes, "an update is charged its new size")
+	assert.Equal(t, rowCharge(2, 1000), e.Stats().Bytes, "an update is charged its new size")
 	put(t, e, tbl, "k2", item{value: strings.Repeat("v", 700_000)}) // a dedicated page
-	assert.Equal(t, rowChargeLP(2, 1000, 4)+rowChargeLP(2, 700_000, 4), e.Stats().Bytes)
+	assert.Equal(t, rowCharge(2, 1000)+rowCharge(2, 700_000), e.Stats().Bytes)
 	v, ok := getValue(t, e, tbl, "k2")
 	require.True(t, ok)
 	assert.Equal(t, 700_000, len(v))

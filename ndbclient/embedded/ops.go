@@ -86,6 +86,12 @@ func (p *partition) do(op *ndbclient.Op, key []byte, tag uint32, now uint32, u *
 	}
 }
 
+// recacheDue reports whether slot s's row expires before at.
+func (p *partition) recacheDue(s int32, at uint32) bool {
+	x := p.expiry(s)
+	return x != 0 && x < at
+}
+
 func (p *partition) read(op *ndbclient.Op, key []byte, tag uint32, now uint32) error {
 	s := p.find(tag, key, now)
 	if s < 0 {
@@ -94,7 +100,7 @@ func (p *partition) read(op *ndbclient.Op, key []byte, tag uint32, now uint32) e
 	sl := &p.slots[s]
 	op.Meta = p.meta(s)
 	if op.Lease && sl.state&stToken == 0 &&
-		(sl.state&stStale != 0 || (op.RecacheAt != 0 && sl.expire != 0 && sl.expire < op.RecacheAt)) {
+		(sl.state&stStale != 0 || op.RecacheAt != 0 && p.recacheDue(s, op.RecacheAt)) {
 		sl.state |= stToken
 		op.Won = true
 	}

@@ -39,16 +39,16 @@ func checkArena(t testing.TB, p *partition) int64 {
 		require.NotNil(t, a.pages[sl.page], "slot %d on a released page", s)
 		row := p.row(int32(s))
 		tag := uint32(p.e.hash(rowKey(row)))
-		require.Equal(t, tag, sl.tag, "slot %d: tag", s)
-		require.Equal(t, int32(s), p.idx.slotAt(sl.tag, sl.page, sl.off), "slot %d: index entry", s)
-		require.Equal(t, int32(s), p.lookup(sl.tag, rowKey(row)), "slot %d: lookup", s)
+		require.Equal(t, tag, p.tagOf(int32(s)), "slot %d: tag", s)
+		require.Equal(t, int32(s), p.slotAt(tag, uint32(sl.page), sl.off), "slot %d: index entry", s)
+		require.Equal(t, int32(s), p.lookup(tag, rowKey(row)), "slot %d: lookup", s)
 		size := chunkSize(sl.class, sl.size)
 		require.LessOrEqual(t, int(sl.size), size)
 		if sl.class == classBig {
 			require.Equal(t, uint32(0), sl.off)
 			require.Equal(t, size, len(a.pages[sl.page]), "slot %d: a big row's page", s)
 		}
-		liveAt[chunk{sl.page, sl.off}] = int32(s)
+		liveAt[chunk{uint32(sl.page), sl.off}] = int32(s)
 		liveBytes[sl.page] += uint32(size)
 		charged += int64(size) + rowOverhead
 	}

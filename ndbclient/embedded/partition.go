@@ -15,18 +15,19 @@ import (
 )
 
 // slot describes one stored row. Slots live in one pointer-free array per
-// partition, indexed by int32, so they cost the GC nothing.
+// partition, indexed by int32, outside the Go heap once large (offheap.go).
+// What the row holds is not kept here: its index tag is its key's hash,
+// computed again on the rare paths that need it (unindex, evacuate), and its
+// expiry is read from the row (expiry), which a lookup has just read anyway.
 type slot struct {
-	tag    uint32 // low 32 bits of the key hash: the index entry's tag
-	page   uint32 // arena chunk
-	off    uint32
-	size   uint32 // row bytes; 0 marks a free slot
-	expire uint32 // cached expiry time, 0 = never
-	used   uint32 // last LRU bump, unix seconds
-	prev   int32  // LRU links (eviction tables); next also chains free slots
-	next   int32
-	class  uint16 // arena size class
-	state  uint8  // stFetched | stStale | stToken
+	off   uint32 // arena chunk: offset in page
+	size  uint32 // row bytes; 0 marks a free slot
+	used  uint32 // last LRU bump, unix seconds
+	prev  int32  // LRU links (eviction tables); next also chains free slots
+	next  int32
+	page  uint16 // arena chunk: page number (a partition has at most maxPages)
+	class uint8  // arena size class
+	state uint8  // stFetched | stStale | stToken
 }
 
 // Row state bits (memcached's ITEM_FETCHED, ITEM_STALE, ITEM_TOKEN_SENT).
@@ -36,8 +37,11 @@ const (
 	stToken
 )
 
-// rowOverhead is what a row costs besides its arena chunk: its slot and about
-// two index entries (the index runs between 3/8 and 3/4 full).
+// rowOverhead is what a row costs besides its arena chunk: its slot and the
+// most index entries a row has (the index is at least 16/25 full: 25/16
+// entries a row, rounded up to 2 here, which also covers free slots). Slot
+// arrays double, but only their used part is resident (the rest of the
+// mapping is never touched).
 const rowOverhead = int64(unsafe.Sizeof(slot{})) + 2*int64(unsafe.Sizeof(ixEntry{}))
 
 // partition is one slice of a table with its own lock. Everything below mu is
@@ -50,9 +54,9 @@ type partition struct {
 	gid uint32 // engine-wide lock order: partitions are locked in ascending gid
 
 	idx      index
-	slots    []slot
-	freeSlot int32 // head of the free-slot chain, -1 for none
-	lruHead  int32 // most recently used; -1 when empty
+	slots    []slot // len: slots in use or free-chained; cap: the region's
+	freeSlot int32  // head of the free-slot chain, -1 for none
+	lruHead  int32  // most recently used; -1 when empty
 	lruTail  int32
 	arena    arena
 	charged  int64        // bytes charged against the limit for rows here
@@ -76,6 +80,7 @@ func newPartition(e *Engine, t *table, num int, gid uint32) *partition {
 	p := &partition{e: e, t: t, num: num, gid: gid}
 	m := &mappings{}
 	p.arena.m = m
+	p.idx.reg = &m.index
 	p.reset()
 	// Pages live outside the Go heap: give them back once nothing can reach
 	// the partition (an engine dropped without delete_all, as tests do).
@@ -85,13 +90,13 @@ func newPartition(e *Engine, t *table, num int, gid uint32) *partition {
 
 // reset empties the partition, dropping all its memory.
 func (p *partition) reset() {
+	p.e.pageBytes.Add(-p.arena.pageBytes)
+	p.arena.m.unmapAll() // the pages, the slots and the index
+	p.arena.init(p.arena.m)
 	p.idx.init()
 	p.slots = nil
 	p.freeSlot, p.lruHead, p.lruTail = -1, -1, -1
 	p.tailAge.Store(math.MaxUint32)
-	p.e.pageBytes.Add(-p.arena.pageBytes)
-	p.arena.m.unmapAll()
-	p.arena.init(p.arena.m)
 	p.charged = 0
 	p.items.Store(0)
 }
@@ -99,21 +104,48 @@ func (p *partition) reset() {
 // row returns slot s's row bytes, which live in the arena.
 func (p *partition) row(s int32) []byte {
 	sl := &p.slots[s]
-	return p.arena.bytes(sl.page, sl.off, sl.size)
+	return p.arena.bytes(uint32(sl.page), sl.off, sl.size)
 }
 
 // lookup returns the slot holding key, or -1. Expired rows are found too.
 func (p *partition) lookup(tag uint32, key []byte) int32 {
 	ix := &p.idx
-	for i := tag & ix.mask; ; i = (i + 1) & ix.mask {
-		e := &ix.e[i]
+	for i := ix.home(tag); ; i = ix.next(i) {
+		e := ix.e[i]
 		if e.empty() {
 			return -1
 		}
-		if e.tag == tag && bytes.Equal(rowKey(p.arena.pages[e.page][e.off:]), key) {
-			return int32(e.slot - 1)
+		if e.tag == tag {
+			s := int32(e.slot - 1)
+			if sl := &p.slots[s]; bytes.Equal(rowKey(p.arena.pages[sl.page][sl.off:]), key) {
+				return s
+			}
 		}
 	}
+}
+
+// slotAt returns the slot whose row is at page, off (its index tag is tag),
+// or -1.
+func (p *partition) slotAt(tag, page, off uint32) int32 {
+	ix := &p.idx
+	for i := ix.home(tag); ; i = ix.next(i) {
+		e := ix.e[i]
+		if e.empty() {
+			return -1
+		}
+		if e.tag == tag {
+			s := int32(e.slot - 1)
+			if sl := &p.slots[s]; uint32(sl.page) == page && sl.off == off {
+				return s
+			}
+		}
+	}
+}
+
+// tagOf is slot s's index tag, from its row's key.
+func (p *partition) tagOf(s int32) uint32 {
+	sl := &p.slots[s]
+	return uint32(p.e.hash(rowKey(p.arena.pages[sl.page][sl.off:])))
 }
 
 // find is lookup for live rows: an expired row is freed here and is a miss.
@@ -128,8 +160,16 @@ func (p *partition) find(tag uint32, key []byte, now uint32) int32 {
 	return s
 }
 
+// expiry is slot s's expiry time (expireOf), 0 for never.
+func (p *partition) expiry(s int32) uint32 {
+	if p.t.expireCol < 0 {
+		return 0
+	}
+	return p.t.expireOf(p.row(s))
+}
+
 func (p *partition) expired(s int32, now uint32) bool {
-	x := p.slots[s].expire
+	x := p.expiry(s)
 	return x != 0 && x <= now
 }
 
@@ -196,20 +236,18 @@ func (p *partition) put(s int32, tag uint32, row []byte, now uint32, force bool)
 	if s < 0 {
 		s = p.newSlot()
 		sl := &p.slots[s]
-		sl.tag, sl.class = tag, cls
-		sl.page, sl.off = page, off
-		p.idx.insert(tag, s, page, off)
+		sl.class = cls
+		sl.page, sl.off = uint16(page), off
+		p.idx.insert(tag, s)
 		p.items.Add(1)
 	} else if move {
 		sl := &p.slots[s] // alloc may have moved the row: read its place now
-		p.freeChunk(sl.class, sl.page, sl.off)
-		sl.page, sl.off, sl.class = page, off, cls
-		p.idx.move(sl.tag, s, page, off)
+		p.freeChunk(sl.class, uint32(sl.page), sl.off)
+		sl.page, sl.off, sl.class = uint16(page), off, cls
 	}
 	sl := &p.slots[s]
 	sl.size = uint32(len(row))
-	copy(p.arena.bytes(sl.page, sl.off, sl.size), row)
-	sl.expire = p.t.expireOf(row)
+	copy(p.arena.bytes(uint32(sl.page), sl.off, sl.size), row)
 	sl.used = now
 	if p.t.eviction {
 		p.lruFront(s, now)
@@ -223,16 +261,17 @@ func (p *partition) put(s int32, tag uint32, row []byte, now uint32, force bool)
 // del frees slot s's row.
 func (p *partition) del(s int32) {
 	sl := &p.slots[s]
-	cls, page, off := sl.class, sl.page, sl.off
+	cls, page, off := sl.class, uint32(sl.page), sl.off
 	p.unindex(s)
 	p.freeChunk(cls, page, off)
 }
 
 // unindex removes slot s's row from the index, the LRU list and the charges,
-// and frees the slot; its chunk is the caller's to free.
+// and frees the slot; its chunk is the caller's to free (the row is still
+// there: its key gives the index tag).
 func (p *partition) unindex(s int32) {
+	p.idx.remove(p.tagOf(s), s)
 	sl := &p.slots[s]
-	p.idx.remove(sl.tag, s)
 	if p.t.eviction {
 		p.lruUnlink(s)
 	}
@@ -269,8 +308,27 @@ func (p *partition) newSlot() int32 {
 		p.slots[s] = slot{prev: -1, next: -1}
 		return s
 	}
-	p.slots = append(p.slots, slot{prev: -1, next: -1})
+	if len(p.slots) == cap(p.slots) {
+		p.growSlots()
+	}
+	p.slots = append(p.slots, slot{prev: -1, next: -1}) // within cap: stays in the region
 	return int32(len(p.slots) - 1)
+}
+
+// growSlots doubles the slot array's room, copying it to a new region. No
+// pointer into the old one survives this: callers take &p.slots[s] after
+// newSlot.
+func (p *partition) growSlots() {
+	n := max(2*cap(p.slots), 64)
+	r, ok := newRegion(n * int(unsafe.Sizeof(slot{})))
+	if !ok {
+		panic(errNoMemory)
+	}
+	slots := arrayOf[slot](r)[:len(p.slots)]
+	copy(slots, p.slots)
+	m := p.arena.m
+	m.slots.free()
+	m.slots, p.slots = r, slots
 }
 
 var errOutOfMemory = &ndbclient.Error{Code: ndbclient.CodeOutOfMemory, Message: "embedded engine memory limit reached"}
@@ -393,11 +451,14 @@ func (p *partition) evictOne(protect int32, now uint32) bool {
 // alloc finds a chunk of class cls and size bytes: a free one, room in the
 // current page, or a new page. It may move rows of this partition (slot
 // protect included) and evict others; force ignores the page cap.
-func (p *partition) alloc(cls uint16, size int, protect int32, now uint32, force bool) (page, off uint32, ok bool) {
+func (p *partition) alloc(cls uint8, size int, protect int32, now uint32, force bool) (page, off uint32, ok bool) {
 	a := &p.arena
 	e := p.e
 	if cls == classBig {
 		n := int64(size)
+		if !a.roomForPage() {
+			return 0, 0, false
+		}
 		for try := 0; !e.takePages(n, force); try++ {
 			if try < 8 && e.pool.bytes.Load() > 0 {
 				// Pooled pages count against the cap and fit no big row:
@@ -424,6 +485,9 @@ func (p *partition) alloc(cls uint16, size int, protect int32, now uint32, force
 			return page, off, true
 		}
 		need := (size + pageAlign - 1) &^ (pageAlign - 1)
+		if !a.roomForPage() {
+			return 0, 0, false
+		}
 		if mem := e.newRegularPage(need, a.nextPage(size), force); mem != nil {
 			a.startPage(a.addPage(mem, 0))
 			page, off, _ = a.bump(size)
@@ -439,7 +503,7 @@ func (p *partition) alloc(cls uint16, size int, protect int32, now uint32, force
 
 // allocFree finds a chunk of class cls and size bytes without mapping a
 // page: a free one, or room in the current page.
-func (p *partition) allocFree(cls uint16, size int) (page, off uint32, ok bool) {
+func (p *partition) allocFree(cls uint8, size int) (page, off uint32, ok bool) {
 	if cls == classBig {
 		return 0, 0, false
 	}
@@ -450,7 +514,7 @@ func (p *partition) allocFree(cls uint16, size int) (page, off uint32, ok bool) 
 }
 
 // freeChunk frees a row's chunk; a dedicated page goes back to the OS.
-func (p *partition) freeChunk(cls uint16, page, off uint32) {
+func (p *partition) freeChunk(cls uint8, page, off uint32) {
 	if cls == classBig {
 		p.dropPage(page, false)
 		return
@@ -605,7 +669,7 @@ func (p *partition) copyCompact(protect int32, now uint32) bool {
 		live, size, k = live+l, size+len(a.pages[v]), k+1
 	}
 	n := (live + pageAlign - 1) &^ (pageAlign - 1)
-	if k == 0 || size-n < pageAlign {
+	if k == 0 || size-n < pageAlign || !a.roomForPage() {
 		return false
 	}
 	e := p.e
@@ -649,12 +713,12 @@ func (p *partition) evacuate(v uint32, protect int32, now uint32, evict bool) bo
 	for off := 0; off+minChunk <= len(pg); {
 		c := pg[off:]
 		if isFree(c) {
-			cls := binary.LittleEndian.Uint16(c[fcClass:])
+			cls := uint8(binary.LittleEndian.Uint16(c[fcClass:]))
 			a.unlink(cls, v, uint32(off))
 			off += int(classSizes[cls])
 			continue
 		}
-		s := p.idx.slotAt(uint32(p.e.hash(rowKey(c))), v, uint32(off))
+		s := p.slotAt(uint32(p.e.hash(rowKey(c))), v, uint32(off))
 		if s < 0 {
 			panic("embedded: a row in the arena is not in the index")
 		}
@@ -678,8 +742,7 @@ func (p *partition) evacuate(v uint32, protect int32, now uint32, evict bool) bo
 			}
 			if ok {
 				copy(a.pages[dp][do:], pg[off:off+sl.size])
-				sl.page, sl.off = dp, do
-				p.idx.move(sl.tag, s, dp, do)
+				sl.page, sl.off = uint16(dp), do
 				break
 			}
 			if !evict || !p.t.eviction || s == protect {
@@ -704,12 +767,12 @@ func (p *partition) relist(v uint32) {
 	pg := a.pages[v]
 	rows := p.evac
 	for off := 0; off+minChunk <= len(pg); {
-		if len(rows) > 0 && p.slots[rows[0]].page == v && p.slots[rows[0]].off == uint32(off) {
+		if len(rows) > 0 && uint32(p.slots[rows[0]].page) == v && p.slots[rows[0]].off == uint32(off) {
 			off += int(classSizes[p.slots[rows[0]].class])
 			rows = rows[1:]
 			continue
 		}
-		cls := binary.LittleEndian.Uint16(pg[off+fcClass:])
+		cls := uint8(binary.LittleEndian.Uint16(pg[off+fcClass:]))
 		a.pushFree(cls, v, uint32(off))
 		off += int(classSizes[cls])
 	}

@@ -170,7 +170,7 @@ func (e *Engine) replayLog(d *dataDir, seq uint64, end int64, now uint32) (appli
 		size = end
 	}
 	fr := newFrameReader(f, size)
-	hseq, err := fr.readHeader(logMagic)
+	hseq, v1, err := fr.readHeader(logMagic)
 	if err == nil && hseq != seq {
 		err = fmt.Errorf("header says log %d", hseq)
 	}
@@ -188,7 +188,7 @@ func (e *Engine) replayLog(d *dataDir, seq uint64, end int64, now uint32) (appli
 			ents, err = decodeEntries(ents[:0], p)
 		}
 		if err == nil {
-			err = e.checkEntries(ents, false)
+			err = e.checkEntries(ents, false, v1)
 		}
 		if err != nil {
 			return applied, true, e.cutLog(path, off, st.Size(), err)
@@ -241,7 +241,7 @@ func (d *dataDir) logEnd(seq uint64) int64 {
 		return -1
 	}
 	fr := newFrameReader(f, st.Size())
-	if h, err := fr.readHeader(logMagic); err != nil || h != seq+1 {
+	if h, _, err := fr.readHeader(logMagic); err != nil || h != seq+1 {
 		return -1
 	}
 	p, err := fr.next()
@@ -280,7 +280,7 @@ func (e *Engine) loadSnapshotFile(d *dataDir, seq uint64, now uint32) error {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	fr := newFrameReader(f, st.Size())
-	hseq, err := fr.readHeader(snapMagic)
+	hseq, v1, err := fr.readHeader(snapMagic)
 	if err == nil && hseq != seq {
 		err = fmt.Errorf("header says snapshot %d", hseq)
 	}
@@ -303,7 +303,7 @@ func (e *Engine) loadSnapshotFile(d *dataDir, seq uint64, now uint32) error {
 			ents, err = decodeEntries(ents[:0], p)
 		}
 		if err == nil {
-			err = e.checkEntries(ents, true)
+			err = e.checkEntries(ents, true, v1)
 		}
 		for i := 0; err == nil && i < len(ents); i++ {
 			switch en := &ents[i]; en.kind {
@@ -334,8 +334,10 @@ func (e *Engine) loadSnapshotFile(d *dataDir, seq uint64, now uint32) error {
 
 // checkEntries checks a frame's entries against the tables before any of
 // them applies, so that a frame applies whole or not at all. snapshot: the
-// entries a snapshot holds (puts, creates, end).
-func (e *Engine) checkEntries(ents []entry, snapshot bool) error {
+// entries a snapshot holds (puts, creates, end). v1: the frame is from a
+// version 1 file: its rows are checked as such, then upgraded (en.data
+// then holds the row in the current encoding).
+func (e *Engine) checkEntries(ents []entry, snapshot, v1 bool) error {
 	tables := *e.tables.Load()
 	created := 0
 	for i := range ents {
@@ -355,7 +357,11 @@ func (e *Engine) checkEntries(ents []entry, snapshot bool) error {
 		}
 		switch en.kind {
 		case entPut:
-			if err := t.checkRow(en.data); err != nil {
+			check := t.checkRow
+			if v1 {
+				check = t.checkRowV1
+			}
+			if err := check(en.data); err != nil {
 				return fmt.Errorf("entry %d: table %s: %w", i, t.schema.FullName(), err)
 			}
 		case entDelete, entClear:
@@ -385,6 +391,13 @@ func (e *Engine) checkEntries(ents []entry, snapshot bool) error {
 		case entEnd:
 			if !snapshot {
 				return fmt.Errorf("entry %d: an end record in a log", i)
+			}
+		}
+	}
+	if v1 {
+		for i := range ents {
+			if en := &ents[i]; en.kind == entPut {
+				en.data = tables[en.table].upgradeRow(nil, en.data)
 			}
 		}
 	}
@@ -551,6 +564,52 @@ func (t *table) appendDistBytes(dst, key []byte) []byte {
 // checkRow checks that row is a well-formed row of t (rowcodec.go): every
 // length within its column's and the row's bounds.
 func (t *table) checkRow(row []byte) error {
+	if len(row) < 3 || row[0] == 0 {
+		return errors.New("row too short")
+	}
+	ks, base := keyBounds(row)
+	if base > len(row) {
+		return errors.New("key longer than the row")
+	}
+	if ks == 3 && base-ks < keyLenLong {
+		return errors.New("a short key's length in 3 bytes")
+	}
+	if err := t.checkKeyBytes(row[ks:base]); err != nil {
+		return err
+	}
+	if base+t.nullBytes+t.denseLen > len(row) {
+		return errors.New("row too short for its fixed columns")
+	}
+	off := t.varStart(row, base)
+	if off > len(row) {
+		return errors.New("row too short for its fixed columns")
+	}
+	for j, c := range t.varCols {
+		ci := &t.cols[c]
+		if j == len(t.varCols)-1 {
+			if n := len(row) - off; n > ci.maxLen {
+				return fmt.Errorf("column %q: bad length %d", ci.Name, n)
+			}
+			return nil
+		}
+		if off+ci.lenBytes > len(row) {
+			return fmt.Errorf("column %q cut short", ci.Name)
+		}
+		n := getUint(row[off:], ci.lenBytes)
+		if n > uint64(ci.maxLen) || n > uint64(len(row)-off-ci.lenBytes) {
+			return fmt.Errorf("column %q: bad length %d", ci.Name, n)
+		}
+		off += ci.lenBytes + int(n)
+	}
+	if off != len(row) {
+		return fmt.Errorf("%d bytes after the last column", len(row)-off)
+	}
+	return nil
+}
+
+// checkRowV1 is checkRow for a row of the data dir's version 1 files
+// (rowcodec.go, upgradeRow).
+func (t *table) checkRowV1(row []byte) error {
 	if len(row) < 2 {
 		return errors.New("row too short")
 	}
@@ -558,10 +617,13 @@ func (t *table) checkRow(row []byte) error {
 	if 2+k > len(row) {
 		return errors.New("key longer than the row")
 	}
+	if k == 0 {
+		return errors.New("empty key")
+	}
 	if err := t.checkKeyBytes(row[2 : 2+k]); err != nil {
 		return err
 	}
-	off := 2 + k + t.nullBytes + t.fixedLen
+	off := 2 + k + t.nullBytes + t.v1Fixed
 	if off > len(row) {
 		return errors.New("row too short for its fixed columns")
 	}

@@ -11,12 +11,23 @@ import (
 
 // Row encoding (integers little-endian):
 //
-//	[2]         key length K
+//	[1 or 3]    key length K: one byte if 1..254, else 0xFF and 2 bytes
 //	[K]         encoded primary key: key columns in key order
 //	[nullBytes] null bitmap of the nullable non-key columns
-//	[fixedLen]  fixed-width non-key columns at precomputed offsets
+//	[denseLen]  NOT NULL fixed-width non-key columns at precomputed offsets
+//	...         nullable fixed-width non-key columns that are not NULL, in
+//	            column order (a NULL one takes no byte)
 //	...         variable-length non-key columns in column order: length prefix
-//	            (1, 2 or 4 bytes, by the column's maximum) then the bytes
+//	            (1, 2 or 4 bytes, by the column's maximum) then the bytes; the
+//	            last one has no prefix: it is the rest of the row
+//
+// A row's first byte is never 0 (K >= 1): the arena tells free chunks by it.
+// The row's length is its slot's size, or its log entry's.
+//
+// The data dir's files of version 1 (walrec.go) hold the earlier encoding:
+// a 2-byte K, every fixed-width column in one area whether NULL or not, and
+// every variable-length column prefixed. upgradeRow turns such a row into
+// this encoding as it is loaded.
 //
 // A column is encoded the same way in the key and in the row: integers at their
 // width, FLOAT/DOUBLE as IEEE bits, BINARY zero padded to its length, other
@@ -92,14 +103,17 @@ func (ci *colInfo) getFixed(b []byte, v *ndbclient.Value) {
 	}
 }
 
-// appendVar appends a length-prefixed bytes value (NULL encodes as empty).
-func (ci *colInfo) appendVar(dst []byte, b []byte) []byte {
+// appendVar appends a bytes value (NULL encodes as empty), length-prefixed
+// if prefix is set.
+func (ci *colInfo) appendVar(dst []byte, b []byte, prefix bool) []byte {
 	if ci.Type == ndbclient.TypeChar {
 		b = bytes.TrimRight(b, " ")
 	}
-	var pre [4]byte
-	binary.LittleEndian.PutUint32(pre[:], uint32(len(b)))
-	dst = append(dst, pre[:ci.lenBytes]...)
+	if prefix {
+		var pre [4]byte
+		binary.LittleEndian.PutUint32(pre[:], uint32(len(b)))
+		dst = append(dst, pre[:ci.lenBytes]...)
+	}
 	return append(dst, b...)
 }
 
@@ -131,7 +145,7 @@ func (t *table) appendDistKey(dst []byte, key []ndbclient.Value) []byte {
 
 func (ci *colInfo) appendKeyValue(dst []byte, v *ndbclient.Value) []byte {
 	if ci.width == 0 {
-		return ci.appendVar(dst, v.B)
+		return ci.appendVar(dst, v.B, true)
 	}
 	n := len(dst)
 	dst = slices.Grow(dst, ci.width)[:n+ci.width]
@@ -139,10 +153,63 @@ func (ci *colInfo) appendKeyValue(dst []byte, v *ndbclient.Value) []byte {
 	return dst
 }
 
-// rowKey returns the encoded key of a row.
+// keyLenLong marks a key length that takes the 2 bytes after it.
+const keyLenLong = 0xFF
+
+// appendKeyLen appends the row header for a key of k bytes (1 <= k <= maxKeyBytes).
+func appendKeyLen(dst []byte, k int) []byte {
+	if k < keyLenLong {
+		return append(dst, byte(k))
+	}
+	return append(dst, keyLenLong, byte(k), byte(k>>8))
+}
+
+// keyBounds returns where a row's key starts and ends.
+func keyBounds(row []byte) (start, end int) {
+	if k := int(row[0]); k != keyLenLong {
+		return 1, 1 + k
+	}
+	return 3, 3 + int(binary.LittleEndian.Uint16(row[1:]))
+}
+
+// rowKey returns the encoded key of a row (row may run past the row's end).
 func rowKey(row []byte) []byte {
-	k := int(binary.LittleEndian.Uint16(row))
-	return row[2 : 2+k]
+	start, end := keyBounds(row)
+	return row[start:end]
+}
+
+// isNull reports whether nullable non-key column ci is NULL in the row whose
+// null bitmap is at base.
+func isNull(row []byte, base int, ci *colInfo) bool {
+	return ci.nullBit >= 0 && row[base+ci.nullBit>>3]&(1<<(ci.nullBit&7)) != 0
+}
+
+// fixedAt is the offset of non-key fixed-width column ci, not NULL, in a
+// row whose null bitmap is at base.
+func (t *table) fixedAt(row []byte, base int, ci *colInfo) int {
+	off := base + t.nullBytes
+	if ci.sparseAt < 0 {
+		return off + ci.fixedOff
+	}
+	off += t.denseLen
+	for _, c := range t.sparse[:ci.sparseAt] {
+		if sc := &t.cols[c]; !isNull(row, base, sc) {
+			off += sc.width
+		}
+	}
+	return off
+}
+
+// varStart is the offset of the variable-length area of a row whose null
+// bitmap is at base.
+func (t *table) varStart(row []byte, base int) int {
+	off := base + t.nullBytes + t.denseLen
+	for _, c := range t.sparse {
+		if sc := &t.cols[c]; !isNull(row, base, sc) {
+			off += sc.width
+		}
+	}
+	return off
 }
 
 // colValue decodes column c of row. Bytes point into row.
@@ -155,9 +222,9 @@ func (t *table) colValue(row []byte, c int) ndbclient.Value {
 // decode decodes column c of row into v. Bytes point into row.
 func (t *table) decode(row []byte, c int, v *ndbclient.Value) {
 	ci := &t.cols[c]
-	k := int(binary.LittleEndian.Uint16(row))
+	ks, base := keyBounds(row)
 	if ci.keyPos >= 0 {
-		key := row[2 : 2+k]
+		key := row[ks:base]
 		for _, kc := range t.pk[:ci.keyPos] {
 			kci := &t.cols[kc]
 			if kci.width > 0 {
@@ -173,19 +240,21 @@ func (t *table) decode(row []byte, c int, v *ndbclient.Value) {
 		}
 		return
 	}
-	base := 2 + k
-	if ci.nullBit >= 0 && row[base+ci.nullBit>>3]&(1<<(ci.nullBit&7)) != 0 {
+	if isNull(row, base, ci) {
 		*v = ndbclient.Value{}
 		return
 	}
-	base += t.nullBytes
 	if ci.width > 0 {
-		ci.getFixed(row[base+ci.fixedOff:], v)
+		ci.getFixed(row[t.fixedAt(row, base, ci):], v)
 		return
 	}
-	off := base + t.fixedLen
+	off := t.varStart(row, base)
 	for _, vc := range t.varCols[:ci.varIdx] {
 		off += t.cols[vc].varSize(row[off:])
+	}
+	if ci.varIdx == len(t.varCols)-1 {
+		*v = ndbclient.Bytes(row[off:len(row):len(row)]) // the last: unprefixed
+		return
 	}
 	ci.getVar(row[off:], v)
 }
@@ -197,11 +266,11 @@ func (t *table) expireOf(row []byte) uint32 {
 		return 0
 	}
 	ci := &t.cols[t.expireCol]
-	base := 2 + int(binary.LittleEndian.Uint16(row))
-	if ci.nullBit >= 0 && row[base+ci.nullBit>>3]&(1<<(ci.nullBit&7)) != 0 {
+	_, base := keyBounds(row)
+	if isNull(row, base, ci) {
 		return 0
 	}
-	u := getUint(row[base+t.nullBytes+ci.fixedOff:], ci.width)
+	u := getUint(row[t.fixedAt(row, base, ci):], ci.width)
 	if ci.kind == ndbclient.KindInt {
 		shift := 64 - 8*ci.width
 		if n := int64(u<<shift) >> shift; n < 0 {
@@ -227,13 +296,16 @@ func lastSet(set []ndbclient.ColumnValue, c int) *ndbclient.Value {
 // zero value (0, empty, zero-filled BINARY), as NDB's defaults would be.
 // Values have been checked; key columns in set are ignored (they equal the key).
 func (t *table) buildRow(dst, key, old []byte, set []ndbclient.ColumnValue, xcol int, xval *ndbclient.Value) []byte {
-	dst = append(dst[:0], byte(len(key)), byte(len(key)>>8))
+	dst = appendKeyLen(dst[:0], len(key))
 	dst = append(dst, key...)
 	base := len(dst)
-	n := t.nullBytes + t.fixedLen
+	// The null bitmap and the dense area: old's, or a new row's.
+	n := t.nullBytes + t.denseLen
 	dst = slices.Grow(dst, n)[:base+n]
+	oldBase := 0
 	if old != nil {
-		copy(dst[base:], old[base:base+n])
+		_, oldBase = keyBounds(old)
+		copy(dst[base:], old[oldBase:oldBase+n])
 	} else {
 		clear(dst[base:])
 		for i := range t.cols {
@@ -248,15 +320,43 @@ func (t *table) buildRow(dst, key, old []byte, set []ndbclient.ColumnValue, xcol
 	if xcol >= 0 {
 		t.setFixed(dst, base, xcol, xval)
 	}
+	// The sparse area: each nullable fixed column not NULL now, from its
+	// assignment or from old.
+	oldOff := oldBase + n
+	for _, c := range t.sparse {
+		ci := &t.cols[c]
+		var was []byte
+		if old != nil && !isNull(old, oldBase, ci) {
+			was = old[oldOff : oldOff+ci.width]
+			oldOff += ci.width
+		}
+		if isNull(dst, base, ci) {
+			continue
+		}
+		v := xval
+		if c != xcol {
+			v = lastSet(set, c)
+		}
+		if v == nil {
+			dst = append(dst, was...) // not assigned, not NULL: old has it
+			continue
+		}
+		k := len(dst)
+		dst = slices.Grow(dst, ci.width)[:k+ci.width]
+		ci.putFixed(dst[k:], v)
+	}
 	var oldVar []byte
 	if old != nil {
-		oldVar = old[base+n:]
+		oldVar = old[oldOff:]
 	}
-	for _, c := range t.varCols {
+	for j, c := range t.varCols {
 		ci := &t.cols[c]
+		last := j == len(t.varCols)-1
 		var size int
 		if oldVar != nil {
-			size = ci.varSize(oldVar)
+			if size = len(oldVar); !last {
+				size = ci.varSize(oldVar)
+			}
 		}
 		v := xval
 		if c != xcol {
@@ -265,11 +365,11 @@ func (t *table) buildRow(dst, key, old []byte, set []ndbclient.ColumnValue, xcol
 		switch {
 		case v != nil:
 			setNull(dst, base, ci, v.Kind == ndbclient.KindNull)
-			dst = ci.appendVar(dst, v.B)
+			dst = ci.appendVar(dst, v.B, !last)
 		case oldVar != nil:
 			dst = append(dst, oldVar[:size]...)
 		default:
-			dst = ci.appendVar(dst, nil)
+			dst = ci.appendVar(dst, nil, !last)
 		}
 		if oldVar != nil {
 			oldVar = oldVar[size:]
@@ -278,20 +378,18 @@ func (t *table) buildRow(dst, key, old []byte, set []ndbclient.ColumnValue, xcol
 	return dst
 }
 
-// setFixed applies one assignment to the null bitmap and fixed area at base.
+// setFixed applies one assignment to the null bitmap and, for a NOT NULL
+// column, the dense area (sparse columns are written after: buildRow).
 func (t *table) setFixed(row []byte, base, c int, v *ndbclient.Value) {
 	ci := &t.cols[c]
 	if ci.keyPos >= 0 || ci.width == 0 {
 		return
 	}
-	null := v.Kind == ndbclient.KindNull
-	setNull(row, base, ci, null)
-	b := row[base+t.nullBytes+ci.fixedOff:][:ci.width]
-	if null {
-		clear(b)
+	if ci.sparseAt >= 0 {
+		setNull(row, base, ci, v.Kind == ndbclient.KindNull)
 		return
 	}
-	ci.putFixed(b, v)
+	ci.putFixed(row[base+t.nullBytes+ci.fixedOff:][:ci.width], v) // checked: not NULL
 }
 
 func setNull(row []byte, base int, ci *colInfo, null bool) {
@@ -336,4 +434,37 @@ func (t *table) project(op *ndbclient.Op, row []byte) {
 		}
 	}
 	op.Row, op.RowBuf = out, buf
+}
+
+// upgradeRow appends to dst the row of version 1 encoding v1 (checked by
+// checkRowV1) in the current encoding.
+func (t *table) upgradeRow(dst, v1 []byte) []byte {
+	k := int(binary.LittleEndian.Uint16(v1))
+	key := v1[2 : 2+k]
+	dst = append(appendKeyLen(dst, k), key...)
+	base, v1Base := len(dst), 2+k
+	dst = append(dst, v1[v1Base:v1Base+t.nullBytes]...)
+	fixed := v1Base + t.nullBytes
+	for i := range t.cols { // NOT NULL fixed columns, in column order
+		if ci := &t.cols[i]; ci.fixedOff >= 0 {
+			dst = append(dst, v1[fixed+ci.v1Off:fixed+ci.v1Off+ci.width]...)
+		}
+	}
+	for _, c := range t.sparse {
+		if ci := &t.cols[c]; !isNull(dst, base, ci) {
+			dst = append(dst, v1[fixed+ci.v1Off:fixed+ci.v1Off+ci.width]...)
+		}
+	}
+	off := fixed + t.v1Fixed
+	for j, c := range t.varCols {
+		ci := &t.cols[c]
+		n := ci.varSize(v1[off:])
+		if j == len(t.varCols)-1 {
+			dst = append(dst, v1[off+ci.lenBytes:off+n]...)
+		} else {
+			dst = append(dst, v1[off:off+n]...)
+		}
+		off += n
+	}
+	return dst
 }

@@ -18,8 +18,10 @@ type table struct {
 	pk        []int // column indexes, key order
 	dist      []int // positions in pk of the distribution key; nil = whole key
 	varCols   []int // non-key variable-length columns, in column order
+	sparse    []int // nullable non-key fixed-width columns, in column order
 	nullBytes int   // bytes of the null bitmap (nullable non-key columns)
-	fixedLen  int   // bytes of the fixed area
+	denseLen  int   // bytes of the dense area (NOT NULL fixed-width columns)
+	v1Fixed   int   // bytes of the fixed area of the data dir's version 1 rows
 	expireCol int   // -1 for none
 	eviction  bool
 	parts     []*partition
@@ -45,7 +47,9 @@ type colInfo struct {
 	maxLen   int            // variable-length: longest value in bytes
 	lenBytes int            // variable-length: size of the length prefix (1, 2 or 4)
 	nullBit  int            // bit in the null bitmap, -1 if not nullable or a key column
-	fixedOff int            // non-key fixed: offset in the fixed area
+	fixedOff int            // non-key NOT NULL fixed: offset in the dense area
+	sparseAt int            // non-key nullable fixed: ordinal in t.sparse
+	v1Off    int            // non-key fixed: offset in a version 1 row's fixed area
 	varIdx   int            // non-key variable: ordinal in the variable area
 	keyPos   int            // position in the primary key, -1 if not a key column
 	kind     ndbclient.Kind // the Value kind the column takes
@@ -150,7 +154,7 @@ func newTable(s *ndbclient.Table, defParts int) (*table, error) {
 	}
 	t.cols = make([]colInfo, len(cp.Columns))
 	for i := range t.cols {
-		t.cols[i] = colInfo{Column: cp.Columns[i], nullBit: -1, keyPos: -1, fixedOff: -1, varIdx: -1}
+		t.cols[i] = colInfo{Column: cp.Columns[i], nullBit: -1, keyPos: -1, fixedOff: -1, sparseAt: -1, v1Off: -1, varIdx: -1}
 	}
 	keyBytes := 0
 	for pos, c := range cp.PrimaryKey {
@@ -192,9 +196,17 @@ func newTable(s *ndbclient.Table, defParts int) (*table, error) {
 		if ci.Nullable {
 			ci.nullBit = 0 // numbered below
 		}
+		switch {
+		case ci.width > 0 && ci.Nullable:
+			ci.sparseAt = len(t.sparse)
+			t.sparse = append(t.sparse, i)
+		case ci.width > 0:
+			ci.fixedOff = t.denseLen
+			t.denseLen += ci.width
+		}
 		if ci.width > 0 {
-			ci.fixedOff = t.fixedLen
-			t.fixedLen += ci.width
+			ci.v1Off = t.v1Fixed
+			t.v1Fixed += ci.width
 		} else {
 			ci.varIdx = len(t.varCols)
 			t.varCols = append(t.varCols, i)

@@ -12,7 +12,7 @@ import (
 // The data dir's two file kinds, the log and the snapshot, share one
 // layout (docs/ARCHITECTURE.md, "Persistence"):
 //
-//	header  [8] magic ("NDBGLOG1" or "NDBGSNP1"), [8] sequence number, LE
+//	header  [8] magic ("NDBGLOG2" or "NDBGSNP2"), [8] sequence number, LE
 //	frames  [4] payload length N, LE; [4] CRC32C of those 4 bytes and the
 //	        payload; [N] payload: one or more entries
 //
@@ -30,6 +30,11 @@ import (
 // A frame is applied whole or not at all: a transaction's changes share one.
 // Records are row images, not commands, so that replaying one twice, or over
 // a snapshot that already holds it, changes nothing.
+//
+// The magic's last digit is the format's version. Version 1 files (magic
+// "NDBGLOG1", "NDBGSNP1") differ only in their rows' encoding, the engine's
+// before it was made compact (rowcodec.go): they are still read, and their
+// rows upgraded as they load. Files are written in version 2.
 
 const (
 	entPut byte = iota + 1
@@ -46,8 +51,8 @@ const (
 )
 
 var (
-	logMagic  = [8]byte{'N', 'D', 'B', 'G', 'L', 'O', 'G', '1'}
-	snapMagic = [8]byte{'N', 'D', 'B', 'G', 'S', 'N', 'P', '1'}
+	logMagic  = [8]byte{'N', 'D', 'B', 'G', 'L', 'O', 'G', '2'}
+	snapMagic = [8]byte{'N', 'D', 'B', 'G', 'S', 'N', 'P', '2'}
 	crcTable  = crc32.MakeTable(crc32.Castagnoli)
 )
 
@@ -202,20 +207,24 @@ func newFrameReader(r io.Reader, size int64) *frameReader {
 	return &frameReader{src: r, r: bufio.NewReaderSize(r, 1<<20), remain: size}
 }
 
-// readHeader checks the file header; it returns the sequence number.
-func (fr *frameReader) readHeader(magic [8]byte) (uint64, error) {
+// readHeader checks the file header, of magic or of its version 1; it
+// returns the sequence number, and whether the file is of version 1.
+func (fr *frameReader) readHeader(magic [8]byte) (seq uint64, v1 bool, err error) {
 	var h [fileHeaderLen]byte
 	if fr.remain < fileHeaderLen {
-		return 0, errTorn
+		return 0, false, errTorn
 	}
 	if _, err := io.ReadFull(fr.r, h[:]); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	fr.off, fr.remain = fileHeaderLen, fr.remain-fileHeaderLen
-	if [8]byte(h[:8]) != magic {
-		return 0, fmt.Errorf("not an ndbgate %s file (magic %q)", kindOfMagic(magic), h[:8])
+	old := magic
+	old[7] = '1'
+	got := [8]byte(h[:8])
+	if got != magic && got != old {
+		return 0, false, fmt.Errorf("not an ndbgate %s file (magic %q)", kindOfMagic(magic), h[:8])
 	}
-	return binary.LittleEndian.Uint64(h[8:]), nil
+	return binary.LittleEndian.Uint64(h[8:]), got == old, nil
 }
 
 func kindOfMagic(m [8]byte) string {

@@ -1,0 +1,57 @@
+package embedded
+
+import "unsafe"
+
+// Slots and index entries are pointer-free arrays of a partition. Once large
+// they are mapped outside the Go heap, as arena pages are: on the heap, the
+// collector lets the heap grow to twice what is live (GOGC), so each byte of
+// them cost up to two of resident memory. Small ones stay on the heap, where
+// they cost no mapping (Linux allows 65,530 per process) and no OS page.
+
+// offHeapMin is the size from which an array is mapped.
+const offHeapMin = 64 << 10
+
+// region holds the memory of one such array.
+type region struct {
+	mem    []byte
+	mapped bool
+}
+
+// newRegion returns at least n zeroed bytes, 8-aligned; ok is false if the OS
+// refuses them.
+func newRegion(n int) (r region, ok bool) {
+	n = max(n, 16) // past Go's tiny allocator: heap objects of 16 bytes or more are 8-aligned
+	if n < offHeapMin {
+		return region{mem: make([]byte, n)}, true
+	}
+	n = (n + pageAlign - 1) &^ (pageAlign - 1)
+	mem := mapPage(n)
+	if mem == nil {
+		return region{}, false
+	}
+	return region{mem: mem, mapped: true}, true
+}
+
+// free gives the memory back: to the OS at once if it is mapped. Nothing may
+// use the array after.
+func (r *region) free() {
+	if r.mapped {
+		unmapPage(r.mem)
+	}
+	*r = region{}
+}
+
+// arrayOf views r as a []T of as many elements as fit. T holds no pointers.
+func arrayOf[T any](r region) []T {
+	var z T
+	n := len(r.mem) / int(unsafe.Sizeof(z))
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(r.mem))), n)
+}
+
+// errNoMemory is the panic when the OS refuses memory for a slot array or an
+// index: as a failed heap allocation is, since the partition cannot go on
+// without the row it is adding.
+const errNoMemory = "embedded: the OS refused memory for a partition's slots or index"
