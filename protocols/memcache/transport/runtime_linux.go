@@ -3,8 +3,8 @@
 package transport
 
 // This file holds everything the epoll loops ask of the Go runtime beyond
-// what ordinary Go code does. Nothing outside it makes a raw syscall, links
-// to the runtime, or changes GOMAXPROCS.
+// what ordinary Go code does. Nothing outside it makes a raw syscall or
+// links to the runtime; GOMAXPROCS changes only through internal/procs.
 //
 // The contract. An epoll loop is a goroutine that behaves like a C event
 // loop on its thread: it keeps its processor (P) while it waits, so that the
@@ -31,10 +31,10 @@ package transport
 //     busyNanos straight offers its CPU to the kernel's other runnable tasks
 //     (sched_yield), once, keeping its P: a client on the same cores is not
 //     left waiting for the scheduler's tick.
-//  5. One P is left over. Serving raises GOMAXPROCS to one more than the
-//     loops of every running server (reserveProcs), so accepts, timers,
-//     completions and the REST and gRPC servers always have a P. It is never
-//     lowered.
+//  5. One P is left over. Serving reserves a P per loop (internal/procs,
+//     which the NDB driver also uses for its executors) and GOMAXPROCS is one
+//     more than all reserved, so accepts, timers, completions and the REST
+//     and gRPC servers always have a P. It is never lowered.
 //
 // Loops are not locked to their threads: a locked goroutine that is
 // preempted hands its P to another thread and back, two wake-ups that wait
@@ -46,11 +46,12 @@ package transport
 
 import (
 	"runtime"
-	"sync"
 	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ndbgate/ndbgate/internal/procs"
 )
 
 // rawWaitMillis bounds a raw wait. A loop that finds nothing for this long
@@ -148,27 +149,6 @@ func (b *busyTracker) restart(now int64) { b.awakeSince = now }
 // use (cgroup limits included).
 var defaultLoops = max(1, runtime.GOMAXPROCS(0))
 
-var procs struct {
-	sync.Mutex
-	loops int // loops of every running epoll server
-}
-
-// reserveProcs counts loops more loops as running and raises GOMAXPROCS, if
-// need be, to one more than all running loops (rule 5). It returns the
-// release. GOMAXPROCS is never lowered: another part of the program may have
-// raised it too. Raising it stops the runtime from following later changes
-// of the cgroup CPU limit (Go 1.25+); the loop count was fixed at start-up
-// anyway.
-func reserveProcs(loops int) (release func()) {
-	procs.Lock()
-	defer procs.Unlock()
-	procs.loops += loops
-	if need := procs.loops + 1; runtime.GOMAXPROCS(0) < need {
-		runtime.GOMAXPROCS(need)
-	}
-	return func() {
-		procs.Lock()
-		procs.loops -= loops
-		procs.Unlock()
-	}
-}
+// reserveProcs reserves a P for each of loops loops (rule 5, internal/procs).
+// It returns the release.
+func reserveProcs(loops int) (release func()) { return procs.Reserve(loops) }
