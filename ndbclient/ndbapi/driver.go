@@ -564,9 +564,28 @@ func (d *Driver) Partition(t *ndbclient.Table, key []ndbclient.Value) int {
 	if len(buf) == 0 {
 		return 0
 	}
+	memo := ti.partitions.Load()
+	var h uint64
+	if memo != nil {
+		if len(lens) == 1 {
+			h = memo.hash(buf)
+		} else {
+			sc.ints = sc.ints[:0]
+			for _, n := range lens {
+				sc.ints = append(sc.ints, int(n))
+			}
+			h = memo.hash(buf, sc.ints...)
+		}
+		if p := memo.get(h); p != noPartition {
+			return p
+		}
+	}
 	p := C.ndbgate_partition(d.pool, C.int(ti.id), (*C.uchar)(unsafe.Pointer(&buf[0])), &lens[0], C.int(len(lens)))
 	if p < 0 {
 		return 0
+	}
+	if memo != nil {
+		memo.put(h, int(p))
 	}
 	return int(p)
 }
@@ -577,10 +596,11 @@ func (d *Driver) Partition(t *ndbclient.Table, key []ndbclient.Value) int {
 type partitionScratch struct {
 	buf  []byte
 	lens []C.int
+	ints []int // lens for the memo's hash
 }
 
 var partitionScratchPool = sync.Pool{New: func() any {
-	return &partitionScratch{buf: make([]byte, 0, 512), lens: make([]C.int, 0, 32)}
+	return &partitionScratch{buf: make([]byte, 0, 512), lens: make([]C.int, 0, 32), ints: make([]int, 0, 32)}
 }}
 
 // NodeOf returns the lane (0..nodes-1) of the data node holding a
@@ -601,6 +621,8 @@ func (d *Driver) NodeOf(t *ndbclient.Table, partition int) int {
 func (d *Driver) storeLanes(ti *tableInfo, n int) {
 	lanes := d.primaryLanes(ti.id, n)
 	ti.lanes.Store(&lanes)
+	// A reorganisation moves keys between partitions: forget them all.
+	ti.partitions.Store(newPartitionMemo(partitionMemoEntries))
 }
 
 // primaryLanes maps each partition to a dispatcher lane: the data nodes that

@@ -116,6 +116,9 @@ type tableInfo struct {
 	// lanes maps partition -> dispatcher lane (driver.go); nil: lane 0.
 	// Replaced when the table is looked up again.
 	lanes atomic.Pointer[[]int]
+	// partitions remembers the partitions of recently routed keys
+	// (partmemo.go); replaced with the lanes.
+	partitions atomic.Pointer[partitionMemo]
 	// gone: the dictionary no longer has the table in a shape the gateway
 	// can serve (driver.go refresh); nil while it can.
 	gone atomic.Pointer[goneTable]

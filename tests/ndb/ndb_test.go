@@ -193,4 +193,14 @@ func TestPartitionOfAKey(t *testing.T) {
 		}
 	})
 	assert.Zero(t, allocs, "allocations per Partition")
+
+	// The driver remembers the partitions of keys it routed: a second
+	// asking, answered from memory, agrees with NDB's hash the first time.
+	first := make([]int, 2000)
+	for i := range first {
+		first[i] = d.Partition(tbl, []ndbclient.Value{ndbclient.Bytes(fmt.Appendf(nil, "memo:%d", i))})
+	}
+	for i := range first {
+		assert.Equal(t, first[i], d.Partition(tbl, []ndbclient.Value{ndbclient.Bytes(fmt.Appendf(nil, "memo:%d", i))}), "key memo:%d", i)
+	}
 }
