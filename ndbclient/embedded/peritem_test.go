@@ -117,3 +117,25 @@ func TestSlotsAndIndexStayBounded(t *testing.T) {
 		require.LessOrEqual(t, m.slots+m.index, bound, "after %d-byte values", size)
 	}
 }
+
+// The bound above holds per table, not for the engine: slot arrays and
+// indexes are per partition and keep each one's own peak, so tiny items in
+// one cache container, then in another (which evicts the first one's), leave
+// both tables' arrays at their peak: past what README promises.
+func TestSlotsAndIndexStayBoundedAcrossTables(t *testing.T) {
+	t.Skip("defect 2: slot arrays and indexes keep each table's peak; two cache tables filled in turn hold twice the documented bound")
+	const limit = 4 << 20
+	clock := newClock()
+	e := newEngine(t, Config{MemoryLimit: limit, Now: clock.now})
+	tables := []*ndbclient.Table{mustCreate(t, e, memcacheTable("a", 1<<20)), mustCreate(t, e, memcacheTable("b", 1<<20))}
+	perRow := float64(unsafe.Sizeof(slot{})) + 25.0/16*float64(unsafe.Sizeof(ixEntry{}))
+	bound := int64(limit/float64(minChunk+rowOverhead)*perRow) + int64(len(e.allPartitions()))*2*pageAlign
+	for round, tbl := range tables {
+		clock.advance(600) // the other table's rows are older: they are evicted first
+		fillMemcache(t, e, tbl, (round+1)*1_000_000, 2*limit/21, 1)
+		m := memoryOf(e)
+		t.Logf("table %d filled: %d items, slots %d KiB, index %d KiB (bound %d KiB)", round, e.Stats().Items, m.slots>>10, m.index>>10, bound>>10)
+		require.LessOrEqual(t, e.Stats().Bytes, uint64(limit))
+		require.LessOrEqual(t, m.slots+m.index, bound, "after filling table %d", round)
+	}
+}

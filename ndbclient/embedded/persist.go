@@ -564,7 +564,9 @@ func (t *table) appendDistBytes(dst, key []byte) []byte {
 // checkRow checks that row is a well-formed row of t (rowcodec.go): every
 // length within its column's and the row's bounds.
 func (t *table) checkRow(row []byte) error {
-	if len(row) < 3 || row[0] == 0 {
+	// A one-byte key and nothing else (or an empty last variable column)
+	// makes a row of two bytes; a key length in 3 bytes needs them.
+	if len(row) < 2 || row[0] == 0 || row[0] == keyLenLong && len(row) < 3 {
 		return errors.New("row too short")
 	}
 	ks, base := keyBounds(row)
