@@ -115,15 +115,17 @@ func checkArena(t testing.TB, p *partition) int64 {
 // totals; it returns the bytes of all pages.
 func checkEngine(t testing.TB, e *Engine) int64 {
 	t.Helper()
-	var pages, charged int64
+	var pages, charged, meta int64
 	for _, tb := range *e.tables.Load() {
 		for _, p := range tb.parts {
 			p.mu.Lock()
 			pages += checkArena(t, p)
 			charged += p.charged
+			meta += p.metaCharged
 			p.mu.Unlock()
 		}
 	}
+	require.Equal(t, meta, e.metaBytes.Load(), "engine slot array and index bytes")
 	require.Equal(t, pages+e.pool.bytes.Load(), e.pageBytes.Load(), "engine page bytes")
 	require.Equal(t, charged, e.used.Load(), "engine bytes")
 	return pages
