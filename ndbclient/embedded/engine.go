@@ -22,7 +22,8 @@
 //     for them (least recently used first), never the other way round; cache
 //     tables share what is left, the least recently used rows of any of them
 //     going first. Under a limit the arena pages themselves stay within
-//     pageCap (1.5 times the limit plus 64 KiB a partition): a size class
+//     pageCap (1.5 times the limit plus 64 KiB a partition, less the slot
+//     arrays and indexes, which are charged as they are): a size class
 //     that needs a page when they are at it takes a page that others freed
 //     (partition.makeRoom), as memcached's slab page mover does. Pages live
 //     outside the Go heap and go back to the OS when given up (a few are kept
