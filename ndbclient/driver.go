@@ -106,4 +106,7 @@ type DriverStats struct {
 	LogBytes       uint64
 	Snapshots      uint64
 	LogWriteErrors uint64
+	// RowsLost counts rows a rollback could not put back (the embedded
+	// engine, when the OS refuses memory for them).
+	RowsLost uint64
 }

@@ -92,6 +92,7 @@ var (
 	descLogB  = prometheus.NewDesc("ndbgate_engine_log_bytes", "Bytes of the embedded engine's log since its last snapshot (0 without a data dir).", nil, nil)
 	descSnaps = prometheus.NewDesc("ndbgate_engine_snapshots_total", "Snapshots the embedded engine wrote to its data dir.", nil, nil)
 	descLogE  = prometheus.NewDesc("ndbgate_engine_log_write_errors_total", "Failed writes or fsyncs of the embedded engine's log; writes are refused while it fails.", nil, nil)
+	descLost  = prometheus.NewDesc("ndbgate_engine_rows_lost_total", "Rows a rollback could not put back because the OS refused memory for them (embedded engine).", nil, nil)
 )
 
 // driverCollector reads DriverStats at scrape time, so the hot path pays nothing.
@@ -112,6 +113,7 @@ func (c *driverCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descLogB
 	ch <- descSnaps
 	ch <- descLogE
+	ch <- descLost
 }
 
 func (c *driverCollector) Collect(ch chan<- prometheus.Metric) {
@@ -130,4 +132,5 @@ func (c *driverCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descLogB, prometheus.GaugeValue, float64(s.LogBytes))
 	ch <- prometheus.MustNewConstMetric(descSnaps, prometheus.CounterValue, float64(s.Snapshots))
 	ch <- prometheus.MustNewConstMetric(descLogE, prometheus.CounterValue, float64(s.LogWriteErrors))
+	ch <- prometheus.MustNewConstMetric(descLost, prometheus.CounterValue, float64(s.RowsLost))
 }

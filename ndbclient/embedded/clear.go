@@ -23,6 +23,7 @@ type partRows struct {
 	arena    arena    // its m is nil: the partition's cleanup no longer sees these pages
 	mem      mappings // the pages, slot array and index taken, freed with them
 	charged  int64    // still in e.used (and the pages in e.pageBytes) until freed
+	meta     int64    // of charged, the slot array's and index's (in e.metaBytes until freed)
 	items    int64
 }
 
@@ -44,7 +45,7 @@ type clearedRows struct {
 func (p *partition) detach() partRows {
 	m := p.arena.m
 	r := partRows{p: p, idx: p.idx, slots: p.slots, freeSlot: p.freeSlot, lruHead: p.lruHead, lruTail: p.lruTail,
-		arena: p.arena, mem: *m, charged: p.charged, items: p.items.Load()}
+		arena: p.arena, mem: *m, charged: p.charged, meta: p.metaCharged, items: p.items.Load()}
 	r.arena.m, r.idx.reg = nil, nil
 	// reset must neither unmap nor uncount the pages, slots and index, which
 	// are r's now.
@@ -60,15 +61,16 @@ func (p *partition) detach() partRows {
 // key p does not hold.
 func (p *partition) putBack(r *partRows, now uint32) {
 	if p.items.Load() == 0 {
-		p.e.used.Add(-p.charged)
+		p.uncharge()
 		p.reset()
+		p.uncharge() // the empty index reset made
 		m := p.arena.m
-		m.unmapAll() // the empty index reset made
+		m.unmapAll()
 		reg := p.idx.reg
 		p.idx, p.slots, p.freeSlot, p.lruHead, p.lruTail = r.idx, r.slots, r.freeSlot, r.lruHead, r.lruTail
 		p.idx.reg = reg
 		p.arena, p.arena.m, *m = r.arena, m, r.mem
-		p.charged = r.charged
+		p.charged, p.metaCharged = r.charged, r.meta
 		p.items.Store(r.items)
 		p.publishTail()
 		*r = partRows{}
@@ -85,8 +87,7 @@ func (p *partition) putBack(r *partRows, now uint32) {
 		if p.lookup(tag, key) >= 0 {
 			continue
 		}
-		ns, _ := p.put(-1, tag, row, now, true) // they fitted before the clear
-		p.slots[ns].state, p.slots[ns].used = sl.state, sl.used
+		p.restore(tag, row, sl.state, sl.used, now)
 	}
 	r.free(p.e)
 }
@@ -96,6 +97,7 @@ func (r *partRows) free(e *Engine) {
 	r.mem.unmapAll()
 	e.pageBytes.Add(-r.arena.pageBytes)
 	e.used.Add(-r.charged)
+	e.metaBytes.Add(-r.meta)
 	*r = partRows{}
 }
 

@@ -19,7 +19,7 @@ import (
 // placed here: if it holds row state, they must move it too.
 func TestDetachMovesEveryRowField(t *testing.T) {
 	moved := map[string]bool{"idx": true, "slots": true, "freeSlot": true, "lruHead": true, "lruTail": true,
-		"arena": true, "charged": true, "items": true, "tailAge": true}
+		"arena": true, "charged": true, "metaCharged": true, "items": true, "tailAge": true}
 	notRows := map[string]bool{"mu": true, "e": true, "t": true, "num": true, "gid": true, "build": true, "cat": true,
 		"evac": true, "cands": true, "rooms": true, "lb": true, "_": true}
 	for f := range reflect.TypeFor[partition]().Fields() {

@@ -22,7 +22,8 @@
 //     for them (least recently used first), never the other way round; cache
 //     tables share what is left, the least recently used rows of any of them
 //     going first. Under a limit the arena pages themselves stay within
-//     pageCap (1.5 times the limit plus 64 KiB a partition): a size class
+//     pageCap (1.5 times the limit plus 64 KiB a partition, less the slot
+//     arrays and indexes, which are charged as they are): a size class
 //     that needs a page when they are at it takes a page that others freed
 //     (partition.makeRoom), as memcached's slab page mover does. Pages live
 //     outside the Go heap and go back to the OS when given up (a few are kept
@@ -124,10 +125,13 @@ type Engine struct {
 	byPtr   atomic.Pointer[map[*ndbclient.Table]*table] // stored schema -> table
 	tables  atomic.Pointer[[]*table]
 
-	used                               atomic.Int64 // bytes charged
-	pageBytes                          atomic.Int64 // bytes of arena pages mapped (see pageCap)
-	nparts                             atomic.Int64 // partitions of all tables
-	compacting                         atomic.Bool  // a copyCompact holds the page cap's overshoot
+	used                               atomic.Int64  // bytes charged
+	metaBytes                          atomic.Int64  // of used, slot arrays' and indexes' (partition.meta; see pageCap)
+	snapshotting                       atomic.Int32  // snapshots copying rows: slot arrays wait to shrink (settle)
+	lostRows                           atomic.Uint64 // rows a rollback could not put back (putBackRow)
+	pageBytes                          atomic.Int64  // bytes of arena pages mapped (see pageCap)
+	nparts                             atomic.Int64  // partitions of all tables
+	compacting                         atomic.Bool   // a copyCompact holds the page cap's overshoot
 	pool                               *pagePool
 	evictions, expired, reclaimed, oom atomic.Uint64
 
@@ -455,11 +459,16 @@ func (e *Engine) tryReserve(n int64) bool {
 // (partition.makeRoom). Past the cap go only a compaction's page
 // (copyCompact, one at a time: maxPage at most) and the rows a transaction's
 // rollback restores (they fitted before). Pages of the engine's pool count.
+// Slot arrays and indexes come off the cap, so that pages, slot arrays and
+// indexes together stay within it (but for each partition's first metaFree
+// bytes of them, with its first page): they are charged in the limit as chunks
+// are, so the chunks' share of the limit shrinks with them, and the cap stays
+// at least half as much again as the chunks can take.
 func (e *Engine) pageCap() int64 {
 	if e.limit == 0 {
 		return 0
 	}
-	return e.limit + e.limit/2 + e.nparts.Load()*firstPage
+	return max(e.limit+e.limit/2+e.nparts.Load()*firstPage-e.metaBytes.Load(), firstPage)
 }
 
 // takePages reserves n bytes of pages under the cap (force: regardless).
@@ -511,6 +520,7 @@ func (e *Engine) Stats() ndbclient.DriverStats {
 		Expired:     e.expired.Load(),
 		Reclaimed:   e.reclaimed.Load(),
 		OutOfMemory: e.oom.Load(),
+		RowsLost:    e.lostRows.Load(),
 		Nodes:       e.cfg.Nodes,
 		LiveNodes:   e.cfg.Nodes,
 		Connects:    1,

@@ -148,11 +148,13 @@ func (e *Engine) runOne(op *ndbclient.Op, now uint32) uint64 {
 	p.mu.Lock()
 	if e.wal == nil {
 		p.do(op, key, uint32(h), now, nil, nil)
+		p.settle()
 		p.mu.Unlock()
 		return 0
 	}
 	p.do(op, key, uint32(h), now, nil, &p.lb)
 	lsn := e.wal.commitOrUndo(&p.lb, now)
+	p.settle()
 	p.mu.Unlock()
 	return lsn
 }
@@ -268,6 +270,7 @@ func (x *exec) runGroup(ops []*ndbclient.Op, a, b int) {
 		if lb != nil {
 			x.lsn = max(x.lsn, x.e.wal.commitOrUndo(lb, x.now))
 		}
+		p.settle()
 		p.mu.Unlock()
 	}
 }

@@ -9,7 +9,9 @@ package embedded
 // multiply-shift), so the size need not be a power of two: the table grows by
 // a quarter at 4/5 load, so it runs between 16/25 and 4/5 full (a miss then
 // probes about 7 entries on average, 13 at the fullest: one or two cache
-// lines). Its memory is a region (offheap.go).
+// lines). It shrinks to half full when under a quarter full (partition.settle),
+// so growing and shrinking cannot alternate. Its memory is a region
+// (offheap.go).
 type index struct {
 	e   []ixEntry
 	reg *region // in the partition's mappings, for its cleanup
@@ -34,19 +36,22 @@ const (
 
 func (ix *index) init() {
 	ix.reg.free()
-	ix.alloc(indexMinSize)
+	r, _ := newRegion(indexMinSize * 8) // on the heap: never refused
+	*ix.reg = r
+	ix.e = arrayOf[ixEntry](r)[:indexMinSize]
 	ix.n = 0
 }
 
-// alloc gives the index n empty entries.
-func (ix *index) alloc(n int) {
-	r, ok := newRegion(n * 8)
-	if !ok {
-		panic(errNoMemory)
-	}
-	*ix.reg = r
-	ix.e = arrayOf[ixEntry](r)[:n]
-}
+// full reports whether one more entry needs a bigger table.
+func (ix *index) full() bool { return (ix.n+1)*indexLoadDen > len(ix.e)*indexLoadNum }
+
+// grownSize is the size grow gives the table.
+func (ix *index) grownSize() int { return len(ix.e) + len(ix.e)/4 }
+
+// sparse reports whether the table is under a quarter full; shrunkSize is
+// then its size at half full.
+func (ix *index) sparse() bool    { return len(ix.e) > indexMinSize && ix.n*4 < len(ix.e) }
+func (ix *index) shrunkSize() int { return max(2*ix.n, indexMinSize) }
 
 // home is tag's first position.
 func (ix *index) home(tag uint32) uint32 {
@@ -61,10 +66,11 @@ func (ix *index) next(i uint32) uint32 {
 	return i
 }
 
-// insert adds tag -> s. The caller has checked that the key is absent.
+// insert adds tag -> s. The caller has checked that the key is absent, and
+// grown the table if it was full (partition.roomForRow).
 func (ix *index) insert(tag uint32, s int32) {
-	if (ix.n+1)*indexLoadDen > len(ix.e)*indexLoadNum {
-		ix.grow()
+	if ix.full() && !ix.resize(ix.grownSize()) {
+		panic("embedded: index full") // roomForRow grows it first
 	}
 	i := ix.home(tag)
 	for !ix.e[i].empty() {
@@ -74,9 +80,15 @@ func (ix *index) insert(tag uint32, s int32) {
 	ix.n++
 }
 
-func (ix *index) grow() {
+// resize moves the entries to a table of n; false if the OS refuses it.
+func (ix *index) resize(n int) bool {
+	r, ok := newRegion(n * 8)
+	if !ok {
+		return false
+	}
 	old, oldReg := ix.e, *ix.reg
-	ix.alloc(len(old) + len(old)/4)
+	*ix.reg = r
+	ix.e = arrayOf[ixEntry](r)[:n]
 	for _, e := range old {
 		if e.empty() {
 			continue
@@ -88,6 +100,7 @@ func (ix *index) grow() {
 		ix.e[i] = e
 	}
 	oldReg.free()
+	return true
 }
 
 // find returns the position of slot s's entry; s must be indexed under tag.

@@ -22,8 +22,12 @@ func rowCharge(k, n int) uint64 {
 	// value (the last variable-length column: no length prefix).
 	size := 1 + 1 + k + 1 + 4 + 8 + 4 + n
 	_, chunk := classOf(size)
-	return uint64(chunk) + uint64(rowOverhead)
+	return uint64(chunk)
 }
+
+// rowBytes is what e's rows are charged for their chunks: its bytes stat
+// less what its slot arrays and indexes are charged.
+func rowBytes(e *Engine) uint64 { return e.Stats().Bytes - uint64(e.metaBytes.Load()) }
 
 func arenaBytes(t *testing.T, e *Engine, tbl *ndbclient.Table) int64 {
 	et, err := e.tableOf(tbl)

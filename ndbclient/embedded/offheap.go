@@ -1,6 +1,9 @@
 package embedded
 
-import "unsafe"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // Slots and index entries are pointer-free arrays of a partition. Once large
 // they are mapped outside the Go heap, as arena pages are: on the heap, the
@@ -17,14 +20,35 @@ type region struct {
 	mapped bool
 }
 
+// regionSize is the size of the region newRegion(n) returns.
+func regionSize(n int) int {
+	n = max(n, 16) // past Go's tiny allocator: heap objects of 16 bytes or more are 8-aligned
+	if n < offHeapMin {
+		return n
+	}
+	return (n + pageAlign - 1) &^ (pageAlign - 1)
+}
+
+// refuseMaps makes the OS refuse mappings, as it does past vm.max_map_count
+// (tests): bit refuseRegions those of slot arrays and indexes, refuseAll
+// every one (mapPage).
+var refuseMaps atomic.Uint32
+
+const (
+	refuseRegions = 1 << iota
+	refuseAll
+)
+
 // newRegion returns at least n zeroed bytes, 8-aligned; ok is false if the OS
 // refuses them.
 func newRegion(n int) (r region, ok bool) {
-	n = max(n, 16) // past Go's tiny allocator: heap objects of 16 bytes or more are 8-aligned
+	n = regionSize(n)
 	if n < offHeapMin {
 		return region{mem: make([]byte, n)}, true
 	}
-	n = (n + pageAlign - 1) &^ (pageAlign - 1)
+	if refuseMaps.Load()&refuseRegions != 0 {
+		return region{}, false
+	}
 	mem := mapPage(n)
 	if mem == nil {
 		return region{}, false
@@ -50,8 +74,3 @@ func arrayOf[T any](r region) []T {
 	}
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(r.mem))), n)
 }
-
-// errNoMemory is the panic when the OS refuses memory for a slot array or an
-// index: as a failed heap allocation is, since the partition cannot go on
-// without the row it is adding.
-const errNoMemory = "embedded: the OS refused memory for a partition's slots or index"

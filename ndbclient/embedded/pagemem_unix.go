@@ -14,6 +14,9 @@ import (
 // back to the OS at once, so the process's resident memory follows the pages
 // the engine holds.
 func mapPage(n int) []byte {
+	if refuseMaps.Load()&refuseAll != 0 {
+		return nil
+	}
 	p, err := unix.MmapPtr(-1, 0, nil, uintptr(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 	if err != nil {
 		return nil

@@ -50,11 +50,12 @@ func checkArena(t testing.TB, p *partition) int64 {
 		}
 		liveAt[chunk{uint32(sl.page), sl.off}] = int32(s)
 		liveBytes[sl.page] += uint32(size)
-		charged += int64(size) + rowOverhead
+		charged += int64(size)
 	}
 	require.Equal(t, items, p.idx.n, "index entries")
 	require.Equal(t, int64(items), p.items.Load())
-	require.Equal(t, charged, p.charged, "charged")
+	require.Equal(t, p.metaSize(), p.metaCharged, "slot array and index charged")
+	require.Equal(t, charged+p.metaCharged, p.charged, "charged")
 
 	// Free lists: well formed, and each chunk listed once.
 	listed := map[chunk]uint16{}
@@ -114,15 +115,17 @@ func checkArena(t testing.TB, p *partition) int64 {
 // totals; it returns the bytes of all pages.
 func checkEngine(t testing.TB, e *Engine) int64 {
 	t.Helper()
-	var pages, charged int64
+	var pages, charged, meta int64
 	for _, tb := range *e.tables.Load() {
 		for _, p := range tb.parts {
 			p.mu.Lock()
 			pages += checkArena(t, p)
 			charged += p.charged
+			meta += p.metaCharged
 			p.mu.Unlock()
 		}
 	}
+	require.Equal(t, meta, e.metaBytes.Load(), "engine slot array and index bytes")
 	require.Equal(t, pages+e.pool.bytes.Load(), e.pageBytes.Load(), "engine page bytes")
 	require.Equal(t, charged, e.used.Load(), "engine bytes")
 	return pages
@@ -172,7 +175,7 @@ func TestPageMovesKeepRowsIntact(t *testing.T) {
 				if tbl == cache {
 					// Only the rows of the table without eviction can keep it out.
 					_, chunk := classOf(len(v) + 64)
-					require.Greater(t, tableCharged(e, db)+int64(chunk)+rowOverhead, int64(limit)-int64(3*maxChunk), "a cache write refused")
+					require.Greater(t, tableCharged(e, db)+int64(chunk), int64(limit)-int64(3*maxChunk), "a cache write refused")
 				}
 			}
 		}

@@ -3,7 +3,9 @@ package embedded
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/binary"
+	"log/slog"
 	"math"
 	"runtime"
 	"slices"
@@ -37,12 +39,12 @@ const (
 	stToken
 )
 
-// rowOverhead is what a row costs besides its arena chunk: its slot and the
-// most index entries a row has (the index is at least 16/25 full: 25/16
-// entries a row, rounded up to 2 here, which also covers free slots). Slot
-// arrays double, but only their used part is resident (the rest of the
-// mapping is never touched).
-const rowOverhead = int64(unsafe.Sizeof(slot{})) + 2*int64(unsafe.Sizeof(ixEntry{}))
+const slotSize = int(unsafe.Sizeof(slot{}))
+
+// A row is charged its arena chunk; the slot array and index are charged as
+// they are (metaCharged: what they hold, the resident part of a mapped slot array),
+// so eviction makes room for them too, and they shrink when mostly empty
+// (settle): a table emptied by another's evictions gives its memory back.
 
 // partition is one slice of a table with its own lock. Everything below mu is
 // guarded by it, except items, which Stats reads without the lock.
@@ -53,19 +55,20 @@ type partition struct {
 	num int    // partition number within the table
 	gid uint32 // engine-wide lock order: partitions are locked in ascending gid
 
-	idx      index
-	slots    []slot // len: slots in use or free-chained; cap: the region's
-	freeSlot int32  // head of the free-slot chain, -1 for none
-	lruHead  int32  // most recently used; -1 when empty
-	lruTail  int32
-	arena    arena
-	charged  int64        // bytes charged against the limit for rows here
-	build    []byte       // scratch: the row being written
-	cat      []byte       // scratch: append's concatenated value
-	evac     []int32      // scratch: the rows of a page being emptied
-	cands    []uint32     // scratch: pages worth emptying
-	rooms    []*partition // scratch: partitions to empty pages in
-	lb       logBatch     // scratch: a single op's log frame (data dir)
+	idx         index
+	slots       []slot // len: slots in use or free-chained; cap: the region's
+	freeSlot    int32  // head of the free-slot chain, -1 for none
+	lruHead     int32  // most recently used; -1 when empty
+	lruTail     int32
+	arena       arena
+	charged     int64        // bytes charged against the limit here: chunks and meta
+	metaCharged int64        // bytes of the slot array and index charged (metaSize as last synced)
+	build       []byte       // scratch: the row being written
+	cat         []byte       // scratch: append's concatenated value
+	evac        []int32      // scratch: the rows of a page being emptied
+	cands       []uint32     // scratch: pages worth emptying
+	rooms       []*partition // scratch: partitions to empty pages in
+	lb          logBatch     // scratch: a single op's log frame (data dir)
 
 	items atomic.Int64
 	// tailAge is the last access of the LRU tail as of the last eviction
@@ -88,7 +91,8 @@ func newPartition(e *Engine, t *table, num int, gid uint32) *partition {
 	return p
 }
 
-// reset empties the partition, dropping all its memory.
+// reset empties the partition, dropping all its memory. Its caller has
+// uncharged what it held, or taken it (detach).
 func (p *partition) reset() {
 	p.e.pageBytes.Add(-p.arena.pageBytes)
 	p.arena.m.unmapAll() // the pages, the slots and the index
@@ -97,8 +101,46 @@ func (p *partition) reset() {
 	p.slots = nil
 	p.freeSlot, p.lruHead, p.lruTail = -1, -1, -1
 	p.tailAge.Store(math.MaxUint32)
-	p.charged = 0
+	p.charged, p.metaCharged = 0, 0
 	p.items.Store(0)
+	p.syncMeta(0) // the empty index
+}
+
+// uncharge takes back from the engine what the partition is charged.
+func (p *partition) uncharge() {
+	p.e.used.Add(-p.charged)
+	p.e.metaBytes.Add(-p.metaCharged)
+	p.charged, p.metaCharged = 0, 0
+}
+
+// metaFree is how much of each partition's slot array and index goes
+// uncharged, with its first page (Engine.pageCap): a partition of a few rows
+// costs the limit its rows' chunks only.
+const metaFree = 4 << 10
+
+// metaCharge is the charge for raw bytes of slot array and index.
+func metaCharge(raw int64) int64 { return max(raw-metaFree, 0) }
+
+// metaSize is what the slot array and index are charged: the index whole
+// (its entries are spread over it), the slot array as far as it is used if it
+// is mapped (pages never touched are not resident), whole if on the heap.
+func (p *partition) metaSize() int64 {
+	m := p.arena.m
+	n := int64(len(m.slots.mem))
+	if m.slots.mapped {
+		n = int64(len(p.slots)*slotSize+pageAlign-1) &^ (pageAlign - 1)
+	}
+	return metaCharge(n + int64(len(m.index.mem)))
+}
+
+// syncMeta charges what the slot array and index hold now, reserved of it
+// having been reserved already (roomForRow).
+func (p *partition) syncMeta(reserved int64) {
+	d := p.metaSize() - p.metaCharged
+	p.metaCharged += d
+	p.charged += d
+	p.e.metaBytes.Add(d)
+	p.e.used.Add(d - reserved)
 }
 
 // row returns slot s's row bytes, which live in the arena.
@@ -184,16 +226,24 @@ func (p *partition) expired(s int32, now uint32) bool {
 // changes nothing if that fails. force skips the limit (rollback restores rows
 // that fitted before). row must not alias the arena.
 func (p *partition) put(s int32, tag uint32, row []byte, now uint32, force bool) (int32, error) {
+	var reserved int64 // for the slot array and index
+	if s < 0 {
+		var err error
+		if reserved, err = p.roomForRow(now, force); err != nil {
+			return s, err
+		}
+	}
 	cls, size := classOf(len(row))
-	delta := int64(size) + rowOverhead
+	delta := int64(size)
 	if s >= 0 {
 		sl := &p.slots[s]
-		delta -= int64(chunkSize(sl.class, sl.size)) + rowOverhead
+		delta -= int64(chunkSize(sl.class, sl.size))
 	}
 	switch {
 	case delta <= 0 || force:
 		p.e.used.Add(delta)
 	case !p.reserve(delta, s, now):
+		p.syncMeta(reserved)
 		p.e.oom.Add(1)
 		return s, errOutOfMemory
 	}
@@ -228,6 +278,7 @@ func (p *partition) put(s int32, tag uint32, row []byte, now uint32, force bool)
 			delta, move = 0, false
 		default:
 			p.e.used.Add(-delta)
+			p.syncMeta(reserved)
 			p.e.oom.Add(1)
 			return s, errOutOfMemory
 		}
@@ -240,6 +291,7 @@ func (p *partition) put(s int32, tag uint32, row []byte, now uint32, force bool)
 		sl.page, sl.off = uint16(page), off
 		p.idx.insert(tag, s)
 		p.items.Add(1)
+		p.syncMeta(reserved)
 	} else if move {
 		sl := &p.slots[s] // alloc may have moved the row: read its place now
 		p.freeChunk(sl.class, uint32(sl.page), sl.off)
@@ -256,6 +308,22 @@ func (p *partition) put(s int32, tag uint32, row []byte, now uint32, force bool)
 		p.t.noteRow(len(row)) // stored: a refused row does not count
 	}
 	return s, nil
+}
+
+// restore puts back a row that a rolled-back write or a refused clear took
+// out, with its item state and last access. It fitted before, so the limit
+// is not asked; but the OS may refuse memory for it (a mapping for its page,
+// slot array or index). Then it is lost: logged and counted, never a panic,
+// since the write that removed it cannot be undone either.
+func (p *partition) restore(tag uint32, row []byte, state uint8, used, now uint32) {
+	s, err := p.put(-1, tag, row, now, true)
+	if err != nil {
+		p.e.lostRows.Add(1)
+		p.e.log.LogAttrs(context.Background(), slog.LevelError, "embedded: a row could not be put back after a rollback, and is lost",
+			slog.String("table", p.t.schema.FullName()), slog.Int("row_bytes", len(row)), slog.String("error", err.Error()))
+		return
+	}
+	p.slots[s].state, p.slots[s].used = state, used
 }
 
 // del frees slot s's row.
@@ -275,7 +343,7 @@ func (p *partition) unindex(s int32) {
 	if p.t.eviction {
 		p.lruUnlink(s)
 	}
-	charge := int64(chunkSize(sl.class, sl.size)) + rowOverhead
+	charge := int64(chunkSize(sl.class, sl.size))
 	p.charged -= charge
 	p.e.used.Add(-charge)
 	*sl = slot{next: p.freeSlot}
@@ -296,12 +364,13 @@ func (p *partition) clear(now uint32) uint64 {
 			live++
 		}
 	}
-	p.e.used.Add(-p.charged)
+	p.uncharge()
 	p.e.expired.Add(expired)
 	p.reset()
 	return live
 }
 
+// newSlot takes a free slot or the next one; roomForRow has made room.
 func (p *partition) newSlot() int32 {
 	if s := p.freeSlot; s >= 0 {
 		p.freeSlot = p.slots[s].next
@@ -309,23 +378,156 @@ func (p *partition) newSlot() int32 {
 		return s
 	}
 	if len(p.slots) == cap(p.slots) {
-		p.growSlots()
+		panic("embedded: slot array full") // roomForRow grows it first
 	}
 	p.slots = append(p.slots, slot{prev: -1, next: -1}) // within cap: stays in the region
 	return int32(len(p.slots) - 1)
 }
 
-// growSlots doubles the slot array's room, copying it to a new region. No
-// pointer into the old one survives this: callers take &p.slots[s] after
-// newSlot.
-func (p *partition) growSlots() {
-	n := max(2*cap(p.slots), 64)
-	r, ok := newRegion(n * int(unsafe.Sizeof(slot{})))
+// slotsRoom is the room growSlots gives the slot array.
+func (p *partition) slotsRoom() int { return max(2*cap(p.slots), minSlots) }
+
+// minSlots is the smallest slot array; settle leaves smaller ones be.
+const minSlots = 64
+
+// roomForRow readies the slot array and index for one more row, growing them
+// now if they are full, so that newSlot and index.insert never have to, and
+// reserves what they will hold more with it (evicting as put does; force:
+// regardless of the limit), which it returns for syncMeta. It fails with out
+// of memory, changing nothing but evictions, if the limit or the OS refuses.
+func (p *partition) roomForRow(now uint32, force bool) (int64, error) {
+	m := p.arena.m
+	growSlots := p.freeSlot < 0 && len(p.slots) == cap(p.slots)
+	growIndex := p.idx.full()
+	sb, mapped := int64(len(m.slots.mem)), m.slots.mapped
+	if growSlots {
+		n := regionSize(p.slotsRoom() * slotSize)
+		sb, mapped = int64(n), n >= offHeapMin
+	}
+	if mapped {
+		n := len(p.slots)
+		if p.freeSlot < 0 {
+			n++
+		}
+		sb = int64(n*slotSize+pageAlign-1) &^ (pageAlign - 1)
+	}
+	xb := int64(len(m.index.mem))
+	if growIndex {
+		xb = int64(regionSize(p.idx.grownSize() * 8))
+	}
+	need := max(metaCharge(sb+xb)-p.metaCharged, 0)
+	switch {
+	case need == 0:
+	case force:
+		p.e.used.Add(need)
+	case !p.reserve(need, -1, now): // (its evictions may have freed a slot)
+		p.e.oom.Add(1)
+		return 0, errOutOfMemory
+	case p.e.limit > 0 && !p.pagesFit(need, now):
+		p.e.used.Add(-need)
+		p.e.oom.Add(1)
+		return 0, errOutOfMemory
+	}
+	if p.freeSlot < 0 && len(p.slots) == cap(p.slots) && !p.growSlots() ||
+		p.idx.full() && !p.idx.resize(p.idx.grownSize()) {
+		p.syncMeta(need)
+		p.e.oom.Add(1)
+		return 0, errOutOfMemory
+	}
+	return need, nil
+}
+
+// pagesFit makes the pages fit the cap less n, which the slot array and
+// index are to hold more (they come off it, Engine.pageCap): pooled pages go
+// first, then pages are emptied.
+func (p *partition) pagesFit(n int64, now uint32) bool {
+	e := p.e
+	fits := func() bool { return e.pageBytes.Load()+n <= e.pageCap() }
+	if fits() {
+		return true
+	}
+	e.pageBytes.Add(-e.pool.drain())
+	if fits() {
+		return true
+	}
+	p.makeRoom(n, -1, now)
+	e.pageBytes.Add(-e.pool.drain()) // the emptied pages may be there
+	return fits()
+}
+
+// growSlots doubles the slot array's room, copying it to a new region; false
+// if the OS refuses it. No pointer into the old one survives this: callers
+// take &p.slots[s] after newSlot.
+func (p *partition) growSlots() bool {
+	r, ok := newRegion(p.slotsRoom() * slotSize)
 	if !ok {
-		panic(errNoMemory)
+		return false
 	}
 	slots := arrayOf[slot](r)[:len(p.slots)]
 	copy(slots, p.slots)
+	m := p.arena.m
+	m.slots.free()
+	m.slots, p.slots = r, slots
+	return true
+}
+
+// settle shrinks the slot array and the index when they are mostly empty
+// (under a quarter used) to half used, so that alternating writes and
+// deletes cannot make them shrink and grow in turn, and each shrink, linear
+// in their size, follows at least as many deletes as it copies rows. p.mu is
+// held, and nothing may hold a slot number across it: it is called just
+// before the lock is let go, by those who take it (the op's caller, eviction
+// and emptying pages in other partitions, the reaper), never from a
+// partition's own put or del. While a snapshot copies rows by slot number,
+// the slot array waits.
+func (p *partition) settle() {
+	if n := int(p.items.Load()); len(p.slots) > minSlots && n*4 < len(p.slots) && p.e.snapshotting.Load() == 0 {
+		p.compactSlots(n)
+	} else if !p.idx.sparse() {
+		return
+	}
+	if p.idx.sparse() {
+		p.idx.resize(p.idx.shrunkSize()) // refused: it stays as it is
+	}
+	p.syncMeta(0)
+}
+
+// compactSlots moves the n live slots to the front of a new array of twice
+// their number, renumbering them: the index entries and LRU links follow,
+// and no slot is left free.
+func (p *partition) compactSlots(n int) {
+	r, ok := newRegion(max(2*n, minSlots) * slotSize)
+	if !ok {
+		return // refused: it stays as it is
+	}
+	old := p.slots
+	slots := arrayOf[slot](r)
+	j := 0
+	for i := range old {
+		if old[i].size == 0 {
+			continue
+		}
+		slots[j] = old[i]
+		old[i].used = uint32(j) // the old array is dropped: keep where the row went
+		j++
+	}
+	slots = slots[:j]
+	moved := func(s int32) int32 {
+		if s < 0 {
+			return s
+		}
+		return int32(old[s].used)
+	}
+	for i := range slots {
+		slots[i].prev, slots[i].next = moved(slots[i].prev), moved(slots[i].next)
+	}
+	p.lruHead, p.lruTail = moved(p.lruHead), moved(p.lruTail)
+	for i, x := range p.idx.e {
+		if !x.empty() {
+			p.idx.e[i].slot = uint32(moved(int32(x.slot-1))) + 1
+		}
+	}
+	p.freeSlot = -1
 	m := p.arena.m
 	m.slots.free()
 	m.slots, p.slots = r, slots
@@ -355,6 +557,7 @@ func (p *partition) reserve(n int64, protect int32, now uint32) bool {
 			// least recently used goes first; otherwise that one.
 			if q := p.olderElsewhere(); q != nil && q.mu.TryLock() {
 				q.evictOne(-1, now)
+				q.settle()
 				q.mu.Unlock()
 			} else if !p.evictOne(protect, now) {
 				break
@@ -410,6 +613,7 @@ func (p *partition) evictFrom(parts []*partition, start int, n int64, now uint32
 		for !ok && q.evictOne(-1, now) {
 			ok = e.tryReserve(n)
 		}
+		q.settle()
 		q.mu.Unlock()
 		if ok {
 			return true
@@ -556,6 +760,7 @@ func (p *partition) makeRoom(need int64, protect int32, now uint32) bool {
 			return false
 		}
 		defer q.mu.Unlock()
+		defer q.settle()
 		for q.compactOnce(-1, now, frac) {
 			if fits() {
 				return true

@@ -871,6 +871,10 @@ func (e *Engine) roomForSnapshot() error {
 }
 
 func (e *Engine) writeSnapshot(path string, seq uint64, tables []*table) (rows uint64, size int64, err error) {
+	// Its cursor is a slot number, kept across lock holds: no slot array may
+	// be renumbered meanwhile (partition.settle).
+	e.snapshotting.Add(1)
+	defer e.snapshotting.Add(-1)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return 0, 0, err

@@ -54,6 +54,9 @@ func (p *partition) reap(now uint32) int {
 			}
 		}
 		done := end >= len(p.slots)
+		if done {
+			p.settle() // not before: it renumbers the slots the cursor walks
+		}
 		p.mu.Unlock()
 		if done {
 			break

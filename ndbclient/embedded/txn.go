@@ -110,8 +110,7 @@ func (u *undoLog) rollback(now uint32) {
 			p.del(s)
 		}
 		if r.existed {
-			s, _ := p.put(-1, r.tag, u.buf[r.row[0]:r.row[1]], now, true)
-			p.slots[s].state, p.slots[s].used = r.state, r.used
+			p.restore(r.tag, u.buf[r.row[0]:r.row[1]], r.state, r.used, now)
 		}
 	}
 }
@@ -172,6 +171,7 @@ func (x *exec) runTxn(ops []*ndbclient.Op, a, b int) {
 		}
 	}
 	for _, p := range x.locks {
+		p.settle() // the undo log holds keys, not slot numbers
 		p.mu.Unlock()
 	}
 	u.reset()

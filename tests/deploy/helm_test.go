@@ -515,8 +515,8 @@ func checkObjects(t *testing.T, objs []runtime.Object, c chartCase) {
 		}
 	}
 	if limit, ok := env["NDBGATE_MEMORY_LIMIT"]; ok {
-		// The container must hold the engine's pages (1.5 x the limit)
-		// and the process besides.
+		// The container must hold the engine's pages, slot arrays and
+		// indexes (1.5 x the limit, README) and the process besides.
 		var mib int64
 		if _, err := fmt.Sscanf(limit, "%dm", &mib); err != nil {
 			t.Fatalf("NDBGATE_MEMORY_LIMIT %q: %v", limit, err)

@@ -51,10 +51,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- end -}}
 
-{{/* The container's memory (MiB) for a memory limit M: arena pages stay
-     within 1.5 M plus 64 KiB per partition and table (README,
+{{/* The container's memory (MiB) for a memory limit M: arena pages, slot
+     arrays and indexes together stay within 1.5 M plus 68 KiB per partition
+     and table and 1 MiB while a compaction runs (README,
      embedded.memory_limit); values still arriving take up to min(M/4, 64
-     MiB); the process itself about 30 MiB. NDB alone: 256 MiB. */}}
+     MiB); the process itself about 30 MiB, which leaves the last 64 MiB room
+     for those 68 KiBs (1.1 MiB per 16-partition table). NDB alone: 256 MiB. */}}
 {{- define "ndbgate-sidecar.containerMemoryMiB" -}}
 {{- $m := int (include "ndbgate-sidecar.memoryLimitMiB" .) -}}
 {{- if eq $m 0 -}}
