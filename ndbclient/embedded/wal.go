@@ -738,12 +738,13 @@ func (w *wal) retry() {
 			}
 		}
 	}
+	// Logged first, so that the line comes before any write it lets in.
+	w.log.LogAttrs(context.Background(), slog.LevelWarn, "data dir: the log is written again; writes are accepted",
+		slog.String("dir", w.dir.path), slog.String("file", w.dir.logName(w.seq)))
 	w.mu.Lock()
 	w.failed = nil
 	w.refuse.Store(nil)
 	w.mu.Unlock()
-	w.log.LogAttrs(context.Background(), slog.LevelWarn, "data dir: the log is written again; writes are accepted",
-		slog.String("dir", w.dir.path), slog.String("file", w.dir.logName(w.seq)))
 }
 
 // rotate writes and fsyncs what the buffer holds to the current file, then
