@@ -594,19 +594,28 @@ func (t *table) checkRow(row []byte) error {
 			}
 			return nil
 		}
-		if off+ci.lenBytes > len(row) {
-			return fmt.Errorf("column %q cut short", ci.Name)
+		var err error
+		if off, err = varColumnEnd(row, off, ci); err != nil {
+			return err
 		}
-		n := getUint(row[off:], ci.lenBytes)
-		if n > uint64(ci.maxLen) || n > uint64(len(row)-off-ci.lenBytes) {
-			return fmt.Errorf("column %q: bad length %d", ci.Name, n)
-		}
-		off += ci.lenBytes + int(n)
 	}
 	if off != len(row) {
 		return fmt.Errorf("%d bytes after the last column", len(row)-off)
 	}
 	return nil
+}
+
+// varColumnEnd checks the length-prefixed column ci at off in row and
+// returns where it ends.
+func varColumnEnd(row []byte, off int, ci *colInfo) (int, error) {
+	if off+ci.lenBytes > len(row) {
+		return 0, fmt.Errorf("column %q cut short", ci.Name)
+	}
+	n := getUint(row[off:], ci.lenBytes)
+	if n > uint64(ci.maxLen) || n > uint64(len(row)-off-ci.lenBytes) {
+		return 0, fmt.Errorf("column %q: bad length %d", ci.Name, n)
+	}
+	return off + ci.lenBytes + int(n), nil
 }
 
 // checkRowV1 is checkRow for a row of the data dir's version 1 files
@@ -631,14 +640,10 @@ func (t *table) checkRowV1(row []byte) error {
 	}
 	for _, c := range t.varCols {
 		ci := &t.cols[c]
-		if off+ci.lenBytes > len(row) {
-			return fmt.Errorf("column %q cut short", ci.Name)
+		var err error
+		if off, err = varColumnEnd(row, off, ci); err != nil {
+			return err
 		}
-		n := getUint(row[off:], ci.lenBytes)
-		if n > uint64(ci.maxLen) || n > uint64(len(row)-off-ci.lenBytes) {
-			return fmt.Errorf("column %q: bad length %d", ci.Name, n)
-		}
-		off += ci.lenBytes + int(n)
 	}
 	if off != len(row) {
 		return fmt.Errorf("%d bytes after the last column", len(row)-off)
