@@ -27,11 +27,13 @@
 #
 #   bench/live.sh                                   # every group, 3 rounds of 10 s
 #   WORKLOADS="memtier flex" ROUNDS=5 bench/live.sh # named groups
+#   MEMTIER="get1_p16" FLEX_THREADS=2 BATCHES=1 WORKLOADS="memtier flex" bench/live.sh
+#                                                   # reads against flexAsynch only
 #
 # Groups:
 #   memtier   memtier against ndbgate and ndbmemcache: 1:10 with 32 B values at
-#             pipeline 1 and 16 (16 connections), 1 connection, and single,
-#             10-key and 100-key gets
+#             pipeline 1 and 16 (16 connections), 1 connection, and single
+#             gets (pipeline 1 and 16), 10-key and 100-key gets
 #   api       REST and gRPC reads of 1, 10 and 100 keys per request
 #             (ndbgate-bench, 4 connections)
 #   coalesce  64 memtier clients, 1:10, dispatcher coalescing on and off
@@ -49,6 +51,7 @@ PORT=${PORT:-22330}
 OUT=${OUT:-bench/results}
 FLEX_THREADS=${FLEX_THREADS:-1 2}
 BATCHES=${BATCHES:-1 10 100}
+MEMTIER=${MEMTIER:-} # memtier workloads to run, by name; empty: all
 
 # --- what is needed, and what is missing ---------------------------------------
 [ -n "${NDB_LIB_DIR:-}" ] && export LD_LIBRARY_PATH="$NDB_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -227,9 +230,12 @@ if want memtier; then
   # whatever runs next on these 2 cores.
   stop gw_pid
   # name ratio pipeline threads conns-per-thread batch
+  # get1_p16 is the like-for-like of flexAsynch's single reads: reads only,
+  # many in flight.
   for w in "set1:get10_p1 1:10 1 2 8 1" "set1:get10_p16 1:10 16 2 8 1" "set1:get10_p1_c1 1:10 1 1 1 1" \
-    "get1 0:1 1 2 8 1" "mget10 0:10 1 2 8 10" "mget100 0:100 1 2 8 100"; do
+    "get1 0:1 1 2 8 1" "get1_p16 0:1 16 2 8 1" "mget10 0:10 1 2 8 10" "mget100 0:100 1 2 8 100"; do
     read -r name ratio pl threads conns batch <<<"$w"
+    [ -n "$MEMTIER" ] && case " $MEMTIER " in *" $name "*) ;; *) continue ;; esac
     extra=(); [ "$batch" -gt 1 ] && extra=(--multi-key-get="$batch")
     for round in $(seq "$ROUNDS"); do
       start_ndbgate 2
