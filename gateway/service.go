@@ -175,7 +175,6 @@ func (s *Service) Health() error {
 // expireAt converts memcached's exptime into an absolute Unix time for the expire
 // column: 0 never; negative, or absolute in the past, is already expired (1).
 func (s *Service) expireAt(exptime int64) uint64 {
-	const thirtyDays = 60 * 60 * 24 * 30
 	if exptime == 0 { // the common case reads no clock
 		return 0
 	}
@@ -184,7 +183,7 @@ func (s *Service) expireAt(exptime int64) uint64 {
 	}
 	now := s.now().Unix()
 	switch {
-	case exptime > thirtyDays:
+	case exptime > exptimeRelativeMax:
 		if exptime <= now {
 			return 1
 		}
@@ -205,13 +204,22 @@ func (s *Service) clientFor(p Policy) *ndbclient.Client {
 	return s.local
 }
 
+// exptimeRelativeMax is the largest relative exptime (30 days): a larger one,
+// or a larger flush_all delay, is a unix time, as memcached's realtime()
+// reads them.
+const exptimeRelativeMax = 60 * 60 * 24 * 30
+
 // FlushAll removes every item of every container now (delay <= 0) or after
-// delay seconds, replacing any flush already scheduled, as memcached does. It
+// delay seconds (past 30 days: at that unix time, now if it has passed),
+// replacing any flush already scheduled, as memcached does. It
 // returns the first error of a flush now (a delete_all the backend refused,
 // e.g. a data dir that cannot be written), nil for a scheduled one. Callers
 // run it off any event loop: the scan-delete may take a while.
 func (s *Service) FlushAll(delay int64) error {
 	s.stats.Add(shardmetrics.SharedShard, int(StatCmdFlush), 1)
+	if delay > exptimeRelativeMax {
+		delay -= s.now().Unix()
+	}
 	s.flushMu.Lock()
 	if s.flushTimer != nil {
 		s.flushTimer.Stop()

@@ -445,6 +445,17 @@ func TestFlushAllDelayed(t *testing.T) {
 		time.Sleep(1100 * time.Millisecond)
 		c.roundTrip("set fd:c 0 0 1\r\nc\r\n", "STORED\r\n")
 		c.roundTrip("get fd:a fd:b fd:c\r\n", "VALUE fd:c 0 1\r\nc\r\nEND\r\n")
+
+		// A delay past 30 days is a unix time, as an exptime is (memcached's
+		// own t/flush-all.t): not 56 years from now.
+		c.roundTrip(fmt.Sprintf("flush_all %d\r\n", time.Now().Unix()+2), "OK\r\n")
+		c.roundTrip("get fd:c\r\n", "VALUE fd:c 0 1\r\nc\r\nEND\r\n")
+		start = time.Now()
+		gone = waitFor(6*time.Second, func() bool {
+			c.send("get fd:c\r\n")
+			return len(c.readUntilEnd(10)) == 0
+		})
+		require.True(t, gone, "fd:c still there %v after flush_all at a unix time 2 s ahead", time.Since(start))
 		c.expectSentinel()
 	})
 }
