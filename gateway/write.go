@@ -187,6 +187,9 @@ func (r *Request) startStaleCheck() {
 		return
 	}
 	o.Read = append(o.Read, c.CasColumn)
+	if c.ExpireColumn >= 0 {
+		o.Read = append(o.Read, c.ExpireColumn)
+	}
 	o.NoBump = true
 	r.submit(r.writeClient(), stageStaleCheck, 0, 1)
 }
@@ -206,6 +209,12 @@ func (r *Request) staleCheckDone() {
 		return
 	}
 	current := o.Row[0].Uint()
+	// As memcached: the stale version keeps the item's expiry (a unix time,
+	// or 0 for none) and a recache token already handed out.
+	expire, tokenSent := int64(0), o.Meta.TokenSent
+	if len(o.Row) > 1 {
+		expire = int64(o.Row[1].Uint())
+	}
 	switch {
 	case current == r.Cas: // changed back meanwhile: an ordinary cas store
 		r.startWrite()
@@ -220,8 +229,8 @@ func (r *Request) staleCheckDone() {
 		return
 	}
 	u.CondColumn, u.CondValue = c.CasColumn, ndbclient.Uint(current)
-	u.MarkStale = true
-	if !r.setItem(c, u, r.value) {
+	u.MarkStale, u.TokenSent = true, tokenSent
+	if !r.setItemExpiring(c, u, r.value, expire) {
 		return
 	}
 	r.submit(r.writeClient(), stageStaleStore, 0, 1)

@@ -187,6 +187,8 @@ func (cs *connState) encodeMeta(dst []byte, p *pending) []byte {
 		case 'c':
 			if ok {
 				dst = strconv.AppendUint(append(dst, " c"...), r.NewCas, 10)
+			} else if p.kind == CmdMetaSet {
+				dst = append(dst, " c0"...) // memcached: a set that stored nothing has cas 0
 			}
 		case 's':
 			if ok && p.kind == CmdMetaSet {

@@ -77,6 +77,19 @@ func TestMetaConversation(t *testing.T) {
 		c.roundTrip("ms m:l 3\r\nfix\r\n", "HD\r\n")
 		c.roundTrip("mg m:l v\r\n", "VA 3\r\nfix\r\n")
 
+		// A set with I and a cas older than the item's stores the value stale,
+		// keeping the item's TTL and a recache token already handed out.
+		c.roundTrip("ms m:s 3 T30\r\nmoo\r\n", "HD\r\n")
+		c.roundTrip("md m:s I T30\r\n", "HD\r\n")
+		c.roundTripTTL("mg m:s s t v\r\n", "VA 3 s3 t30 X W\r\nmoo\r\n")
+		c.roundTrip("ms m:s 1 T90 C0\r\nf\r\n", "EX\r\n")
+		c.roundTrip("ms m:s 1 I T90 C1\r\nf\r\n", "HD\r\n")
+		c.roundTripTTL("mg m:s s t v\r\n", "VA 1 s1 t30 Z X\r\nf\r\n")
+		// A set that stores nothing answers c with cas 0.
+		c.roundTrip("ms m:s 1 c C1\r\nx\r\n", "EX c0\r\n")
+		c.roundTrip("ms m:none 1 c MR\r\nx\r\n", "NS c0\r\n")
+		c.roundTrip("ma m:none c\r\n", "NF\r\n")
+
 		// TTL update with T, and u leaves the hit mark alone.
 		c.roundTrip("ms m:t 1\r\nx\r\n", "HD\r\n")
 		c.roundTrip("mg m:t T100 t\r\n", "HD t100\r\n")
