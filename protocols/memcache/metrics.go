@@ -1,6 +1,7 @@
 package memcache
 
 import (
+	"bytes"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,6 +57,7 @@ type serverMetrics struct {
 const (
 	statBytesRead = int(numDialects) + iota
 	statBytesWritten
+	statStoreTooLarge // memcached's store_too_large: stores refused as too large
 	numStats
 )
 
@@ -104,9 +106,14 @@ func (m *serverMetrics) observe(p *pending, now int64) {
 		if isClientError(p.req.Err) {
 			o = outcomeClientError
 		}
+		if ndbclient.CodeOf(p.req.Err) == ndbclient.CodeTooLarge {
+			m.stats.Add(p.cs.shard, statStoreTooLarge, 1)
+		}
 	case gateway.OutcomeNone:
 		if len(p.fixed) > 0 && (p.fixed[0] == 'C' || p.fixed[0] == 'E') { // CLIENT_ERROR, ERROR
 			o = outcomeClientError
+		} else if bytes.Equal(p.fixed, replyTooLarge) { // refused while parsing, data swallowed
+			m.stats.Add(p.cs.shard, statStoreTooLarge, 1)
 		}
 	}
 	shard := p.cs.shard

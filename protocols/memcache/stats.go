@@ -60,6 +60,7 @@ func (s *Server) appendGeneralStats(dst []byte) []byte {
 	dst = AppendStat(dst, "get_hits", s.svc.Stat(gateway.StatGetHits))
 	dst = AppendStat(dst, "get_misses", s.svc.Stat(gateway.StatGetMisses))
 	dst = AppendStat(dst, "get_expired", 0)
+	dst = AppendStat(dst, "get_flushed", 0) // a flush deletes: no flushed item is ever read
 	dst = AppendStat(dst, "delete_misses", s.svc.Stat(gateway.StatDeleteMisses))
 	dst = AppendStat(dst, "delete_hits", s.svc.Stat(gateway.StatDeleteHits))
 	dst = AppendStat(dst, "incr_misses", s.svc.Stat(gateway.StatIncrMisses))
@@ -80,7 +81,13 @@ func (s *Server) appendGeneralStats(dst []byte) []byte {
 	dst = AppendStat(dst, "total_items", s.svc.Stat(gateway.StatTotalItems))
 	dst = AppendStat(dst, "evictions", ds.Evictions)
 	dst = AppendStat(dst, "reclaimed", ds.Expired)
-	dst = AppendStat(dst, "meta_cmds", s.m.stats.Value(int(dialectMeta)))
+	dst = AppendStat(dst, "cmd_meta", s.m.stats.Value(int(dialectMeta)))
+	dst = AppendStat(dst, "store_too_large", s.m.stats.Value(statStoreTooLarge))
+	dst = AppendStat(dst, "store_no_memory", ds.OutOfMemory)
+	dst = AppendStat(dst, "accepting_conns", 1) // past max_connections a connection is refused alone
+	dst = AppendStat(dst, "listen_disabled_num", 0)
+	dst = AppendStat(dst, "time_in_listen_disabled_us", 0)
+	dst = AppendStat(dst, "lrutail_reflocked", 0) // no item is reference-locked
 	dst = AppendStat(dst, "auth_cmds", s.m.authN[authOK].Load()+s.m.authN[authFailure].Load())
 	dst = AppendStat(dst, "auth_errors", s.m.authN[authFailure].Load())
 	// ndbgate's own counters.

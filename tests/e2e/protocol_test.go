@@ -69,7 +69,8 @@ var protoCases = []protoCase{
 			"cmd_get", "cmd_set", "get_hits", "get_misses", "delete_hits", "delete_misses",
 			"incr_hits", "incr_misses", "decr_hits", "decr_misses", "cas_hits", "cas_misses",
 			"cas_badval", "touch_hits", "touch_misses", "curr_items", "total_items", "bytes",
-			"evictions", "limit_maxbytes", "threads",
+			"evictions", "limit_maxbytes", "threads", "cmd_meta", "get_flushed", "store_too_large",
+			"store_no_memory", "accepting_conns", "listen_disabled_num", "time_in_listen_disabled_us",
 		} {
 			assert.Contains(t, before, name, "stats lacks %s", name)
 		}
@@ -91,6 +92,9 @@ var protoCases = []protoCase{
 		assert.Equal(t, uint64(1), delta("get_misses"), "get_misses after one miss")
 		assert.Equal(t, uint64(2), delta("cmd_get"), "cmd_get counts keys")
 		assert.Equal(t, uint64(1), delta("delete_misses"), "delete_misses")
+		c.roundTrip("set sx:big 0 0 2000000\r\n"+strings.Repeat("z", 2000000)+"\r\n", "SERVER_ERROR object too large for cache\r\n")
+		assert.Equal(t, uint64(1), statUint(t, c.stats(""), "store_too_large")-statUint(t, before, "store_too_large"), "store_too_large")
+		assert.Equal(t, "1", after["accepting_conns"])
 
 		settings := c.stats("settings")
 		assert.Equal(t, "1048576", settings["item_size_max"], "stats settings item_size_max")
