@@ -16,45 +16,51 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
-// stuckDisk wraps log files whose truncate can fail and whose next fsync can
-// fail after the bytes reached the disk (a failed fsync promises nothing
-// either way). It knows what each file holds for good, for powerLoss.
-type stuckDisk struct {
+// fakeDisk wraps log files to know how much of each was fsynced, and fails
+// what a test asks for: every failEvery-th fsync (before it syncs), the next
+// fsync after its bytes reached the disk (a failed fsync promises nothing
+// either way), or every truncate. powerLoss then cuts each file to its
+// fsynced length: what a power cut leaves, unlike crash(), which keeps the
+// page cache.
+type fakeDisk struct {
 	mu         sync.Mutex
-	files      map[string]*stuckFile
+	files      map[string]*fakeFile
+	failEvery  int  // every failEvery-th Sync fails (EIO) unsynced; 0: none
+	syncs      int  // Syncs so far
+	failed     int  // Syncs failed by failEvery
 	noTruncate bool // Truncate fails (EIO)
 	failSync   bool // the next Sync fails, its bytes on the disk all the same
 }
 
-type stuckFile struct {
+type fakeFile struct {
 	logFile
-	d               *stuckDisk
-	name            string
+	d               *fakeDisk
 	written, synced int64
 }
 
-func newStuckDisk() *stuckDisk { return &stuckDisk{files: map[string]*stuckFile{}} }
+func newFakeDisk() *fakeDisk { return &fakeDisk{files: map[string]*fakeFile{}} }
 
-func (d *stuckDisk) set(noTruncate, failSync bool) {
+func (d *fakeDisk) set(noTruncate, failSync bool) {
 	d.mu.Lock()
 	d.noTruncate, d.failSync = noTruncate, failSync
 	d.mu.Unlock()
 }
 
-func (d *stuckDisk) hook(f logFile) logFile {
+// hook wraps a log file just created, its header (and first frame) fsynced.
+func (d *fakeDisk) hook(f logFile) logFile {
 	name := f.(*os.File).Name()
 	st, err := os.Stat(name)
 	if err != nil {
 		panic(err)
 	}
-	sf := &stuckFile{logFile: f, d: d, name: name, written: st.Size(), synced: st.Size()}
+	ff := &fakeFile{logFile: f, d: d, written: st.Size(), synced: st.Size()}
 	d.mu.Lock()
-	d.files[name] = sf
+	d.files[name] = ff
 	d.mu.Unlock()
-	return sf
+	return ff
 }
 
-func (f *stuckFile) Write(p []byte) (int, error) {
+func (f *fakeFile) Write(p []byte) (int, error) {
 	n, err := f.logFile.Write(p)
 	f.d.mu.Lock()
 	f.written += int64(n)
@@ -62,21 +68,32 @@ func (f *stuckFile) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (f *stuckFile) Sync() error {
+func (f *fakeFile) Sync() error {
+	d := f.d
+	d.mu.Lock()
+	d.syncs++
+	early := d.failEvery > 0 && d.syncs%d.failEvery == 0
+	if early {
+		d.failed++
+	}
+	d.mu.Unlock()
+	if early {
+		return syscall.EIO
+	}
 	err := f.logFile.Sync()
-	f.d.mu.Lock()
-	defer f.d.mu.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if err == nil {
 		f.synced = f.written
 	}
-	if f.d.failSync {
-		f.d.failSync = false
+	if d.failSync {
+		d.failSync = false
 		return syscall.EIO
 	}
 	return err
 }
 
-func (f *stuckFile) Truncate(size int64) error {
+func (f *fakeFile) Truncate(size int64) error {
 	f.d.mu.Lock()
 	defer f.d.mu.Unlock()
 	if f.d.noTruncate {
@@ -90,7 +107,7 @@ func (f *stuckFile) Truncate(size int64) error {
 }
 
 // powerLoss stops e and cuts each log file to what was fsynced.
-func (d *stuckDisk) powerLoss(t *testing.T, e *Engine) {
+func (d *fakeDisk) powerLoss(t *testing.T, e *Engine) {
 	e.crash()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -115,7 +132,7 @@ func TestPersistRefusedWriteNeverReplayedWhenTheLogCannotBeCut(t *testing.T) {
 	for _, more := range []bool{false, true} {
 		t.Run(fmt.Sprint("writes after it: ", more), func(t *testing.T) {
 			dir, clock, logs := memDir(t), newClock(), &logBuffer{}
-			disk := newStuckDisk()
+			disk := newFakeDisk()
 			cfg := persistCfg(dir, FsyncAlways, clock, logs)
 			cfg.logFileHook = disk.hook
 			e := openT(t, cfg)
@@ -160,7 +177,7 @@ func TestPersistRefusedWriteNeverReplayedWhenTheLogCannotBeCut(t *testing.T) {
 // anything (a restart could still replay it) until one of them works.
 func TestPersistRefusalWaitsUntilTheLogIsCut(t *testing.T) {
 	dir, clock, logs := memDir(t), newClock(), &logBuffer{}
-	disk := newStuckDisk()
+	disk := newFakeDisk()
 	var mu sync.Mutex
 	stuck := true
 	cfg := persistCfg(dir, FsyncAlways, clock, logs)
@@ -207,7 +224,7 @@ func TestPersistRefusalWaitsUntilTheLogIsCut(t *testing.T) {
 // truncate worked); a restart replays each acknowledged write once, in order.
 func TestPersistEverySecGoesOnWhenTheLogCannotBeCut(t *testing.T) {
 	dir, clock, logs := memDir(t), newClock(), &logBuffer{}
-	disk := newStuckDisk()
+	disk := newFakeDisk()
 	cfg := persistCfg(dir, FsyncEverySec, clock, logs)
 	cfg.logFileHook = disk.hook
 	e := openT(t, cfg)

@@ -947,80 +947,6 @@ func TestPersistSnapshotDiscardedAfterRollback(t *testing.T) {
 	assert.Equal(t, "v1", v)
 }
 
-// powerDisk wraps log files to know how much of each was fsynced; every
-// third fsync fails (EIO). powerLoss then cuts each file to its fsynced
-// length: what a power cut leaves, unlike crash(), which keeps the page
-// cache.
-type powerDisk struct {
-	mu     sync.Mutex
-	files  map[string]*powerFile
-	syncs  int
-	failed int
-}
-
-type powerFile struct {
-	logFile
-	d               *powerDisk
-	name            string
-	written, synced int64
-}
-
-func (d *powerDisk) hook(f logFile) logFile {
-	name := f.(*os.File).Name()
-	pf := &powerFile{logFile: f, d: d, name: name, written: fileHeaderLen, synced: fileHeaderLen}
-	d.mu.Lock()
-	d.files[name] = pf
-	d.mu.Unlock()
-	return pf
-}
-
-func (f *powerFile) Write(p []byte) (int, error) {
-	n, err := f.logFile.Write(p)
-	f.d.mu.Lock()
-	f.written += int64(n)
-	f.d.mu.Unlock()
-	return n, err
-}
-
-func (f *powerFile) Sync() error {
-	f.d.mu.Lock()
-	f.d.syncs++
-	fail := f.d.syncs%3 == 0
-	if fail {
-		f.d.failed++
-	}
-	f.d.mu.Unlock()
-	if fail {
-		return syscall.EIO
-	}
-	err := f.logFile.Sync()
-	if err == nil {
-		f.d.mu.Lock()
-		f.synced = f.written
-		f.d.mu.Unlock()
-	}
-	return err
-}
-
-func (f *powerFile) Truncate(size int64) error {
-	err := f.logFile.Truncate(size)
-	if err == nil {
-		f.d.mu.Lock()
-		f.written, f.synced = size, min(f.synced, size)
-		f.d.mu.Unlock()
-	}
-	return err
-}
-
-func (d *powerDisk) powerLoss(t *testing.T, e *Engine) {
-	e.crash()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for name, f := range d.files {
-		require.NoError(t, os.Truncate(name, f.synced))
-	}
-}
-
 // TestPersistAlwaysAcksOnlyWhatIsFsynced: with fsync always, a write is
 // acknowledged only once fsynced: after a power cut (files cut to what was
 // fsynced), every acknowledged write is there, and none that failed. Every
@@ -1028,7 +954,8 @@ func (d *powerDisk) powerLoss(t *testing.T, e *Engine) {
 // caught: the frame is then neither durable nor rolled back.
 func TestPersistAlwaysAcksOnlyWhatIsFsynced(t *testing.T) {
 	dir, clock, logs := memDir(t), newClock(), &logBuffer{}
-	disk := &powerDisk{files: map[string]*powerFile{}}
+	disk := newFakeDisk()
+	disk.failEvery = 3
 	cfg := persistCfg(dir, FsyncAlways, clock, logs)
 	cfg.logFileHook = disk.hook
 	cfg.retryAfter = time.Millisecond
