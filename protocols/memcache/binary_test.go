@@ -350,6 +350,73 @@ func TestBinaryQuietGetRunIsOneBatch(t *testing.T) {
 	assert.Equal(t, uint16(statusOK), readResp(t, conn).status)
 }
 
+// Pipelined gets that are not quiet (what memtier and most clients send)
+// also read as one batch, and each still answers in order, hit or miss.
+func TestBinaryGetPipelineIsOneBatch(t *testing.T) {
+	drv := &countingDriver{Driver: newEngine(t)}
+	addr := startServer(t, "", drv, 64)
+	conn := dialServer(t, addr, 10*time.Second)
+
+	req := binReq(opSetQ, []byte("a"), setExtras(1, 0), []byte("va"), 0, 0)
+	req = append(req, binReq(opSetQ, []byte("b"), setExtras(2, 0), []byte("vb"), 0, 0)...)
+	req = append(req, binReq(opNoop, nil, nil, nil, 99, 0)...)
+	_, err := conn.Write(req)
+	require.NoError(t, err)
+	require.Equal(t, uint8(opNoop), readResp(t, conn).op)
+	drv.take()
+
+	req = binReq(opGet, []byte("a"), nil, nil, 1, 0)
+	req = append(req, binReq(opGetK, []byte("missing"), nil, nil, 2, 0)...)
+	req = append(req, binReq(opGetKQ, []byte("b"), nil, nil, 3, 0)...)
+	req = append(req, binReq(opGet, []byte("gone"), nil, nil, 4, 0)...)
+	_, err = conn.Write(req)
+	require.NoError(t, err)
+	var got []binResp
+	for range 4 {
+		got = append(got, readResp(t, conn))
+	}
+	assert.Equal(t, []int{4}, drv.take(), "batch sizes")
+	assert.Equal(t, []uint32{1, 2, 3, 4}, []uint32{got[0].opaque, got[1].opaque, got[2].opaque, got[3].opaque})
+	assert.Equal(t, uint16(statusOK), got[0].status)
+	assert.Equal(t, "va", string(got[0].vb))
+	assert.Empty(t, got[0].key, "GET does not return the key")
+	assert.Equal(t, uint16(statusKeyNotFound), got[1].status)
+	assert.Equal(t, "missing", string(got[1].key), "GETK returns the key on a miss")
+	assert.Equal(t, "vb", string(got[2].vb))
+	assert.Equal(t, "b", string(got[2].key))
+	assert.Equal(t, uint16(statusKeyNotFound), got[3].status)
+	assert.Equal(t, uint8(opGet), got[3].op)
+}
+
+// failingDriver fails every batch whole, as a backend that is down does.
+type failingDriver struct{ ndbclient.Driver }
+
+func (d failingDriver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
+	done(b, ndbclient.Errorf(ndbclient.CodeUnavailable, "backend down"))
+}
+
+// A run of gets whose batch fails whole answers every get in it, quiet or
+// not, with the error and its own opaque: no client is left waiting.
+func TestBinaryFailedGetRunAnswersEveryGet(t *testing.T) {
+	addr := startServer(t, "", failingDriver{newEngine(t)}, 64)
+	conn := dialServer(t, addr, 10*time.Second)
+	req := binReq(opGet, []byte("a"), nil, nil, 1, 0)
+	req = append(req, binReq(opGetKQ, []byte("b"), nil, nil, 2, 0)...)
+	req = append(req, binReq(opGetK, []byte("c"), nil, nil, 3, 0)...)
+	req = append(req, binReq(opNoop, nil, nil, nil, 4, 0)...)
+	_, err := conn.Write(req)
+	require.NoError(t, err)
+	for i, want := range []uint8{opGet, opGetKQ, opGetK} {
+		r := readResp(t, conn)
+		assert.Equal(t, want, r.op, "reply %d", i)
+		assert.Equal(t, uint32(i+1), r.opaque, "reply %d", i)
+		assert.Equal(t, uint16(statusTempFailure), r.status, "reply %d", i)
+	}
+	r := readResp(t, conn)
+	assert.Equal(t, uint8(opNoop), r.op)
+	assert.Equal(t, uint32(4), r.opaque)
+}
+
 func readResp(t *testing.T, c net.Conn) binResp {
 	t.Helper()
 	h := make([]byte, binHeaderLen)

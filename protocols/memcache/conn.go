@@ -198,8 +198,8 @@ func (cs *connState) serve(buf []byte) int {
 func (cs *connState) serveLoop(buf []byte) (int, stop) {
 	used := 0
 	for budget := commandsPerServe; used < len(buf) && !cs.closeAfter; budget-- {
-		if budget <= 0 && cs.run.p == nil { // an open get run stays one batch
-			return used, stopBudget
+		if budget <= 0 {
+			return used, stopBudget // serve closes an open get run
 		}
 		if cs.swallow > 0 {
 			n := min(cs.swallow, len(buf)-used)

@@ -3,16 +3,18 @@ package memcache
 import "github.com/ndbgate/ndbgate/gateway"
 
 // getRun collects a run of gets into one request, one backend batch: binary
-// quiet gets (GETQ, GETKQ, GATQ, ... ended by the first command that is not
-// quiet), or meta gets (mg ... q, ended by one without q). A command that
-// cannot join, a piece's worth of keys, or the end of the connection's
+// gets of one verb, quiet or not (GET, GETQ, GETKQ, ...: a pipelined client's
+// gets read as one multi-get, and each still gets its own reply), or meta
+// gets (mg ... q, ended by one without q). A command that cannot join, a
+// piece's worth of keys, the connection's command budget, or the end of its
 // input closes the run, and closing starts its request.
 type getRun struct {
 	cs *connState
 	p  *pending // the open run's command; nil: none open
 	// piece is the most keys one request of the run takes
-	// (gateway.Service.MultiGetPiece), or 0 until a quiet command asks: a
-	// lone get, the common case, never pays for working it out.
+	// (gateway.Service.MultiGetPiece), or 0 until the run is long enough
+	// to need it (pieceFloor): short runs, the common case, never pay for
+	// working it out.
 	piece int
 }
 
@@ -79,16 +81,26 @@ func (r *getRun) add(cmd *Command) {
 	} else {
 		p.bin.keys = append(p.bin.keys, binKey{cmd.Opcode, cmd.Opaque})
 	}
-	if !cmd.Quiet {
+	if !cmd.Quiet && cmd.Kind == CmdMetaGet {
 		r.close()
 		return
 	}
+	n := p.req.NumKeys()
 	if r.piece == 0 {
+		if n < r.cs.srv.pieceFloor() {
+			return
+		}
 		r.piece = r.cs.srv.svc.MultiGetPiece()
 	}
-	if p.req.NumKeys() >= r.piece {
+	if n >= r.piece {
 		r.close() // a long run goes in pieces
 	}
+}
+
+// pieceFloor is the fewest keys MultiGetPiece can be: what a run may hold
+// before it needs to ask.
+func (s *Server) pieceFloor() int {
+	return max(1, gateway.MultiGetPieceBytes/max(1, s.svc.ItemSizeMax()))
 }
 
 // close starts the open run's request, if a run is open.

@@ -117,6 +117,13 @@ func (cs *connState) encodeBinary(dst []byte, p *pending) []byte {
 		}
 		return dst
 	}
+	if len(p.bin.keys) > 0 { // a get run that failed whole: each command hears why
+		status := binStatusOf(r.Err)
+		for _, bk := range p.bin.keys {
+			dst = appendBinError(cs.spill(dst), bk.opcode, bk.opaque, status)
+		}
+		return dst
+	}
 	status := uint16(statusOK)
 	switch r.Outcome {
 	case gateway.OutcomeStored, gateway.OutcomeDeleted, gateway.OutcomeTouched:
