@@ -125,6 +125,10 @@ type Engine struct {
 	byPtr   atomic.Pointer[map[*ndbclient.Table]*table] // stored schema -> table
 	tables  atomic.Pointer[[]*table]
 
+	// Above: read by every op. Below: written by writes on every core. The
+	// pad keeps them off each other's cache line (tableOf stalled on it).
+	_ [64]byte
+
 	used                               atomic.Int64  // bytes charged
 	metaBytes                          atomic.Int64  // of used, slot arrays' and indexes' (partition.meta; see pageCap)
 	snapshotting                       atomic.Int32  // snapshots copying rows: slot arrays wait to shrink (settle)

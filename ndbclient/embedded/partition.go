@@ -241,7 +241,9 @@ func (p *partition) put(s int32, tag uint32, row []byte, now uint32, force bool)
 	}
 	switch {
 	case delta <= 0 || force:
-		p.e.used.Add(delta)
+		if delta != 0 { // a same-size rewrite, the common set, skips the shared counter
+			p.e.used.Add(delta)
+		}
 	case !p.reserve(delta, s, now):
 		p.syncMeta(reserved)
 		p.e.oom.Add(1)
