@@ -46,7 +46,7 @@ func (p *partition) detach() partRows {
 	m := p.arena.m
 	r := partRows{p: p, idx: p.idx, slots: p.slots, freeSlot: p.freeSlot, lruHead: p.lruHead, lruTail: p.lruTail,
 		arena: p.arena, mem: *m, charged: p.charged, meta: p.metaCharged, items: p.items.Load()}
-	r.arena.m, r.idx.reg = nil, nil
+	r.arena.m, r.idx.reg, r.idx.hint = nil, nil, nil
 	// reset must neither unmap nor uncount the pages, slots and index, which
 	// are r's now.
 	*m = mappings{}
@@ -68,7 +68,8 @@ func (p *partition) putBack(r *partRows, now uint32) {
 		m.unmapAll()
 		reg := p.idx.reg
 		p.idx, p.slots, p.freeSlot, p.lruHead, p.lruTail = r.idx, r.slots, r.freeSlot, r.lruHead, r.lruTail
-		p.idx.reg = reg
+		p.idx.reg, p.idx.hint = reg, &p.t.hints[p.num]
+		p.idx.publish()
 		p.arena, p.arena.m, *m = r.arena, m, r.mem
 		p.charged, p.metaCharged = r.charged, r.meta
 		p.items.Store(r.items)

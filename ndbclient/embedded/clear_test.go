@@ -52,6 +52,7 @@ func TestDetachAndPutBack(t *testing.T) {
 	p.mu.Unlock()
 	assert.Equal(t, want, dump(e))
 	assert.Equal(t, used, e.used.Load())
+	checkEngine(t, e) // the index hint follows the index back
 
 	p.mu.Lock()
 	r = p.detach()

@@ -336,6 +336,7 @@ func (e *Engine) CreateTable(s *ndbclient.Table) (*ndbclient.Table, error) {
 func (e *Engine) addTable(t *table) {
 	t.e, t.id = e, len(*e.tables.Load())
 	t.parts = make([]*partition, t.schema.Partitions)
+	t.hints = make([]indexHint, len(t.parts))
 	for i := range t.parts {
 		t.parts[i] = newPartition(e, t, i, e.nextGid)
 		e.nextGid++

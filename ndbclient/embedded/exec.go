@@ -246,7 +246,9 @@ func (x *exec) prepare(op *ndbclient.Op, inTxn bool) prep {
 	koff := len(x.keys)
 	x.keys = t.appendKey(x.keys, op.Key)
 	h := x.e.hash(x.keys[koff:])
-	return prep{t: t, p: t.parts[t.partIndex(x.e, h, op.Key)], tag: uint32(h), koff: koff, kend: len(x.keys)}
+	i := t.partIndex(x.e, h, op.Key)
+	t.hints[i].prefetchHome(uint32(h))
+	return prep{t: t, p: t.parts[i], tag: uint32(h), koff: koff, kend: len(x.keys)}
 }
 
 // runGroup runs the plain ops ops[a:b], taking each partition's lock once.

@@ -13,9 +13,10 @@ package embedded
 // so growing and shrinking cannot alternate. Its memory is a region
 // (offheap.go).
 type index struct {
-	e   []ixEntry
-	reg *region // in the partition's mappings, for its cleanup
-	n   int
+	e    []ixEntry
+	reg  *region    // in the partition's mappings, for its cleanup
+	hint *indexHint // in the table, for prefetching (prefetch.go)
+	n    int
 }
 
 // ixEntry is one entry; slot 0 marks an empty one.
@@ -40,6 +41,7 @@ func (ix *index) init() {
 	*ix.reg = r
 	ix.e = arrayOf[ixEntry](r)[:indexMinSize]
 	ix.n = 0
+	ix.publish()
 }
 
 // full reports whether one more entry needs a bigger table.
@@ -99,6 +101,7 @@ func (ix *index) resize(n int) bool {
 		}
 		ix.e[i] = e
 	}
+	ix.publish()
 	oldReg.free()
 	return true
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -120,6 +121,9 @@ func checkEngine(t testing.TB, e *Engine) int64 {
 		for _, p := range tb.parts {
 			p.mu.Lock()
 			pages += checkArena(t, p)
+			h := &tb.hints[p.num]
+			require.Equal(t, uintptr(unsafe.Pointer(unsafe.SliceData(p.idx.e))), h.base.Load(), "partition %d's index hint: where", p.num)
+			require.Equal(t, uint32(len(p.idx.e)), h.n.Load(), "partition %d's index hint: entries", p.num)
 			charged += p.charged
 			meta += p.metaCharged
 			p.mu.Unlock()

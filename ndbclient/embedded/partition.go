@@ -84,6 +84,7 @@ func newPartition(e *Engine, t *table, num int, gid uint32) *partition {
 	m := &mappings{}
 	p.arena.m = m
 	p.idx.reg = &m.index
+	p.idx.hint = &t.hints[num]
 	p.reset()
 	// Pages live outside the Go heap: give them back once nothing can reach
 	// the partition (an engine dropped without delete_all, as tests do).

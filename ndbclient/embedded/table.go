@@ -25,6 +25,7 @@ type table struct {
 	expireCol int   // -1 for none
 	eviction  bool
 	parts     []*partition
+	hints     []indexHint // parts[i]'s index, for prefetching (prefetch.go)
 	// largest is the longest row stored so far, bytes (LargestRow). It
 	// only grows.
 	largest atomic.Int64
