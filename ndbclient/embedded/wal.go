@@ -622,16 +622,20 @@ func (w *wal) fail(err error) {
 	w.failedAt = time.Now()
 	w.mu.Lock()
 	first := w.failed == nil
-	w.failed = serr
-	w.refuse.Store(serr)
 	w.mu.Unlock()
 	level := slog.LevelError
 	if !first {
 		level = slog.LevelDebug
 	}
+	// Logged before writes are refused, so that whoever is refused can
+	// already read why (as writing again is logged before it is allowed).
 	w.log.LogAttrs(context.Background(), level, "data dir: the log cannot be written; writes are refused until it can",
 		slog.String("dir", w.dir.path), slog.String("file", w.dir.logName(w.seq)), slog.String("fsync", w.mode.String()),
 		slog.Int64("good_bytes", w.base), slog.Any("error", err))
+	w.mu.Lock()
+	w.failed = serr
+	w.refuse.Store(serr)
+	w.mu.Unlock()
 	if w.mode != FsyncAlways {
 		return // out stays, to be written again
 	}
