@@ -16,7 +16,8 @@ type Client struct {
 	cfg      DispatchConfig
 	nodes    int
 	lanes    []*lane
-	inline   bool // the driver completes every Submit inline (InlineDriver)
+	inline   bool             // the driver completes every Submit inline (InlineDriver)
+	batcher  PartitionBatcher // nil if the driver has none
 	inFlight atomic.Int64
 	scratch  sync.Pool // *[]*round
 }
@@ -31,6 +32,7 @@ func NewClientWith(d Driver, cfg DispatchConfig) *Client {
 	if in, ok := d.(InlineDriver); ok {
 		c.inline = in.CompletesInline()
 	}
+	c.batcher, _ = d.(PartitionBatcher)
 	c.scratch.New = func() any { s := make([]*round, 0, 8); return &s }
 	liveClients.add(c)
 	if cfg.Lanes {

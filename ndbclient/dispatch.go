@@ -219,6 +219,9 @@ func (c *Client) split(k *call, ops []*Op) (_ *[]*round, hinted, unhinted int) {
 	rounds := (*sp)[:0]
 	open := map[int]*round(nil)
 	single := -2 // the node when every run so far went to one node
+	if c.batcher != nil && c.nodes > 1 && len(ops) >= batchPartitionsFrom {
+		c.batcher.Partitions(ops)
+	}
 	for i := 0; i < len(ops); {
 		j := i
 		for j < len(ops)-1 && ops[j].TxnWithNext {
@@ -266,6 +269,10 @@ func (c *Client) split(k *call, ops []*Op) (_ *[]*round, hinted, unhinted int) {
 	return sp, hinted, unhinted
 }
 
+// batchPartitionsFrom: a batch of at least this many ops has its
+// partitions computed together (PartitionBatcher).
+const batchPartitionsFrom = 4
+
 // nodeOf is the data node a run goes to: its first op's key decides (NDB
 // starts the transaction on that key's node). Keyless ops (delete_all) go to
 // node 0, without a hint.
@@ -276,9 +283,11 @@ func (c *Client) nodeOf(op *Op) (node int, hint bool) {
 	if c.nodes <= 1 {
 		return 0, true
 	}
-	p := c.driver.Partition(op.Table, op.Key)
-	if p >= 0 {
-		op.SetKeyPartition(p)
+	p, known := op.KeyPartition()
+	if !known {
+		if p = c.driver.Partition(op.Table, op.Key); p >= 0 {
+			op.SetKeyPartition(p)
+		}
 	}
 	n := c.driver.NodeOf(op.Table, p)
 	if n < 0 || n >= c.nodes {

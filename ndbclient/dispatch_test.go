@@ -538,3 +538,64 @@ func TestDispatchDropsAbandonedQueuedBatches(t *testing.T) {
 		require.NoError(t, <-ch)
 	}
 }
+
+// partitionCounter is a recorder whose driver computes partitions a batch
+// at a time (PartitionBatcher), skipping the ops skip names.
+type partitionCounter struct {
+	*recorder
+	skip             func(i int) bool
+	singles, batches atomic.Int32
+}
+
+func (d *partitionCounter) Partition(t *ndbclient.Table, key []ndbclient.Value) int {
+	d.singles.Add(1)
+	return d.recorder.Partition(t, key)
+}
+
+func (d *partitionCounter) Partitions(ops []*ndbclient.Op) {
+	d.batches.Add(1)
+	for i, op := range ops {
+		if (i > 0 && ops[i-1].TxnWithNext) || (d.skip != nil && d.skip(i)) {
+			continue
+		}
+		op.SetKeyPartition(d.recorder.Partition(op.Table, op.Key))
+	}
+}
+
+func TestDispatchBatchesPartitions(t *testing.T) {
+	for _, tc := range []struct {
+		name                     string
+		keys                     int
+		skip                     func(int) bool
+		wantBatches, wantSingles int32
+	}{
+		{"a multi-get is placed in one call", 100, nil, 1, 0},
+		{"keys the batch leaves unplaced are placed one by one", 100, func(i int) bool { return i%2 == 1 }, 1, 50},
+		{"a small batch is placed key by key", 3, nil, 0, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, tbl := newEngine(t, 4, 100)
+			d := &partitionCounter{recorder: &recorder{Driver: e, later: time.Millisecond}, skip: tc.skip}
+			c := ndbclient.NewClientWith(d, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
+			var b ndbclient.Batch
+			var names []string
+			for i := 0; i < tc.keys; i++ {
+				names = append(names, fmt.Sprintf("k%d", i))
+				b.Ops = append(b.Ops, readOp(tbl, names[i]))
+			}
+			require.NoError(t, submitWait(t, c, &b))
+			requireValues(t, b.Ops, names)
+			assert.Equal(t, tc.wantBatches, d.batches.Load())
+			assert.Equal(t, tc.wantSingles, d.singles.Load())
+			_, nodeSets := d.take()
+			for _, nodes := range nodeSets {
+				assert.Len(t, nodes, 1, "each round still goes to one node")
+			}
+			for i, op := range b.Ops {
+				p, ok := op.KeyPartition()
+				require.True(t, ok, "op %d has its partition", i)
+				assert.Equal(t, e.Partition(tbl, op.Key), p)
+			}
+		})
+	}
+}

@@ -49,6 +49,15 @@ type NonBlockingDriver interface {
 	SubmitNeverWaits() bool
 }
 
+// PartitionBatcher is an optional Driver method: Partitions does what
+// Partition does for the key of each op that starts a transaction run (not
+// one after a TxnWithNext), recording it with SetKeyPartition, and does it
+// faster over many keys than one call a key (the NDB driver overlaps its
+// partition memo's cache misses). An op it cannot place keeps no partition.
+type PartitionBatcher interface {
+	Partitions(ops []*Op)
+}
+
 // ColumnMaxer is an optional Driver method: MaxColumn is the largest value
 // of integer column col over t's rows (0 for none, or no such table). The
 // gateway starts its cas counter above it when the rows outlive the process

@@ -3,6 +3,8 @@ package embedded
 import (
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/ndbgate/ndbgate/internal/prefetch"
 )
 
 // A multi-key batch hashes every key before it takes any partition lock
@@ -33,6 +35,6 @@ func (ix *index) publish() {
 // prefetchHome asks for the cache line of tag's home entry.
 func (h *indexHint) prefetchHome(tag uint32) {
 	if n := h.n.Load(); n > 0 {
-		prefetch(h.base.Load() + uintptr(uint64(tag)*uint64(n)>>32)*unsafe.Sizeof(ixEntry{}))
+		prefetch.Line(h.base.Load() + uintptr(uint64(tag)*uint64(n)>>32)*unsafe.Sizeof(ixEntry{}))
 	}
 }

@@ -590,13 +590,76 @@ func (d *Driver) Partition(t *ndbclient.Table, key []ndbclient.Value) int {
 	return int(p)
 }
 
+// Partitions computes the partitions of a batch's keys (PartitionBatcher)
+// in two passes: the first encodes each key, hashes it for the memo and
+// prefetches its memo entry, the second reads the entries, so that the
+// batch's memo misses overlap (one miss a key was about 10 % of the
+// gateway's CPU in 100-key gets). Keys of several columns, and keys the
+// memo does not know, take Partition's path.
+func (d *Driver) Partitions(ops []*ndbclient.Op) {
+	sc := partitionScratchPool.Get().(*partitionScratch)
+	defer partitionScratchPool.Put(sc)
+	buf, keys := sc.buf[:0], sc.keys[:0]
+	var (
+		table *ndbclient.Table
+		ti    *tableInfo
+		memo  *partitionMemo
+	)
+	for i, op := range ops {
+		if i > 0 && ops[i-1].TxnWithNext || op.Kind == ndbclient.OpDeleteAll || op.Table == nil || len(op.Key) != 1 {
+			continue
+		}
+		if op.Table != table {
+			table, ti, memo = op.Table, nil, nil
+			if info, err := d.info(op.Table); err == nil {
+				ti, memo = info, info.partitions.Load()
+			}
+		}
+		if memo == nil {
+			continue
+		}
+		start := len(buf)
+		var err error
+		if buf, err = appendNative(buf, &ti.cols[op.Table.PrimaryKey[0]], op.Key[0]); err != nil || len(buf) == start {
+			buf = buf[:start]
+			continue
+		}
+		h := memo.hash(buf[start:])
+		memo.prefetch(h)
+		keys = append(keys, batchKey{op: i, start: start, end: len(buf), h: h, ti: ti, memo: memo})
+	}
+	for _, k := range keys {
+		p := k.memo.get(k.h)
+		if p == noPartition {
+			n := C.int(k.end - k.start)
+			if p = int(C.ndbgate_partition(d.pool, C.int(k.ti.id), (*C.uchar)(unsafe.Pointer(&buf[k.start])), &n, 1)); p < 0 {
+				continue
+			}
+			k.memo.put(k.h, p)
+		}
+		ops[k.op].SetKeyPartition(p)
+	}
+	clear(keys) // drop the table pointers
+	sc.buf, sc.keys = buf, keys[:0]
+}
+
+// batchKey is one key of Partitions: its native bytes in the scratch buffer
+// and its memo hash.
+type batchKey struct {
+	op, start, end int
+	h              uint64
+	ti             *tableInfo
+	memo           *partitionMemo
+}
+
 // partitionScratch holds a key's native encoding while Partition hashes
 // it: the dispatcher asks once per key, and two allocations a key showed in
 // profiles of 100-key gets.
 type partitionScratch struct {
 	buf  []byte
 	lens []C.int
-	ints []int // lens for the memo's hash
+	ints []int      // lens for the memo's hash
+	keys []batchKey // Partitions' keys
 }
 
 var partitionScratchPool = sync.Pool{New: func() any {

@@ -3,6 +3,9 @@ package ndbapi
 import (
 	"hash/maphash"
 	"sync/atomic"
+	"unsafe"
+
+	"github.com/ndbgate/ndbgate/internal/prefetch"
 )
 
 // partitionMemo remembers the partitions of recently routed keys. NDB's
@@ -59,6 +62,11 @@ func (m *partitionMemo) get(h uint64) int {
 		return noPartition
 	}
 	return int(e & 0xffff)
+}
+
+// prefetch asks for the cache line of h's entry, which get will read.
+func (m *partitionMemo) prefetch(h uint64) {
+	prefetch.Line(uintptr(unsafe.Pointer(&m.entries[h&uint64(len(m.entries)-1)])))
 }
 
 // put remembers partition p for the key of hash h. A partition past 16 bits

@@ -203,4 +203,32 @@ func TestPartitionOfAKey(t *testing.T) {
 	for i := range first {
 		assert.Equal(t, first[i], d.Partition(tbl, []ndbclient.Value{ndbclient.Bytes(fmt.Appendf(nil, "memo:%d", i))}), "key memo:%d", i)
 	}
+
+	// A batch's partitions, computed together (keys the memo knows and keys
+	// it does not), agree with NDB's hash as a driver with an empty memo
+	// computes it; the op after a TxnWithNext is not its own run and gets none.
+	ops := make([]*ndbclient.Op, 200)
+	for i := range ops {
+		name := fmt.Sprintf("batch:%d", i)
+		if i%2 == 0 {
+			name = fmt.Sprintf("memo:%d", i)
+		}
+		ops[i] = &ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Key: []ndbclient.Value{ndbclient.Bytes([]byte(name))}}
+	}
+	ops[10].TxnWithNext = true
+	d.Partitions(ops)
+	fresh := openDriver(t, connectstring(t), 1)
+	freshTbl, err := fresh.Table(tbl.Database, tbl.Name)
+	require.NoError(t, err)
+	for i, op := range ops {
+		p, ok := op.KeyPartition()
+		if i == 11 {
+			assert.False(t, ok, "the op after a TxnWithNext")
+			continue
+		}
+		require.True(t, ok, "op %d placed", i)
+		assert.Equal(t, fresh.Partition(freshTbl, op.Key), p, "op %d", i)
+	}
+	allocs = testing.AllocsPerRun(20, func() { d.Partitions(ops) })
+	assert.Zero(t, allocs, "allocations per Partitions")
 }
