@@ -40,6 +40,12 @@
 #   pool      1:10 at pipeline 1 and 16 with 1, 2 and 4 cluster connections
 #   flex      flexAsynch reads of 1, 10 and 100 operations per transaction,
 #             1 and 2 threads: what one NDB API process gets from these nodes
+#   likeflex  100-key reads like for like with flexAsynch's (2 threads, 100
+#             reads a transaction), alternated: ndbgate on a table of
+#             flexAsynch's shape (bench.flexlike: a VARBINARY(32) key, one
+#             32-byte value), each connection reading its own key range in
+#             sequence as each flexAsynch thread does (memtier P:P), and in
+#             random order; and on demo_table (VARCHAR(250) key) in both
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,8 +64,8 @@ MEMTIER=${MEMTIER:-} # memtier workloads to run, by name; empty: all
 missing=()
 want() { case " $WORKLOADS " in *" $1 "*) return 0 ;; esac; return 1; }
 for g in $WORKLOADS; do
-  case $g in memtier | api | coalesce | pool | flex) ;;
-    *) echo "live: unknown group '$g' (memtier api coalesce pool flex)" >&2; exit 2 ;;
+  case $g in memtier | api | coalesce | pool | flex | likeflex) ;;
+    *) echo "live: unknown group '$g' (memtier api coalesce pool flex likeflex)" >&2; exit 2 ;;
   esac
 done
 [ -n "${NDB_CONNECTSTRING:-}" ] || missing+=("NDB_CONNECTSTRING: the cluster's management server, host:1186")
@@ -73,10 +79,10 @@ if want memtier; then
     missing+=("NDBMEMCACHE_DIR: storage/ndb/memcache of a built MySQL Cluster tree, holding ndb_engine.so and extra/memcached/memcached")
   fi
 fi
-if want flex && { [ -z "${FLEXASYNCH:-}" ] || [ ! -x "$FLEXASYNCH" ]; }; then
+if { want flex || want likeflex; } && { [ -z "${FLEXASYNCH:-}" ] || [ ! -x "$FLEXASYNCH" ]; }; then
   missing+=("FLEXASYNCH: the flexAsynch binary (storage/ndb/test/ndbapi of a built MySQL Cluster tree)")
 fi
-if (want memtier || want coalesce || want pool) && ! command -v memtier_benchmark >/dev/null 2>&1; then
+if (want memtier || want coalesce || want pool || want likeflex) && ! command -v memtier_benchmark >/dev/null 2>&1; then
   missing+=("memtier_benchmark on PATH (not in Debian; see bench/run-memtier.sh for its source and build)")
 fi
 want api && ! command -v go >/dev/null 2>&1 && missing+=("go, to build bench/cmd/ndbgate-bench")
@@ -170,7 +176,7 @@ run_memtier() {
   local group=$1 name=$2 target=$3 config=$4 batch=$5 round=$6 pid=$7 port=$8
   shift 8
   if ! measured "$pid" memtier_benchmark -s 127.0.0.1 -p "$port" --protocol=memcache_text --hide-histogram \
-    -d 32 --key-minimum=1 --key-maximum="$KEYS" --test-time="$TIME" --key-pattern=R:R \
+    -d 32 --key-minimum=1 --key-maximum="$KEYS" --test-time="$TIME" --key-pattern="${KEY_PATTERN:-R:R}" \
     --distinct-client-seed --randomize --json-out-file="$tmp/run.json" "$@" >"$tmp/run.txt" 2>&1; then
     echo "live: $name round $round $target failed:" >&2; tail -5 "$tmp/run.txt" >&2; return 0
   fi
@@ -216,9 +222,25 @@ echo "live: cluster $CS; data node pids: ${DATA_NODES:-none here}; results in $c
 shape="ndbmemcache's shape"
 [ "${ITEM_STATE:-}" = 1 ] && shape="with the item_state column"
 echo "live: demo_table made afresh, $shape"
+# likeflex's table, of flexAsynch's shape, and the container that routes
+# memtier's keys (memtier-N) to it.
+cat >"$tmp/likeflex.yaml" <<'YAML'
+tables:
+  - database: bench
+    name: flexlike
+    primary_key: [k]
+    columns:
+      - {name: k, type: VARBINARY(32)}
+      - {name: v, type: VARBINARY(32), nullable: true}
+containers:
+  - {name: flex, database: bench, table: flexlike, key_columns: [k], value_columns: [v]}
+key_prefixes:
+  - {prefix: "memtier-", container: flex, policy: ndb-only}
+  - {prefix: "", container: default, policy: ndb-only}
+YAML
 # shellcheck disable=SC2046
 "$NDBGATE_NDB_BIN" ndb-create-tables --ndb-connectstring "$CS" --ndbmemcache-config --recreate \
-  $([ "${ITEM_STATE:-}" = 1 ] && echo --item-state) >"$tmp/tables.txt" 2>&1 ||
+  $([ "${ITEM_STATE:-}" = 1 ] && echo --item-state) $(want likeflex && echo --config "$tmp/likeflex.yaml") >"$tmp/tables.txt" 2>&1 ||
   { echo "live: ndb-create-tables failed:" >&2; cat "$tmp/tables.txt" >&2; exit 1; }
 
 # --- memtier: ndbgate against ndbmemcache ----------------------------------------
@@ -310,30 +332,64 @@ fi
 stop gw_pid
 
 # --- flexAsynch: the NDB API ceiling for one client process ------------------------
+export NDB_CONNECTSTRING=$CS
+# flex_args THREADS BATCH: 32 transactions in flight per thread, 32 B values
+# (one 8-word attribute), about 320,000 rows per thread whatever the batch.
+flex_args() { args=(-t "$1" -p 32 -o $((10000 / $2)) -c "$2" -a 2 -s 8 -n); }
+flex_load() {
+  (cd "$tmp" && "$FLEXASYNCH" "${args[@]}" -create_table >flex.txt 2>&1 &&
+    "$FLEXASYNCH" "${args[@]}" -insert -no_table_create >>flex.txt 2>&1) ||
+    { echo "live: flexAsynch ${args[*]} could not load its table:" >&2; tail -5 "$tmp/flex.txt" >&2; return 1; }
+}
+flex_drop() { (cd "$tmp" && "$FLEXASYNCH" "${args[@]}" -drop_table >/dev/null 2>&1) || true; }
+# run_flex GROUP WORKLOAD THREADS BATCH ROUND: one measured read run, with
+# the table flex_load made.
+run_flex() {
+  # flexAsynch is its own client: its CPU (warm-up and cool-down
+  # included) stands where a gateway's would, read from bash's times.
+  if ! measured "" bash -c 'cd "$1" && shift && "$@" >flex.txt 2>&1; rc=$?; times >times.txt; exit $rc' _ \
+    "$tmp" "$FLEXASYNCH" "${args[@]}" -read -dirty -no_table_create -warmup_time 1 -execution_time "$TIME" -cooldown_time 1; then
+    echo "live: flexAsynch read failed:" >&2; tail -5 "$tmp/flex.txt" >&2; return 0
+  fi
+  GW_CPU=$(awk 'NR == 2 {t = 0; for (i = 1; i <= 2; i++) {split($i, a, /[ms]/); t += a[1] * 60 + a[2]}; printf "%.2f", t}' "$tmp/times.txt")
+  local tps
+  tps=$(awk '/Total transactions per second/ {print $NF}' "$tmp/flex.txt")
+  [ -n "$tps" ] || { echo "live: no result from flexAsynch:" >&2; tail -5 "$tmp/flex.txt" >&2; return 0; }
+  row "$1" "$2" flexAsynch "threads=$3" "$4" "$5" "$tps" $((tps * $4)) "" "" "" ""
+}
+
 if want flex; then
-  export NDB_CONNECTSTRING=$CS
   for threads in $FLEX_THREADS; do
     for batch in $BATCHES; do
-      # 32 transactions in flight per thread, 32 B values (one 8-word
-      # attribute), about 320,000 rows per thread whatever the batch.
-      args=(-t "$threads" -p 32 -o $((10000 / batch)) -c "$batch" -a 2 -s 8 -n)
-      (cd "$tmp" && "$FLEXASYNCH" "${args[@]}" -create_table >flex.txt 2>&1 &&
-        "$FLEXASYNCH" "${args[@]}" -insert -no_table_create >>flex.txt 2>&1) ||
-        { echo "live: flexAsynch ${args[*]} could not load its table:" >&2; tail -5 "$tmp/flex.txt" >&2; continue; }
+      flex_args "$threads" "$batch"
+      flex_load || continue
       for round in $(seq "$ROUNDS"); do
-        # flexAsynch is its own client: its CPU (warm-up and cool-down
-        # included) stands where a gateway's would, read from bash's times.
-        if ! measured "" bash -c 'cd "$1" && shift && "$@" >flex.txt 2>&1; rc=$?; times >times.txt; exit $rc' _ \
-          "$tmp" "$FLEXASYNCH" "${args[@]}" -read -dirty -no_table_create -warmup_time 1 -execution_time "$TIME" -cooldown_time 1; then
-          echo "live: flexAsynch read failed:" >&2; tail -5 "$tmp/flex.txt" >&2; continue
-        fi
-        GW_CPU=$(awk 'NR == 2 {t = 0; for (i = 1; i <= 2; i++) {split($i, a, /[ms]/); t += a[1] * 60 + a[2]}; printf "%.2f", t}' "$tmp/times.txt")
-        tps=$(awk '/Total transactions per second/ {print $NF}' "$tmp/flex.txt")
-        [ -n "$tps" ] || { echo "live: no result from flexAsynch:" >&2; tail -5 "$tmp/flex.txt" >&2; continue; }
-        row flex "reads_t$threads" flexAsynch "threads=$threads" "$batch" "$round" "$tps" $((tps * batch)) "" "" "" ""
+        run_flex flex "reads_t$threads" "$threads" "$batch" "$round"
       done
-      (cd "$tmp" && "$FLEXASYNCH" "${args[@]}" -drop_table >/dev/null 2>&1) || true
+      flex_drop
     done
   done
+fi
+
+# --- 100-key reads, like for like with flexAsynch -------------------------------------
+if want likeflex; then
+  start_ndbgate 2 --config "$tmp/likeflex.yaml"
+  preload # through the flex container: bench.flexlike
+  stop gw_pid
+  want memtier || want api || want coalesce || want pool || { start_ndbgate 2; preload; stop gw_pid; }
+  flex_args 2 100
+  if flex_load; then
+    for round in $(seq "$ROUNDS"); do
+      run_flex likeflex mget100 2 100 "$round"
+      for run in "flexlike P:P" "flexlike R:R" "demo_table P:P" "demo_table R:R"; do
+        read -r table pattern <<<"$run"
+        if [ "$table" = flexlike ]; then start_ndbgate 2 --config "$tmp/likeflex.yaml"; else start_ndbgate 2; fi
+        KEY_PATTERN=$pattern run_memtier likeflex "mget100" ndbgate "table=$table keys=$pattern" 100 "$round" "$gw_pid" "$NG" \
+          -t 2 -c 8 --ratio=0:100 --pipeline=1 --multi-key-get=100
+        stop gw_pid
+      done
+    done
+    flex_drop
+  fi
 fi
 python3 bench/report.py
