@@ -16,6 +16,7 @@ package procs
 import (
 	"runtime"
 	"sync"
+	_ "unsafe" // go:linkname
 )
 
 var reserved struct {
@@ -48,3 +49,15 @@ func Reserved() int {
 	defer reserved.Unlock()
 	return reserved.n
 }
+
+// Yield reschedules the calling goroutine onto its own P's local run queue,
+// waking no other thread (runtime.goyield). A goroutine that holds a
+// reserved P calls it every few milliseconds: it never blocks in Go, so
+// otherwise the runtime's monitor sees it run on one scheduling tick for
+// 10 ms and takes its P during its next wait, which resets the monitor to
+// polling every 20 µs. runtime.Gosched does the same but wakes another
+// thread to look for work each time. The runtime keeps goyield's signature
+// for linkname users (go.dev/issue/67401).
+//
+//go:linkname Yield runtime.goyield
+func Yield()

@@ -3,8 +3,9 @@
 package transport
 
 // This file holds everything the epoll loops ask of the Go runtime beyond
-// what ordinary Go code does. Nothing outside it makes a raw syscall or
-// links to the runtime; GOMAXPROCS changes only through internal/procs.
+// what ordinary Go code does. Nothing outside it makes a raw syscall; the
+// link to the runtime's goyield and GOMAXPROCS are in internal/procs,
+// which the NDB executors share.
 //
 // The contract. An epoll loop is a goroutine that behaves like a C event
 // loop on its thread: it keeps its processor (P) while it waits, so that the
@@ -93,12 +94,9 @@ func uringEnter(fd int, toSubmit, minComplete uintptr, flags uintptr) (uintptr, 
 	return n, errno
 }
 
-// goyield is runtime.goyield: Gosched onto the current P's local run queue
-// (rules 2 and 3). The runtime keeps its signature for linkname users
-// (go.dev/issue/67401).
-//
-//go:linkname goyield runtime.goyield
-func goyield()
+// goyield is runtime.goyield, Gosched onto the current P's local run queue
+// (rules 2 and 3), through internal/procs, which the NDB executors use too.
+func goyield() { procs.Yield() }
 
 // yieldNanos is how often a loop yields its P of its own accord (rule 3).
 // Forced preemptions made the loops hop threads about 85 times a second
