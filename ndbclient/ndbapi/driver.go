@@ -624,26 +624,32 @@ func (d *Driver) Partition(t *ndbclient.Table, key []ndbclient.Value) int {
 			}
 			h = memo.hash(buf, sc.ints...)
 		}
+	}
+	return max(d.place(ti, memo, h, buf, lens), 0)
+}
+
+// place is the partition of a key whose native columns are buf, of lengths
+// lens, and whose memo hash is h (memo may be nil): the memo's answer, else
+// NDB's, which the memo then keeps. -1 when NDB cannot place it.
+func (d *Driver) place(ti *tableInfo, memo *partitionMemo, h uint64, buf []byte, lens []C.int) int {
+	if memo != nil {
 		if p := memo.get(h); p != noPartition {
 			return p
 		}
 	}
-	p := C.ndbgate_partition(d.pool, C.int(ti.id), (*C.uchar)(unsafe.Pointer(&buf[0])), &lens[0], C.int(len(lens)))
-	if p < 0 {
-		return 0
+	p := int(C.ndbgate_partition(d.pool, C.int(ti.id), (*C.uchar)(unsafe.Pointer(&buf[0])), &lens[0], C.int(len(lens))))
+	if p >= 0 && memo != nil {
+		memo.put(h, p)
 	}
-	if memo != nil {
-		memo.put(h, int(p))
-	}
-	return int(p)
+	return p
 }
 
 // Partitions computes the partitions of a batch's keys (PartitionBatcher)
 // in two passes: the first encodes each key, hashes it for the memo and
 // prefetches its memo entry, the second reads the entries, so that the
 // batch's memo misses overlap (one miss a key was about 10 % of the
-// gateway's CPU in 100-key gets). Keys of several columns, and keys the
-// memo does not know, take Partition's path.
+// gateway's CPU in 100-key gets). Keys the memo does not know are hashed
+// by NDB, as Partition does; keys of several columns are left to Partition.
 func (d *Driver) Partitions(ops []*ndbclient.Op) {
 	sc := partitionScratchPool.Get().(*partitionScratch)
 	defer partitionScratchPool.Put(sc)
@@ -676,19 +682,15 @@ func (d *Driver) Partitions(ops []*ndbclient.Op) {
 		memo.prefetch(h)
 		keys = append(keys, batchKey{op: i, start: start, end: len(buf), h: h, ti: ti, memo: memo})
 	}
+	lens := sc.lens[:0]
 	for _, k := range keys {
-		p := k.memo.get(k.h)
-		if p == noPartition {
-			n := C.int(k.end - k.start)
-			if p = int(C.ndbgate_partition(d.pool, C.int(k.ti.id), (*C.uchar)(unsafe.Pointer(&buf[k.start])), &n, 1)); p < 0 {
-				continue
-			}
-			k.memo.put(k.h, p)
+		lens = append(lens[:0], C.int(k.end-k.start))
+		if p := d.place(k.ti, k.memo, k.h, buf[k.start:k.end], lens); p >= 0 {
+			ops[k.op].SetKeyPartition(p)
 		}
-		ops[k.op].SetKeyPartition(p)
 	}
 	clear(keys) // drop the table pointers
-	sc.buf, sc.keys = buf, keys[:0]
+	sc.buf, sc.lens, sc.keys = buf, lens, keys[:0]
 }
 
 // batchKey is one key of Partitions: its native bytes in the scratch buffer
