@@ -181,20 +181,8 @@ run_memtier() {
     echo "live: $name round $round $target failed:" >&2; tail -5 "$tmp/run.txt" >&2; return 0
   fi
   local fields
-  fields=$(python3 - "$tmp/run.json" "$batch" <<'PY'
-import json, sys
-t = json.load(open(sys.argv[1]))["ALL STATS"]
-tot, gets = t["Totals"], t.get("Gets", {})
-p = tot["Percentile Latencies"]
-batch = int(sys.argv[2])
-ops = tot["Ops/sec"]
-# A multi-get of N keys is one memtier op; every other op is one key.
-keys = (gets.get("Ops/sec", 0) * batch + tot["Ops/sec"] - gets.get("Ops/sec", 0)) if batch > 1 else ops
-hits, misses = gets.get("Hits/sec", 0), gets.get("Misses/sec", 0)
-hit = hits / (hits + misses) if hits + misses else 0
-print(f'{ops:.0f} {keys:.0f} {hit:.3f} {p["p50.00"]:.3f} {p["p99.00"]:.3f} {p["p99.90"]:.3f}')
-PY
-)
+  # memtier's own rates divide by a misreported duration (memtier_json.py).
+  fields=$(python3 bench/memtier_json.py "$tmp/run.json" "$TIME" "$batch")
   # shellcheck disable=SC2086
   row "$group" "$name" "$target" "$config" "$batch" "$round" $fields
 }

@@ -156,15 +156,9 @@ for w in "${W[@]}"; do
       if ! memtier_benchmark "${common[@]}" -p "$port" "${run[@]}" --json-out-file="$json" >"$tmp/run.txt" 2>&1; then
         echo "run-memtier: $name round $round $target failed:" >&2; tail -5 "$tmp/run.txt" >&2; continue
       fi
-      python3 - "$json" "$stamp,$name,$proto,$ratio,$size,$pl,$conns,$mget,$round,$target" "$mget" >> "$csv" <<'PY'
-import json, sys
-t = json.load(open(sys.argv[1]))["ALL STATS"]["Totals"]
-p = t["Percentile Latencies"]
-mget = int(sys.argv[3])
-ops = t["Ops/sec"]
-keys = ops * mget if mget else ops
-print(f'{sys.argv[2]},{ops:.0f},{keys:.0f},{p["p50.00"]:.3f},{p["p99.00"]:.3f},{p["p99.90"]:.3f}')
-PY
+      # memtier's own rates divide by a misreported duration (memtier_json.py).
+      read -r ops keys _ p50 p99 p999 < <(python3 bench/memtier_json.py "$json" "$TIME" "$([ "$mget" = 0 ] && echo 1 || echo "$mget")")
+      echo "$stamp,$name,$proto,$ratio,$size,$pl,$conns,$mget,$round,$target,$ops,$keys,$p50,$p99,$p999" >> "$csv"
       echo "  $name r$round $target: $(tail -1 "$csv" | cut -d, -f11-)"
     done
   done
