@@ -236,6 +236,15 @@ struct Parked {
   std::vector<Txn *> txns;
 };
 
+// OpVectors keeps one op's lists between rounds: each round's ops borrow a
+// connection's (LentVectors), so that parsing fills lists that already have
+// room. A malloc and a free per list and op were 5 % of the gateway's CPU
+// in 100-key gets on NDB 7.5.0.
+struct OpVectors {
+  std::vector<Value> key, set;
+  std::vector<uint16_t> read;
+};
+
 // An Ndb object is used by one thread at a time: ndb by the connection's
 // executor, dict by describes (under ndbgate_pool::dictMu). arena holds the
 // executor's rows for a round. A round that leaves a transaction NDB never
@@ -263,6 +272,41 @@ struct Conn {
   std::vector<Parked> abandoned;
   int abandonedTxns = 0;
   std::vector<NdbRecord *> retired;
+  std::vector<OpVectors> spare;  // the executor's, lent to its rounds' ops
+};
+
+// LentVectors lends spare's lists to ops for one round and takes them back,
+// emptied, when the round returns.
+class LentVectors {
+ public:
+  LentVectors(std::vector<Op> &ops, std::vector<OpVectors> &spare) : ops_(ops), spare_(spare) {
+    if (spare_.size() < ops_.size()) spare_.resize(ops_.size());
+    swapAll();
+  }
+  ~LentVectors() {
+    swapAll();
+    for (size_t i = 0; i < ops_.size(); i++) {
+      OpVectors &v = spare_[i];
+      v.key.clear();
+      v.set.clear();
+      v.read.clear();
+    }
+  }
+  LentVectors(const LentVectors &) = delete;
+  LentVectors &operator=(const LentVectors &) = delete;
+
+ private:
+  void swapAll() {
+    for (size_t i = 0; i < ops_.size(); i++) {
+      Op &op = ops_[i];
+      OpVectors &v = spare_[i];
+      op.key.swap(v.key);
+      op.set.swap(v.set);
+      op.read.swap(v.read);
+    }
+  }
+  std::vector<Op> &ops_;
+  std::vector<OpVectors> &spare_;
 };
 
 }  // namespace
@@ -1726,6 +1770,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
   uint32_t n = r.u32();
   if (!r.ok || n > static_cast<uint32_t>(reqlen)) { setErr(err, errlen, "malformed request"); return -1; }
   std::vector<Op> ops(n);
+  LentVectors lent(ops, cn.spare);
   for (uint32_t i = 0; i < n; i++) {
     if (!parseOp(r, ops[i])) { setErr(err, errlen, "malformed request"); return -1; }
   }
