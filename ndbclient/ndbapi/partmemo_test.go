@@ -20,17 +20,63 @@ func TestPartitionMemoRemembersAndReplaces(t *testing.T) {
 	m.put(h, 1<<16)
 	assert.Equal(t, 0, m.get(h), "a partition past 16 bits is not stored")
 
-	// A key that lands on the same entry replaces it; the first then misses.
-	var other []byte
-	for i := 0; other == nil; i++ {
+}
+
+func TestPartitionMemoBucketKeepsItsWays(t *testing.T) {
+	m := newPartitionMemo(1 << 10)
+	first := []byte("memtier-12345")
+	h := m.hash(first)
+	// Keys of first's bucket, other than first.
+	var same [][]byte
+	for i := 0; len(same) < memoWays; i++ {
 		c := []byte(fmt.Sprintf("key-%d", i))
-		if ch := m.hash(c); ch&(1<<10-1) == h&(1<<10-1) && ch != h {
-			other = c
+		if ch := m.hash(c); m.bucket(ch) == m.bucket(h) && ch != h {
+			same = append(same, c)
 		}
 	}
-	m.put(m.hash(other), 3)
-	assert.Equal(t, 3, m.get(m.hash(other)))
+	m.put(h, 9)
+	for i, k := range same[:memoWays-1] {
+		m.put(m.hash(k), i)
+	}
+	assert.Equal(t, 9, m.get(h), "a bucket holds memoWays keys")
+	for i, k := range same[:memoWays-1] {
+		assert.Equal(t, i, m.get(m.hash(k)))
+	}
+
+	// Stored again, a key moves to the front and is not stored twice: the
+	// others stay.
+	m.put(m.hash(same[0]), 5)
+	assert.Equal(t, 5, m.get(m.hash(same[0])))
+	assert.Equal(t, 9, m.get(h))
+	assert.Equal(t, 1, m.get(m.hash(same[1])))
+
+	// A new key evicts the one stored longest ago: first.
+	m.put(m.hash(same[memoWays-1]), 3)
+	assert.Equal(t, 3, m.get(m.hash(same[memoWays-1])))
 	assert.Equal(t, noPartition, m.get(h))
+	assert.Equal(t, 5, m.get(m.hash(same[0])))
+	assert.Equal(t, 1, m.get(m.hash(same[1])))
+	assert.Equal(t, 2, m.get(m.hash(same[2])))
+}
+
+func TestPartitionMemoHitsMostOfAFullMemo(t *testing.T) {
+	// As many keys as three quarters of the entries, each stored once: the
+	// share that still hits is what the benchmarks' 100,000 keys in 131,072
+	// entries see (direct-mapped it was about 70 %, with eight ways 95 %).
+	m := newPartitionMemo(1 << 12)
+	n := 3 << 10
+	for i := 0; i < n; i++ {
+		m.put(m.hash([]byte(fmt.Sprint("memtier-", i))), i%100)
+	}
+	hits := 0
+	for i := 0; i < n; i++ {
+		if p := m.get(m.hash([]byte(fmt.Sprint("memtier-", i)))); p != noPartition {
+			assert.Equal(t, i%100, p)
+			hits++
+		}
+	}
+	t.Logf("%d of %d keys hit", hits, n)
+	assert.Greater(t, float64(hits)/float64(n), 0.9, "%d of %d keys hit", hits, n)
 }
 
 func TestPartitionMemoKeysOfSeveralColumns(t *testing.T) {
