@@ -462,10 +462,50 @@ func expiring(k ndbclient.OpKind) bool {
 	return k != ndbclient.OpWrite && k != ndbclient.OpDeleteAll
 }
 
-var kindOf = map[ndbclient.OpKind]byte{
-	ndbclient.OpRead: kindRead, ndbclient.OpInsert: kindInsert, ndbclient.OpUpdate: kindUpdate,
-	ndbclient.OpWrite: kindWrite, ndbclient.OpDelete: kindDelete, ndbclient.OpCondUpdate: kindCondUpdate,
-	ndbclient.OpAdd: kindAdd, ndbclient.OpAppend: kindAppend, ndbclient.OpDeleteAll: kindDeleteAll,
+// tableCache answers a round's table lookups, asking tables only when the
+// table changes: a round's ops are mostly of one table, and the lookup is a
+// map read per op.
+type tableCache struct {
+	tables func(*ndbclient.Table) (*tableInfo, error)
+	t      *ndbclient.Table
+	ti     *tableInfo
+}
+
+func (c *tableCache) get(t *ndbclient.Table) (*tableInfo, error) {
+	if c.ti == nil || t != c.t {
+		ti, err := c.tables(t)
+		if err != nil {
+			return nil, err
+		}
+		c.t, c.ti = t, ti
+	}
+	return c.ti, nil
+}
+
+// wireKind is the shim's code for an op kind (a switch, not a map: it runs
+// once per op).
+func wireKind(k ndbclient.OpKind) (byte, bool) {
+	switch k {
+	case ndbclient.OpRead:
+		return kindRead, true
+	case ndbclient.OpInsert:
+		return kindInsert, true
+	case ndbclient.OpUpdate:
+		return kindUpdate, true
+	case ndbclient.OpWrite:
+		return kindWrite, true
+	case ndbclient.OpDelete:
+		return kindDelete, true
+	case ndbclient.OpCondUpdate:
+		return kindCondUpdate, true
+	case ndbclient.OpAdd:
+		return kindAdd, true
+	case ndbclient.OpAppend:
+		return kindAppend, true
+	case ndbclient.OpDeleteAll:
+		return kindDeleteAll, true
+	}
+	return 0, false
 }
 
 // encodeRound builds the request for ops; tables resolves each op's table.
@@ -478,16 +518,17 @@ var kindOf = map[ndbclient.OpKind]byte{
 func encodeRound(dst []byte, ops []*ndbclient.Op, extra []stateExtra, tables func(*ndbclient.Table) (*tableInfo, error), now uint32) ([]byte, error) {
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(ops)))
 	bound := 0
+	known := tableCache{tables: tables}
 	for i, op := range ops {
 		var x stateExtra
 		if extra != nil {
 			x = extra[i]
 		}
-		ti, err := tables(op.Table)
+		ti, err := known.get(op.Table)
 		if err != nil {
 			return dst, err
 		}
-		kind, ok := kindOf[op.Kind]
+		kind, ok := wireKind(op.Kind)
 		if !ok {
 			return dst, ndbclient.Errorf(ndbclient.CodeInvalidArgument, "unknown op kind %d", op.Kind)
 		}
@@ -638,6 +679,7 @@ func appendValue(dst []byte, ti *tableInfo, col int, v ndbclient.Value, withNull
 // are its state columns.
 func decodeResults(b []byte, ops []*ndbclient.Op, extra []stateExtra, tables func(*ndbclient.Table) (*tableInfo, error)) error {
 	r := reader{b: b}
+	known := tableCache{tables: tables}
 	for k, op := range ops {
 		var x stateExtra
 		if extra != nil {
@@ -660,7 +702,7 @@ func decodeResults(b []byte, ops []*ndbclient.Op, extra []stateExtra, tables fun
 			continue
 		}
 		op.Err = nil
-		ti, err := tables(op.Table)
+		ti, err := known.get(op.Table)
 		if err != nil {
 			return err
 		}
