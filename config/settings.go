@@ -116,8 +116,8 @@ var settings = []setting{
 		Check: snapshotLogSize,
 		Field: func(c *Config) any { return &c.Embedded.SnapshotLogSize }},
 
-	{Key: "dispatch.round_size", Default: "128",
-		Help: "most operations per backend round trip (0 = 128)", Check: within(0, 1024, "must be 0..1024 (0 = default 128)"),
+	{Key: "dispatch.round_size", Default: "256",
+		Help: "most operations per backend round trip (0 = 256)", Check: within(0, 1024, "must be 0..1024 (0 = default 256)"),
 		Field: func(c *Config) any { return &c.Dispatch.RoundSize }},
 	{Key: "dispatch.coalesce", Default: "true",
 		Help:  "merge requests queued for a data node into one round trip",

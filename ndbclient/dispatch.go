@@ -23,8 +23,10 @@ import (
 
 // DispatchConfig tunes the dispatcher. Zero values take the defaults.
 type DispatchConfig struct {
-	// RoundSize bounds the operations of one driver round (default 128; the NDB
-	// API allows 1024 transactions per Ndb object).
+	// RoundSize bounds the operations of one driver round (default 256; the NDB
+	// API allows 1024 transactions per Ndb object). Rounds of 256 rather than
+	// 128 gave 100-key gets 1.15x the keys/s on NDB 7.5.0 (fewer flights, so
+	// fewer wake-ups on both sides) and left single keys at pipeline 16 level.
 	RoundSize int
 	// Lanes turns on per-node lanes: at most RoundsPerNode rounds in flight per
 	// node, the rest queued. Off, rounds go straight to the driver (the
@@ -49,7 +51,7 @@ type DispatchConfig struct {
 
 func (c *DispatchConfig) defaults() {
 	if c.RoundSize <= 0 {
-		c.RoundSize = 128
+		c.RoundSize = 256
 	}
 	if c.RoundSize > 1024 {
 		c.RoundSize = 1024
