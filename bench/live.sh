@@ -46,6 +46,9 @@
 #             32-byte value), each connection reading its own key range in
 #             sequence as each flexAsynch thread does (memtier P:P), and in
 #             random order; and on demo_table (VARCHAR(250) key) in both
+#             orders. Then single keys alike, alternated: memtier gets at
+#             pipeline 16 (2 x 8 connections) on bench.flexlike in sequence
+#             against flexAsynch's one-read transactions (2 threads)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -376,6 +379,19 @@ if want likeflex; then
           -t 2 -c 8 --ratio=0:100 --pipeline=1 --multi-key-get=100
         stop gw_pid
       done
+    done
+    flex_drop
+  fi
+  # Single keys: flexAsynch keys its rows by transaction and op, so one read
+  # a transaction needs a table loaded with those arguments.
+  flex_args 2 1
+  if flex_load; then
+    for round in $(seq "$ROUNDS"); do
+      run_flex likeflex get1 2 1 "$round"
+      start_ndbgate 2 --config "$tmp/likeflex.yaml"
+      KEY_PATTERN=P:P run_memtier likeflex get1_p16 ndbgate "table=flexlike keys=P:P" 1 "$round" "$gw_pid" "$NG" \
+        -t 2 -c 8 --ratio=0:1 --pipeline=16
+      stop gw_pid
     done
     flex_drop
   fi

@@ -321,25 +321,31 @@ def live_section(rows):
         out.append("")
     lf = groups.get(("likeflex",), [])
     if lf:
-        flex = [r for r in lf if r["target"] == "flexAsynch"]
-        out += ["#### 100-key reads like for like with flexAsynch (alternated, one round each in turn)", "",
-                "flexAsynch: 2 threads, 32 transactions of 100 committed reads in flight each, its own table",
+        out += ["#### Reads like for like with flexAsynch (alternated, one round each in turn)", "",
+                "flexAsynch: 2 threads, 32 transactions in flight each, of 100 committed reads (against",
+                "ndbgate's 100-key gets) or of one (against single gets at pipeline 16), on its own table",
                 "(a two-word key, one 32-byte attribute), each thread reading its rows in sequence. ndbgate:",
-                "memtier 100-key gets, 2 x 8 connections, on `bench.flexlike` (a VARBINARY(32) key, one",
+                "memtier, 2 x 8 connections, on `bench.flexlike` (a VARBINARY(32) key, one",
                 "32-byte value) or on `ndbmemcache.demo_table` (a VARCHAR(250) key, which NDB hashes and",
                 "compares padded to its full length); keys P:P (each connection its own range, in",
                 "sequence, as flexAsynch's threads) or R:R (random).", "",
-                "| target | table, keys | keys/s | gateway CPU µs/key | data node CPU µs/key | of flexAsynch's keys/s |",
-                "|---|---|---|---|---|---|"]
-        if flex:
-            out.append(f"| flexAsynch | its own, in sequence | {med([float(r['keys_per_s']) for r in flex]):,.0f} | "
-                       f"{fmt_us([per_key_us(r, 'gw_cpu_s') for r in flex])} | {fmt_us([per_key_us(r, 'ndbd_cpu_s') for r in flex])} | |")
-        for (cfg,), runs in by_key([r for r in lf if r["target"] == "ndbgate"], "config").items():
-            table, keys = (kv.split("=")[1] for kv in cfg.split())
-            share = [100 * x for x in round_ratios(runs, flex)]
-            pct = f"**{med(share):.1f} %** ({min(share):.1f}-{max(share):.1f})" if share else ""
-            out.append(f"| ndbgate | {table}, {keys} | {med([float(r['keys_per_s']) for r in runs]):,.0f} | "
-                       f"{fmt_us([per_key_us(r, 'gw_cpu_s') for r in runs])} | {fmt_us([per_key_us(r, 'ndbd_cpu_s') for r in runs])} | {pct} |")
+                "| reads | target | table, keys | keys/s | gateway CPU µs/key | data node CPU µs/key | of flexAsynch's keys/s |",
+                "|---|---|---|---|---|---|---|"]
+        # flexAsynch's workload, and ndbgate's against it
+        for fw, gw, label in (("mget100", "mget100", "100 a request"), ("get1", "get1_p16", "single keys")):
+            flex = [r for r in lf if r["target"] == "flexAsynch" and r["workload"] == fw]
+            mine = [r for r in lf if r["target"] == "ndbgate" and r["workload"] == gw]
+            if not flex and not mine:
+                continue
+            if flex:
+                out.append(f"| {label} | flexAsynch | its own, in sequence | {med([float(r['keys_per_s']) for r in flex]):,.0f} | "
+                           f"{fmt_us([per_key_us(r, 'gw_cpu_s') for r in flex])} | {fmt_us([per_key_us(r, 'ndbd_cpu_s') for r in flex])} | |")
+            for (cfg,), runs in by_key(mine, "config").items():
+                table, keys = (kv.split("=")[1] for kv in cfg.split())
+                share = [100 * x for x in round_ratios(runs, flex)]
+                pct = f"**{med(share):.1f} %** ({min(share):.1f}-{max(share):.1f})" if share else ""
+                out.append(f"| {label} | ndbgate | {table}, {keys} | {med([float(r['keys_per_s']) for r in runs]):,.0f} | "
+                           f"{fmt_us([per_key_us(r, 'gw_cpu_s') for r in runs])} | {fmt_us([per_key_us(r, 'ndbd_cpu_s') for r in runs])} | {pct} |")
         out.append("")
     return out
 
