@@ -28,8 +28,7 @@ import (
 // 100-key gets); with eight ways about 95 % hit.
 type partitionMemo struct {
 	seed    maphash.Seed
-	entries []atomic.Uint64 // 0: empty; len is a multiple of memoWays
-	buckets uint64          // len(entries) / memoWays, a power of two
+	entries []atomic.Uint64 // 0: empty; len is a power of two, at least memoWays
 }
 
 // memoWays is the entries of a bucket: 64 bytes, one cache line (Go aligns
@@ -45,7 +44,7 @@ const noPartition = -1
 // newPartitionMemo makes a memo of entries entries, a power of two of at
 // least memoWays.
 func newPartitionMemo(entries int) *partitionMemo {
-	return &partitionMemo{seed: maphash.MakeSeed(), entries: make([]atomic.Uint64, entries), buckets: uint64(entries / memoWays)}
+	return &partitionMemo{seed: maphash.MakeSeed(), entries: make([]atomic.Uint64, entries)}
 }
 
 // hash is the memo hash of a key's native columns, concatenated in buf with
@@ -66,7 +65,9 @@ func (m *partitionMemo) hash(buf []byte, lens ...int) uint64 {
 }
 
 // bucket is the first entry of h's bucket.
-func (m *partitionMemo) bucket(h uint64) int { return int(h&(m.buckets-1)) * memoWays }
+func (m *partitionMemo) bucket(h uint64) int {
+	return int(h&uint64(len(m.entries)/memoWays-1)) * memoWays
+}
 
 // get returns the partition remembered for the key of hash h, or noPartition.
 func (m *partitionMemo) get(h uint64) int {

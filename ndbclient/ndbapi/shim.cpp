@@ -281,11 +281,11 @@ class LentVectors {
  public:
   LentVectors(std::vector<Op> &ops, std::vector<OpVectors> &spare) : ops_(ops), spare_(spare) {
     if (spare_.size() < ops_.size()) spare_.resize(ops_.size());
-    swapAll();
+    for (size_t i = 0; i < ops_.size(); i++) swap(i);
   }
   ~LentVectors() {
-    swapAll();
     for (size_t i = 0; i < ops_.size(); i++) {
+      swap(i);
       OpVectors &v = spare_[i];
       v.key.clear();
       v.set.clear();
@@ -296,14 +296,10 @@ class LentVectors {
   LentVectors &operator=(const LentVectors &) = delete;
 
  private:
-  void swapAll() {
-    for (size_t i = 0; i < ops_.size(); i++) {
-      Op &op = ops_[i];
-      OpVectors &v = spare_[i];
-      op.key.swap(v.key);
-      op.set.swap(v.set);
-      op.read.swap(v.read);
-    }
+  void swap(size_t i) {
+    ops_[i].key.swap(spare_[i].key);
+    ops_[i].set.swap(spare_[i].set);
+    ops_[i].read.swap(spare_[i].read);
   }
   std::vector<Op> &ops_;
   std::vector<OpVectors> &spare_;
