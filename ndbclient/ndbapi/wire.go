@@ -482,30 +482,21 @@ func (c *tableCache) get(t *ndbclient.Table) (*tableInfo, error) {
 	return c.ti, nil
 }
 
-// wireKind is the shim's code for an op kind (a switch, not a map: it runs
-// once per op).
+// wireKinds is the shim's code for each op kind; 0 (no code starts at 0)
+// marks a kind the shim does not know. An array, not a map: it is read
+// once per op.
+var wireKinds = [...]byte{
+	ndbclient.OpRead: kindRead, ndbclient.OpInsert: kindInsert, ndbclient.OpUpdate: kindUpdate,
+	ndbclient.OpWrite: kindWrite, ndbclient.OpDelete: kindDelete, ndbclient.OpCondUpdate: kindCondUpdate,
+	ndbclient.OpAdd: kindAdd, ndbclient.OpAppend: kindAppend, ndbclient.OpDeleteAll: kindDeleteAll,
+}
+
+// wireKind is the shim's code for an op kind.
 func wireKind(k ndbclient.OpKind) (byte, bool) {
-	switch k {
-	case ndbclient.OpRead:
-		return kindRead, true
-	case ndbclient.OpInsert:
-		return kindInsert, true
-	case ndbclient.OpUpdate:
-		return kindUpdate, true
-	case ndbclient.OpWrite:
-		return kindWrite, true
-	case ndbclient.OpDelete:
-		return kindDelete, true
-	case ndbclient.OpCondUpdate:
-		return kindCondUpdate, true
-	case ndbclient.OpAdd:
-		return kindAdd, true
-	case ndbclient.OpAppend:
-		return kindAppend, true
-	case ndbclient.OpDeleteAll:
-		return kindDeleteAll, true
+	if int(k) >= len(wireKinds) || wireKinds[k] == 0 {
+		return 0, false
 	}
-	return 0, false
+	return wireKinds[k], true
 }
 
 // encodeRound builds the request for ops; tables resolves each op's table.

@@ -309,3 +309,17 @@ func FuzzDecode(f *testing.F) {
 		_ = decodeResults(resp, ops, nil, tables)
 	})
 }
+
+func TestWireKindKnowsEveryKindAndNoOther(t *testing.T) {
+	codes := map[byte]bool{}
+	for k := ndbclient.OpRead; k <= ndbclient.OpDeleteAll; k++ {
+		code, ok := wireKind(k)
+		assert.True(t, ok, "kind %d", k)
+		assert.False(t, codes[code], "kind %d shares code %d", k, code)
+		codes[code] = true
+	}
+	for _, k := range []ndbclient.OpKind{0, ndbclient.OpDeleteAll + 1, 255} {
+		_, ok := wireKind(k)
+		assert.False(t, ok, "kind %d", k)
+	}
+}
