@@ -69,6 +69,17 @@ func (s *Service) count(r *Request) {
 			add(StatTouchMisses, uint64(len(r.Items))-hits)
 		}
 	case VerbSet, VerbAdd, VerbReplace, VerbAppend, VerbPrepend:
+		if len(r.sets) > 0 {
+			var stored uint64
+			for i := range r.Items {
+				if r.Items[i].Hit {
+					stored++
+				}
+			}
+			add(StatCmdSet, uint64(len(r.sets)))
+			add(StatTotalItems, stored)
+			break
+		}
 		add(StatCmdSet, 1)
 		if r.Outcome == OutcomeStored {
 			add(StatTotalItems, 1)

@@ -23,6 +23,7 @@ const (
 	stageVivify      // insert of the empty item of a meta get with N
 	stageStaleCheck  // read of the cas an invalidating meta set compares against
 	stageStaleStore  // store of an invalidating meta set with an older cas
+	stageSets        // the stores of a set of several keys (AddSet)
 )
 
 // pass is which client a get's current batch went to.
@@ -95,12 +96,14 @@ func (r *Request) batchDone(_ *ndbclient.Batch, err error) {
 		r.staleCheckDone()
 	case stageStaleStore:
 		r.staleStoreDone()
+	case stageSets:
+		r.setsDone()
 	}
 }
 
 // finish invalidates local copies of written caching keys and reports.
 func (r *Request) finish() {
-	if r.Verb != VerbGet && r.Verb != VerbGat && len(r.targets) == 1 {
+	if r.Verb != VerbGet && r.Verb != VerbGat && len(r.targets) == 1 && len(r.sets) == 0 { // setsDone invalidates its own
 		if t := r.targets[0]; t.route != nil && t.route.Policy == PolicyCaching && r.Outcome != OutcomeNotStored {
 			r.invalidateLocal(t)
 		}

@@ -41,7 +41,7 @@ const (
 	OutcomeDeleted
 	OutcomeTouched
 	OutcomeNumber // incr/decr: Number holds the new value
-	OutcomeValues // get/gat: Items hold per-key results
+	OutcomeValues // get/gat, and a set of several keys: Items hold per-key results
 	OutcomeError  // Err holds a canonical ndbclient error
 )
 
@@ -118,6 +118,9 @@ type Request struct {
 	keyBuf  []byte
 	keyEnds []int
 	value   []byte
+	// sets holds, for a set of several keys (AddSet), each key's end of
+	// its value in value, flags and exptime.
+	sets []keySet
 
 	svc     *Service
 	targets []keyTarget
@@ -136,6 +139,13 @@ type Request struct {
 	fields                 [][]byte
 	textBuf                []byte
 	onBatch                func(*ndbclient.Batch, error)
+}
+
+// keySet is one key's item in a set of several keys.
+type keySet struct {
+	valueEnd int
+	flags    uint32
+	exptime  int64
 }
 
 // keyTarget is where one key of the request goes.
@@ -161,6 +171,7 @@ func (r *Request) Reset() {
 	r.keyBuf = r.keyBuf[:0]
 	r.keyEnds = r.keyEnds[:0]
 	r.value = r.value[:0]
+	r.sets = r.sets[:0]
 	r.targets = r.targets[:0]
 	r.attempts = 0
 	r.abandoned.Store(false)
@@ -194,6 +205,25 @@ func (r *Request) Key(i int) []byte {
 
 // SetValue copies the data of a store.
 func (r *Request) SetValue(v []byte) { r.value = append(r.value[:0], v...) }
+
+// AddSet adds one key of a set of several (VerbSet only), with its own
+// value, flags and exptime: the keys are stored in one backend batch, each
+// on its own, and Items hold each key's result (Service.Do). A request takes
+// either AddSet or AddKey with SetValue, not both.
+func (r *Request) AddSet(key, value []byte, flags uint32, exptime int64) {
+	r.AddKey(key)
+	r.value = append(r.value, value...)
+	r.sets = append(r.sets, keySet{valueEnd: len(r.value), flags: flags, exptime: exptime})
+}
+
+// setValue is key i's value of a set of several keys.
+func (r *Request) setValue(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = r.sets[i-1].valueEnd
+	}
+	return r.value[start:r.sets[i].valueEnd]
+}
 
 // Value returns the data of a store.
 func (r *Request) Value() []byte { return r.value }

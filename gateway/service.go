@@ -45,6 +45,9 @@ type Service struct {
 
 	flushMu    sync.Mutex
 	flushTimer *time.Timer
+	// oneWritePath: every route writes through the same client, so any keys
+	// can share a multi-key set (AddSet).
+	oneWritePath bool
 }
 
 // New validates the routes and builds a Service.
@@ -75,6 +78,12 @@ func New(o Options) (*Service, error) {
 	}
 	s := &Service{backend: o.Backend, local: o.Local, router: r, itemMax: o.ItemSizeMax, log: o.Logger, now: o.Now, started: o.Now(), stats: shardmetrics.NewCounters(int(numStats))}
 	s.containers = s.Containers()
+	local, other := false, false
+	for _, rt := range o.Routes {
+		local = local || rt.Policy == PolicyLocal
+		other = other || rt.Policy != PolicyLocal
+	}
+	s.oneWritePath = !(local && other)
 	// CAS values must differ across restarts of a gateway sharing a persistent
 	// cluster, so there the sequence starts at the clock in microseconds; it then
 	// grows by one per write, which stays ahead of the clock below a million
@@ -146,6 +155,11 @@ func (s *Service) largestRow(t *ndbclient.Table) (int, bool) {
 }
 
 func (s *Service) nextCas() uint64 { return s.casSeq.Add(1) }
+
+// SetsCanShareABatch reports whether any keys may go in one multi-key set
+// (Request.AddSet): every route writes through the same client. Otherwise a
+// key whose route writes elsewhere than the first key's fails.
+func (s *Service) SetsCanShareABatch() bool { return s.oneWritePath }
 
 // Containers lists the distinct containers behind the routes.
 func (s *Service) Containers() []*Container {
@@ -283,7 +297,7 @@ func (s *Service) Do(r *Request) {
 		if rt == nil {
 			rt, stripped = s.router.match(k)
 		}
-		if rt == nil && r.Verb != VerbGet && r.Verb != VerbGat {
+		if rt == nil && r.Verb != VerbGet && r.Verb != VerbGat && len(r.sets) == 0 {
 			r.fail(errNoRoute)
 			r.finish()
 			return
@@ -293,7 +307,13 @@ func (s *Service) Do(r *Request) {
 	switch r.Verb {
 	case VerbGet, VerbGat:
 		r.startGet()
-	case VerbSet, VerbAdd, VerbReplace, VerbCas, VerbDelete, VerbTouch, VerbUnlink:
+	case VerbSet:
+		if len(r.sets) > 0 {
+			r.startSets()
+		} else {
+			r.startWrite()
+		}
+	case VerbAdd, VerbReplace, VerbCas, VerbDelete, VerbTouch, VerbUnlink:
 		r.startWrite()
 	case VerbAppend, VerbPrepend:
 		r.startAppend()

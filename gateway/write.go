@@ -8,12 +8,7 @@ import (
 
 // writeClient is where a single-key write goes: caching keys are written to the
 // backend (finish then drops the local copy).
-func (r *Request) writeClient() *ndbclient.Client {
-	if r.targets[0].route.Policy == PolicyLocal {
-		return r.svc.local
-	}
-	return r.svc.backend
-}
+func (r *Request) writeClient() *ndbclient.Client { return r.clientOf(&r.targets[0]) }
 
 // firstOp prepares op 0 for the request's single key.
 func (r *Request) firstOp(kind ndbclient.OpKind) (*ndbclient.Op, *Container, bool) {
@@ -541,5 +536,87 @@ func (r *Request) createDone() {
 		r.fail(o.Err)
 		r.NewCas = 0
 	}
+	r.finish()
+}
+
+// ---- a set of several keys ----
+
+// startSets stores the keys of a set of several (AddSet) in one batch, each
+// an op of its own: a pipelining client's run of sets costs one request.
+// Item i is key i's result: Hit when stored, with the new version's Cas, or
+// Err. A key that cannot be stored as it is (no route, a key or value its
+// container refuses) fails alone.
+func (r *Request) startSets() {
+	r.Items = r.Items[:0]
+	n := 0
+	var cl *ndbclient.Client
+	for i := range r.targets {
+		r.Items = append(r.Items, Item{Key: r.Key(i)})
+		it := &r.Items[i]
+		t := &r.targets[i]
+		if t.route == nil {
+			it.Err = errNoRoute
+			continue
+		}
+		if c := r.clientOf(t); cl == nil {
+			cl = c
+		} else if c != cl {
+			it.Err = errMixedSets
+			continue
+		}
+		c := t.route.Container
+		o := r.op(n)
+		o.Kind, o.Table, o.Tag = ndbclient.OpWrite, c.Table, i
+		var err error
+		if o.Key, err = r.keyValues(c, t.key, o.Key); err == nil {
+			err = r.setValueColumns(c, o, r.setValue(i))
+		}
+		if err != nil {
+			it.Err = err
+			continue
+		}
+		ks := &r.sets[i]
+		setUint(o, c.FlagsColumn, uint64(ks.flags))
+		it.Cas = r.newCas()
+		setUint(o, c.CasColumn, it.Cas)
+		setUint(o, c.ExpireColumn, r.svc.expireAt(ks.exptime))
+		setMath(c, o, r.setValue(i))
+		n++
+	}
+	if n == 0 {
+		r.batch.Reset() // setsDone reads the ops of the batch
+		r.setsDone()
+		return
+	}
+	r.submit(cl, stageSets, 0, n)
+}
+
+// errMixedSets refuses a key of a set of several whose route writes through
+// another client than the first key's: one request is one batch.
+var errMixedSets = ndbclient.Errorf(ndbclient.CodeInvalidArgument, "keys of one multi-key set must share a write path (local or backend)")
+
+// clientOf is the client a write of target t goes to.
+func (r *Request) clientOf(t *keyTarget) *ndbclient.Client {
+	if t.route.Policy == PolicyLocal {
+		return r.svc.local
+	}
+	return r.svc.backend
+}
+
+func (r *Request) setsDone() {
+	for _, o := range r.batch.Ops {
+		it := &r.Items[o.Tag]
+		if o.Err != nil {
+			it.Err, it.Cas = o.Err, 0
+		} else {
+			it.Hit = true
+		}
+	}
+	for i := range r.targets {
+		if t := r.targets[i]; t.route != nil && t.route.Policy == PolicyCaching && r.Items[i].Hit {
+			r.invalidateLocal(t)
+		}
+	}
+	r.Outcome = OutcomeValues
 	r.finish()
 }
