@@ -151,6 +151,9 @@ func (cs *connState) Closed() {
 		if p.req != nil { // nobody will read its reply: drop what is not sent yet
 			p.req.Abandon()
 		}
+		if p.hasSets {
+			p.sets.Abandon()
+		}
 		if p.elsewhere { // its reply will never be flushed
 			p.elsewhere = false
 			s.handoffs.Add(cs.shard, handoffsSettled, 1)
@@ -302,10 +305,10 @@ func (cs *connState) refuse(cmd *Command, res Result) (int, stop) {
 	return res.N, stopNone
 }
 
-// start starts a parsed command of n bytes: a batchable get joins the get
-// run, anything else closes it and is dispatched.
+// start starts a parsed command of n bytes: a batchable get or set joins
+// the connection's run, anything else closes it and is dispatched.
 func (cs *connState) start(cmd *Command, n int) (int, stop) {
-	batch := batchable(cmd)
+	batch := cs.srv.batchable(cmd)
 	if !batch || !cs.run.joins(cmd) {
 		cs.run.close()
 	}
@@ -348,17 +351,31 @@ func (cs *connState) conflicts(cmd *Command) bool {
 	w := writesKeys(cmd)
 	var hashes []uint64 // cmd's, made at the first command to compare with
 	for _, p := range cs.queue {
-		if p.state.Load() == stateDone || (!w && !p.writes) || p.req.NumKeys() == 0 {
+		if p.state.Load() == stateDone {
+			continue
+		}
+		// A run's sets write their keys; its other keys as p.writes says.
+		reqKeys := (w || p.writes) && p.req.NumKeys() > 0
+		if !reqKeys && !p.hasSets {
 			continue
 		}
 		if hashes == nil {
 			hashes = cs.scratch.hashKeys(cmd)
 		}
-		for _, pk := range p.keyHashes() {
-			for _, h := range hashes {
-				if pk == h {
-					return true
-				}
+		gets, sets := p.keyHashes()
+		if reqKeys && anyEqual(gets, hashes) || anyEqual(sets, hashes) {
+			return true
+		}
+	}
+	return false
+}
+
+// anyEqual reports whether a and b share a value.
+func anyEqual(a, b []uint64) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				return true
 			}
 		}
 	}

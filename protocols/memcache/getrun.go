@@ -2,12 +2,18 @@ package memcache
 
 import "github.com/ndbgate/ndbgate/gateway"
 
-// getRun collects a run of gets into one request, one backend batch: binary
-// gets of one verb, quiet or not (GET, GETQ, GETKQ, ...: a pipelined client's
-// gets read as one multi-get, and each still gets its own reply), or meta
-// gets (mg ... q, ended by one without q). A command that cannot join, a
-// piece's worth of keys, the connection's command budget, or the end of its
-// input closes the run, and closing starts its request.
+// getRun collects a run of commands into one queued command and at most two
+// requests, one backend batch each: binary gets of one verb, quiet or not
+// (GET, GETQ, GETKQ, ...), with binary sets (SET or SETQ without a cas)
+// among them, or meta gets (mg ... q, ended by one without q). A pipelining
+// client's gets then read as one multi-get and its sets store as one
+// multi-key set (gateway.Request.AddSet), while each command still gets its
+// own reply, in arrival order (encodeBinaryRun). A command on a key the run
+// already holds, where either writes it, waits for the run (conflicts), so
+// the run's two requests share no key and their order does not matter. A
+// command that cannot join, a piece's worth of keys, setRunBytes of values,
+// the connection's command budget, or the end of its input closes the run,
+// and closing starts its requests.
 type getRun struct {
 	cs *connState
 	p  *pending // the open run's command; nil: none open
@@ -18,17 +24,26 @@ type getRun struct {
 	piece int
 }
 
-// batchable reports whether a command is a binary get-family one, or a meta
-// get, that can share a batch with its neighbours.
-func batchable(cmd *Command) bool {
+// setRunBytes bounds the values a run's sets hold: a pipeline of large sets
+// goes in several requests.
+const setRunBytes = 64 << 10
+
+// batchable reports whether a command can share a run with its neighbours:
+// a binary get-family one, a binary set without a cas where any keys may
+// share a request (Server.setRuns), or a meta get.
+func (s *Server) batchable(cmd *Command) bool {
 	if cmd.Binary {
-		return cmd.Kind == CmdGet || cmd.Kind == CmdGat || cmd.Kind == CmdTouch
+		return cmd.Kind == CmdGet || cmd.Kind == CmdGat || cmd.Kind == CmdTouch || isRunSet(cmd) && s.setRuns
 	}
 	return metaGetBatchable(cmd)
 }
 
-// joins reports whether a batchable cmd can join the open run: the same
-// verb, and the same options.
+// isRunSet reports whether a binary command is a set a run can take.
+func isRunSet(cmd *Command) bool { return cmd.Kind == CmdSet && cmd.Cas == 0 }
+
+// joins reports whether a batchable cmd can join the open run: a set joins
+// any binary run, a get one whose gets (if any yet) have its verb and
+// options.
 func (r *getRun) joins(cmd *Command) bool {
 	if r.p == nil {
 		return false
@@ -39,6 +54,9 @@ func (r *getRun) joins(cmd *Command) bool {
 	}
 	if r.p.kind == CmdMetaGet {
 		return false
+	}
+	if isRunSet(cmd) || req.NumKeys() == 0 {
+		return true
 	}
 	if cmd.Kind == CmdGet {
 		return req.Verb == gateway.VerbGet
@@ -53,18 +71,9 @@ func (r *getRun) open(cmd *Command) {
 		r.p = cs.newPending(dialectMeta, CmdMetaGet, false)
 		metaGetOptions(r.p.req, cmd)
 	} else {
-		kind := cmd.Kind
-		if kind == CmdTouch {
-			kind = CmdGat
-		}
-		r.p = cs.newPending(dialectBinary, kind, false)
+		r.p = cs.newPending(dialectBinary, cmd.Kind, false)
 		r.p.bin.opcode, r.p.bin.opaque = cmd.Opcode, cmd.Opaque
-		r.p.req.Verb = gateway.VerbGet
-		if kind == CmdGat {
-			r.p.req.Verb, r.p.req.Exptime = gateway.VerbGat, cmd.Exptime
-		}
 	}
-	r.p.writes = writesKeys(cmd)
 	r.piece = 0
 }
 
@@ -75,11 +84,27 @@ func (r *getRun) add(cmd *Command) {
 		r.open(cmd)
 	}
 	p := r.p
+	if cmd.Binary && isRunSet(cmd) { // its key is in setKeys, which write
+		sets := p.setRequest()
+		sets.AddSet(cmd.Keys[0], cmd.Data, cmd.Flags, cmd.Exptime)
+		p.bin.keys = append(p.bin.keys, binKey{cmd.Opcode, cmd.Opaque, true})
+		if len(sets.Value()) >= setRunBytes {
+			r.close()
+		}
+		return
+	}
+	if cmd.Binary && p.req.NumKeys() == 0 { // the run's first get sets its verb
+		p.req.Verb = gateway.VerbGet
+		if cmd.Kind == CmdGat || cmd.Kind == CmdTouch {
+			p.req.Verb, p.req.Exptime = gateway.VerbGat, cmd.Exptime
+		}
+	}
+	p.writes = p.writes || writesKeys(cmd) // a GAT's
 	p.req.AddKey(cmd.Keys[0])
 	if cmd.Kind == CmdMetaGet {
 		p.addMeta(cmd)
 	} else {
-		p.bin.keys = append(p.bin.keys, binKey{cmd.Opcode, cmd.Opaque})
+		p.bin.keys = append(p.bin.keys, binKey{cmd.Opcode, cmd.Opaque, false})
 	}
 	if !cmd.Quiet && cmd.Kind == CmdMetaGet {
 		r.close()
@@ -103,7 +128,7 @@ func (s *Server) pieceFloor() int {
 	return max(1, gateway.MultiGetPieceBytes/max(1, s.svc.ItemSizeMax()))
 }
 
-// close starts the open run's request, if a run is open.
+// close starts the open run's requests, if a run is open.
 func (r *getRun) close() {
 	if p := r.p; p != nil {
 		r.p = nil

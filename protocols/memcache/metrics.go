@@ -98,15 +98,16 @@ func monoNanos() int64 { return transport.Nanos() }
 // observe counts p, done at now (monoNanos).
 func (m *serverMetrics) observe(p *pending, now int64) {
 	o := outcomeOK
-	switch p.req.Outcome {
+	r := p.result()
+	switch r.Outcome {
 	case gateway.OutcomeNotFound, gateway.OutcomeNotStored, gateway.OutcomeExists:
 		o = outcomeMiss
 	case gateway.OutcomeError:
 		o = outcomeServerError
-		if isClientError(p.req.Err) {
+		if isClientError(r.Err) {
 			o = outcomeClientError
 		}
-		if ndbclient.CodeOf(p.req.Err) == ndbclient.CodeTooLarge {
+		if ndbclient.CodeOf(r.Err) == ndbclient.CodeTooLarge {
 			m.stats.Add(p.cs.shard, statStoreTooLarge, 1)
 		}
 	case gateway.OutcomeNone:

@@ -38,10 +38,18 @@ const (
 	stateDone
 )
 
-// pending is one command awaiting its turn to reply.
+// pending is one command awaiting its turn to reply, or one run of them
+// (getRun).
 type pending struct {
-	cs      *connState
-	req     *gateway.Request
+	cs  *connState
+	req *gateway.Request
+	// sets is a binary run's set request (hasSets: in use by this run),
+	// made the first time a run needs one and kept with the pending.
+	sets    *gateway.Request
+	hasSets bool
+	// parts counts the requests still to complete: the pending is done at
+	// zero.
+	parts   atomic.Int32
 	kind    CommandKind
 	dialect dialect
 	noreply bool
@@ -57,6 +65,9 @@ type pending struct {
 	// keys holds their hashes, made only once a conflict check needs them.
 	writes bool
 	keys   []uint64
+	// setKeys holds the hashes of a run's sets' keys, which it writes
+	// whatever writes says.
+	setKeys []uint64
 	// elsewhere: completing on another goroutine, counted in Server.handoffs
 	// until flushed.
 	elsewhere bool
@@ -75,10 +86,12 @@ type binReply struct {
 	keys   []binKey
 }
 
-// binKey is the opcode and opaque of one key of a binary get run.
+// binKey is the opcode and opaque of one command of a binary run; set
+// says which request holds its key.
 type binKey struct {
 	opcode uint8
 	opaque uint32
+	set    bool
 }
 
 // metaReply is per command, or per key of an mg run, its flags and key as
@@ -109,7 +122,7 @@ func (cs *connState) newPending(d dialect, kind CommandKind, noreply bool) *pend
 	}
 	p.cs = cs
 	p.kind, p.dialect, p.noreply, p.fixed, p.render, p.barrier = kind, d, noreply, p.fixed[:0], nil, false
-	p.writes, p.keys = false, p.keys[:0]
+	p.writes, p.keys, p.setKeys, p.hasSets = false, p.keys[:0], p.setKeys[:0], false
 	p.bin = binReply{keys: p.bin.keys[:0]}
 	p.meta = metaReply{keys: p.meta.keys[:0], buf: p.meta.buf[:0]}
 	p.text = textReply{}
@@ -118,6 +131,7 @@ func (cs *connState) newPending(d dialect, kind CommandKind, noreply bool) *pend
 		p.start = monoNanos()
 	}
 	p.req.Reset()
+	p.parts.Store(1)
 	p.state.Store(stateSubmitting)
 	cs.queue = append(cs.queue, p)
 	return p
@@ -131,8 +145,39 @@ func (cs *connState) newBinPending(cmd *Command) *pending {
 	return p
 }
 
-// complete runs when the gateway finishes a request, on any goroutine.
+// setRequest is the run's set request, reset for this run at its first set.
+func (p *pending) setRequest() *gateway.Request {
+	if !p.hasSets {
+		if p.sets == nil {
+			p.sets = p.cs.srv.svc.NewRequest()
+			p.sets.Shard = p.req.Shard
+			p.sets.Done = p.onDone
+		}
+		p.sets.Reset()
+		p.sets.Verb = gateway.VerbSet
+		p.hasSets = true
+	}
+	return p.sets
+}
+
+// result is the request whose outcome is p's: a failed one, else the
+// get request of a run that has gets, else its set request.
+func (p *pending) result() *gateway.Request {
+	if !p.hasSets || p.req.Outcome == gateway.OutcomeError {
+		return p.req
+	}
+	if p.sets.Outcome == gateway.OutcomeError || p.req.NumKeys() == 0 {
+		return p.sets
+	}
+	return p.req
+}
+
+// complete runs when the gateway finishes one of p's requests, on any
+// goroutine.
 func (p *pending) complete(*gateway.Request) {
+	if p.parts.Add(-1) > 0 {
+		return // the run's other request is still running
+	}
 	cs := p.cs // once done is stored, the loop may flush p and reuse it elsewhere
 	if p.state.CompareAndSwap(stateSubmitting, stateDone) {
 		return // inline: the loop flushes after Do returns
@@ -155,7 +200,16 @@ func (cs *connState) waiting(p *pending) {
 
 // do hands the request to the gateway.
 func (cs *connState) do(p *pending) {
-	cs.srv.svc.Do(p.req)
+	switch {
+	case !p.hasSets:
+		cs.srv.svc.Do(p.req)
+	case p.req.NumKeys() == 0: // a run of sets only
+		cs.srv.svc.Do(p.sets)
+	default:
+		p.parts.Store(2)
+		cs.srv.svc.Do(p.sets)
+		cs.srv.svc.Do(p.req)
+	}
 	cs.waiting(p)
 	if p.state.Load() == stateDone {
 		cs.unflushed += p.replyBytes()
@@ -201,12 +255,15 @@ func writesKeys(cmd *Command) bool {
 
 var keySeed = maphash.MakeSeed()
 
-// keyHashes returns the hashes of p's keys, hashing those added since the
-// last call. Called only while p is not done: its keys do not change then,
-// but for those an open get run adds.
-func (p *pending) keyHashes() []uint64 {
+// keyHashes returns the hashes of the keys of p's request and of its run's
+// sets, hashing those added since the last call. Called only while p is not
+// done: its keys do not change then, but for those an open run adds.
+func (p *pending) keyHashes() (req, sets []uint64) {
 	for i := len(p.keys); i < p.req.NumKeys(); i++ {
 		p.keys = append(p.keys, maphash.Bytes(keySeed, p.req.Key(i)))
 	}
-	return p.keys
+	for i := len(p.setKeys); p.hasSets && i < p.sets.NumKeys(); i++ {
+		p.setKeys = append(p.setKeys, maphash.Bytes(keySeed, p.sets.Key(i)))
+	}
+	return p.keys, p.setKeys
 }

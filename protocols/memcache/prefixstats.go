@@ -56,13 +56,27 @@ func (ps *prefixStats) counts(key []byte) *prefixCounts {
 // record counts a finished command, where memcached counts it: text and
 // binary gets (each key, with its hit), storage commands and deletes.
 func (ps *prefixStats) record(p *pending) {
-	if p.kind.IsMeta() || p.req.Outcome == gateway.OutcomeNone {
-		return // meta, or a reply made without the gateway (an error, stats)
+	if p.kind.IsMeta() {
+		return
 	}
-	r := p.req
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	switch p.kind {
+	if p.hasSets { // a binary run's sets
+		for i := 0; i < p.sets.NumKeys(); i++ {
+			if c := ps.counts(p.sets.Key(i)); c != nil {
+				c.sets++
+			}
+		}
+	}
+	r := p.req
+	if r.Outcome == gateway.OutcomeNone {
+		return // a reply made without the gateway (an error, stats), or a run of sets only
+	}
+	kind := p.kind
+	if len(p.bin.keys) > 0 {
+		kind = CmdGet // a binary run's req holds its gets
+	}
+	switch kind {
 	case CmdGet, CmdGets, CmdGat, CmdGats:
 		for i := range r.Items {
 			if c := ps.counts(r.Items[i].Key); c != nil {

@@ -11,7 +11,7 @@ import (
 // its dialect's encoder's. This file's encoders and meta_conn.go's are the
 // one place canonical errors become memcached replies.
 func (cs *connState) encode(dst []byte, p *pending) []byte {
-	if p.req.Outcome == gateway.OutcomeNone || len(p.fixed) > 0 {
+	if p.result().Outcome == gateway.OutcomeNone || len(p.fixed) > 0 {
 		return append(dst, p.fixed...)
 	}
 	switch p.dialect {
@@ -101,29 +101,10 @@ func itemFailed(r *gateway.Request) bool {
 // encodeBinary appends p's binary reply: quiet commands say nothing on success
 // (quiet gets nothing on a miss), errors are always sent.
 func (cs *connState) encodeBinary(dst []byte, p *pending) []byte {
+	if len(p.bin.keys) > 0 {
+		return cs.encodeBinaryRun(dst, p)
+	}
 	r := p.req
-	if r.Outcome == gateway.OutcomeValues {
-		for i := range r.Items {
-			dst = cs.spill(dst)
-			it, bk := &r.Items[i], p.bin.keys[i]
-			switch {
-			case it.Err != nil:
-				dst = appendBinError(dst, bk.opcode, bk.opaque, binStatusOf(it.Err))
-			case it.Hit:
-				dst = appendBinValue(dst, bk.opcode, bk.opaque, it.Key, it.Flags, it.Value, it.Cas, bk.opcode != opTouch)
-			case !binQuiet(bk.opcode):
-				dst = appendBinMiss(dst, bk.opcode, bk.opaque, it.Key)
-			}
-		}
-		return dst
-	}
-	if len(p.bin.keys) > 0 { // a get run that failed whole: each command hears why
-		status := binStatusOf(r.Err)
-		for _, bk := range p.bin.keys {
-			dst = appendBinError(cs.spill(dst), bk.opcode, bk.opaque, status)
-		}
-		return dst
-	}
 	status := uint16(statusOK)
 	switch r.Outcome {
 	case gateway.OutcomeStored, gateway.OutcomeDeleted, gateway.OutcomeTouched:
@@ -154,6 +135,41 @@ func (cs *connState) encodeBinary(dst []byte, p *pending) []byte {
 		status = binStatusOf(r.Err)
 	}
 	return appendBinError(dst, p.bin.opcode, p.bin.opaque, status)
+}
+
+// encodeBinaryRun answers each command of a binary run (getRun) in the
+// order they came: a get from the run's get request, a set from its set
+// request. A request that failed whole answers each of its commands with
+// its error.
+func (cs *connState) encodeBinaryRun(dst []byte, p *pending) []byte {
+	gets, sets := p.req, p.sets
+	g, s := 0, 0
+	for _, bk := range p.bin.keys {
+		dst = cs.spill(dst)
+		r, i := gets, &g
+		if bk.set {
+			r, i = sets, &s
+		}
+		if r.Outcome != gateway.OutcomeValues {
+			dst = appendBinError(dst, bk.opcode, bk.opaque, binStatusOf(r.Err))
+			continue
+		}
+		it := &r.Items[*i]
+		*i++
+		switch {
+		case it.Err != nil:
+			dst = appendBinError(dst, bk.opcode, bk.opaque, binStatusOf(it.Err))
+		case bk.set:
+			if !binQuiet(bk.opcode) {
+				dst = appendBinHeader(dst, bk.opcode, 0, 0, statusOK, 0, bk.opaque, it.Cas)
+			}
+		case it.Hit:
+			dst = appendBinValue(dst, bk.opcode, bk.opaque, it.Key, it.Flags, it.Value, it.Cas, bk.opcode != opTouch)
+		case !binQuiet(bk.opcode):
+			dst = appendBinMiss(dst, bk.opcode, bk.opaque, it.Key)
+		}
+	}
+	return dst
 }
 
 // binStatusOf maps a canonical error onto a binary status.
