@@ -71,7 +71,11 @@ func (r *getRun) open(cmd *Command) {
 		r.p = cs.newPending(dialectMeta, CmdMetaGet, false)
 		metaGetOptions(r.p.req, cmd)
 	} else {
-		r.p = cs.newPending(dialectBinary, cmd.Kind, false)
+		kind := cmd.Kind
+		if kind == CmdTouch {
+			kind = CmdGat // a run of touches is a gat that reads nothing back
+		}
+		r.p = cs.newPending(dialectBinary, kind, false)
 		r.p.bin.opcode, r.p.bin.opaque = cmd.Opcode, cmd.Opaque
 	}
 	r.piece = 0
