@@ -47,6 +47,19 @@ def test_binary_multi_get_is_served(bclient):
     assert got == values
 
 
+def test_binary_set_multi_is_stored_key_by_key(bclient):
+    # libmemcached sends set_multi as pipelined SETQs: the server stores them
+    # as one batch, and each key keeps its own flags (pylibmc's marks for
+    # an int and for bytes); a later set_multi of the same keys wins.
+    first = {"pl:sm:%03d" % i: ("a%d" % i).encode() for i in range(300)}
+    assert bclient.set_multi(first) == []
+    second = {k: i for i, k in enumerate(sorted(first)) if i % 2}
+    assert bclient.set_multi(second) == []
+    got = bclient.get_multi(sorted(first))
+    for i, k in enumerate(sorted(first)):
+        assert got[k] == (i if i % 2 else first[k]), k
+
+
 def test_binary_incr_decr(bclient):
     assert bclient.set("pl:n", b"10") is True
     assert bclient.incr("pl:n", 5) == 15
