@@ -54,12 +54,7 @@ func (s *Service) count(r *Request) {
 	add := statShard{s.stats, r.Shard}.add
 	switch r.Verb {
 	case VerbGet, VerbGat:
-		var hits uint64
-		for i := range r.Items {
-			if r.Items[i].Hit {
-				hits++
-			}
-		}
+		hits := hitItems(r.Items)
 		add(StatCmdGet, uint64(len(r.Items)))
 		add(StatGetHits, hits)
 		add(StatGetMisses, uint64(len(r.Items))-hits)
@@ -69,15 +64,9 @@ func (s *Service) count(r *Request) {
 			add(StatTouchMisses, uint64(len(r.Items))-hits)
 		}
 	case VerbSet, VerbAdd, VerbReplace, VerbAppend, VerbPrepend:
-		if len(r.sets) > 0 {
-			var stored uint64
-			for i := range r.Items {
-				if r.Items[i].Hit {
-					stored++
-				}
-			}
+		if len(r.sets) > 0 { // a set of several keys: Hit is stored
 			add(StatCmdSet, uint64(len(r.sets)))
-			add(StatTotalItems, stored)
+			add(StatTotalItems, hitItems(r.Items))
 			break
 		}
 		add(StatCmdSet, 1)
@@ -108,6 +97,17 @@ func (s *Service) count(r *Request) {
 	if r.Outcome == OutcomeError && ndbclient.CodeOf(r.Err) != ndbclient.CodeInvalidArgument {
 		add(StatBackendErrors, 1)
 	}
+}
+
+// hitItems counts the items with Hit set.
+func hitItems(items []Item) uint64 {
+	var n uint64
+	for i := range items {
+		if items[i].Hit {
+			n++
+		}
+	}
+	return n
 }
 
 // hitMiss picks the counter a keyed command's outcome adds to: none (n = 0)
