@@ -81,6 +81,9 @@ type epollLoop struct {
 	// (Output), until the turn ends; held lists those connections.
 	turn []byte
 	held []*epollConn
+	// turnRead is the bytes the current turn read: a heavy turn polls
+	// before its loop sleeps (pollBriefly).
+	turnRead int
 	// ring, if the kernel allows it, runs a turn's reads and its held
 	// replies as one syscall each (see batchRing); reading holds the
 	// connections whose reads are queued in it.
@@ -295,7 +298,14 @@ func (l *epollLoop) run() {
 			msec = 0
 		}
 		waitStart := Nanos()
-		n, errno := epollWait(l.epfd, l.events, msec, true)
+		n, errno := 0, syscall.Errno(0)
+		if l.turnRead >= spinTurnBytes { // rule 6
+			n, errno = pollBriefly(l.epfd, l.events, waitStart)
+		}
+		l.turnRead = 0
+		if errno == 0 && n == 0 {
+			n, errno = epollWait(l.epfd, l.events, msec, true)
+		}
 		if errno == 0 && n == 0 {
 			if l.finished() {
 				return
@@ -454,6 +464,7 @@ func (l *epollLoop) handle(c *epollConn, events uint32) {
 // replies whose turn has come, then sets which events c waits for.
 func (l *epollLoop) serve(c *epollConn, data []byte) {
 	c.resume = false
+	l.turnRead += len(data)
 	buf := data
 	if len(c.in) > 0 {
 		c.in = append(c.in, data...)

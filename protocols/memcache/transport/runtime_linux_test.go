@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -298,4 +299,34 @@ func longestNewPause(before, after *metrics.Float64Histogram) time.Duration {
 		}
 	}
 	return 0
+}
+
+// pollBriefly (rule 6) returns at once with an event that is ready, and
+// with none only after polling for spinNanos: it never sleeps in the
+// kernel, and never polls for long.
+func TestPollBrieflyPollsForItsSpinOnly(t *testing.T) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	require.NoError(t, err)
+	defer syscall.Close(epfd)
+	efd, _, errno := syscall.RawSyscall(syscall.SYS_EVENTFD2, 0, syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
+	require.Zero(t, errno)
+	defer syscall.Close(int(efd))
+	require.NoError(t, syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, int(efd), &syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(efd)}))
+	events := make([]syscall.EpollEvent, 4)
+
+	start := Nanos()
+	n, en := pollBriefly(epfd, events, start)
+	took := Nanos() - start
+	require.Zero(t, en)
+	require.Zero(t, n, "nothing was ready")
+	require.GreaterOrEqual(t, took, int64(spinNanos), "it polled for its spin")
+	require.Less(t, took, int64(time.Second), "and then returned")
+
+	one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
+	_, err = syscall.Write(int(efd), one)
+	require.NoError(t, err)
+	n, en = pollBriefly(epfd, events, Nanos())
+	require.Zero(t, en)
+	require.Equal(t, 1, n)
+	require.Equal(t, int32(efd), events[0].Fd)
 }
