@@ -80,6 +80,12 @@ func (h *harness) do(t *testing.T, verb gateway.Verb, value string, set func(r *
 	if set != nil {
 		set(r)
 	}
+	return h.run(t, r)
+}
+
+// run does r, which the caller has filled, and waits for it.
+func (h *harness) run(t *testing.T, r *gateway.Request) *gateway.Request {
+	t.Helper()
 	h.svc.Do(r)
 	select {
 	case <-h.done:

@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,13 +21,7 @@ func (h *harness) doSets(t *testing.T, keys, values []string, exptimes map[int]i
 	for i, k := range keys {
 		r.AddSet([]byte(k), []byte(values[i]), uint32(i), exptimes[i])
 	}
-	h.svc.Do(r)
-	select {
-	case <-h.done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("request never completed")
-	}
-	return r
+	return h.run(t, r)
 }
 
 // A set of several keys stores each with its own value, flags and expiry,
