@@ -47,8 +47,8 @@ type pending struct {
 	// made the first time a run needs one and kept with the pending.
 	sets    *gateway.Request
 	hasSets bool
-	// parts counts the requests still to complete: the pending is done at
-	// zero.
+	// parts counts, for a run with sets, its requests still to complete:
+	// it is done at zero.
 	parts   atomic.Int32
 	kind    CommandKind
 	dialect dialect
@@ -131,7 +131,6 @@ func (cs *connState) newPending(d dialect, kind CommandKind, noreply bool) *pend
 		p.start = monoNanos()
 	}
 	p.req.Reset()
-	p.parts.Store(1)
 	p.state.Store(stateSubmitting)
 	cs.queue = append(cs.queue, p)
 	return p
@@ -175,7 +174,7 @@ func (p *pending) result() *gateway.Request {
 // complete runs when the gateway finishes one of p's requests, on any
 // goroutine.
 func (p *pending) complete(*gateway.Request) {
-	if p.parts.Add(-1) > 0 {
+	if p.hasSets && p.parts.Add(-1) > 0 {
 		return // the run's other request is still running
 	}
 	cs := p.cs // once done is stored, the loop may flush p and reuse it elsewhere
@@ -204,6 +203,7 @@ func (cs *connState) do(p *pending) {
 	case !p.hasSets:
 		cs.srv.svc.Do(p.req)
 	case p.req.NumKeys() == 0: // a run of sets only
+		p.parts.Store(1)
 		cs.srv.svc.Do(p.sets)
 	default:
 		p.parts.Store(2)
