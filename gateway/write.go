@@ -31,18 +31,28 @@ func (r *Request) setItem(c *Container, o *ndbclient.Op, text []byte) bool {
 }
 
 func (r *Request) setItemExpiring(c *Container, o *ndbclient.Op, text []byte, exptime int64) bool {
-	if err := r.setValueColumns(c, o, text); err != nil {
+	cas, err := r.itemColumns(c, o, text, r.Flags, exptime)
+	if err != nil {
 		r.fail(err)
 		r.finish()
 		return false
 	}
-	setUint(o, c.FlagsColumn, uint64(r.Flags))
-	r.NewCas = r.newCas()
-	setUint(o, c.CasColumn, r.NewCas)
+	r.NewCas, r.Size = cas, len(text)
+	return true
+}
+
+// itemColumns appends the assignments of a full store of one item to o:
+// value, flags, a new cas (returned), expiry, math.
+func (r *Request) itemColumns(c *Container, o *ndbclient.Op, text []byte, flags uint32, exptime int64) (uint64, error) {
+	if err := r.setValueColumns(c, o, text); err != nil {
+		return 0, err
+	}
+	setUint(o, c.FlagsColumn, uint64(flags))
+	cas := r.newCas()
+	setUint(o, c.CasColumn, cas)
 	setUint(o, c.ExpireColumn, r.svc.expireAt(exptime))
 	setMath(c, o, text)
-	r.Size = len(text)
-	return true
+	return cas, nil
 }
 
 // newCas is the cas of the version a write creates: the client's (meta E) or
@@ -569,18 +579,12 @@ func (r *Request) startSets() {
 		o.Kind, o.Table, o.Tag = ndbclient.OpWrite, c.Table, i
 		var err error
 		if o.Key, err = r.keyValues(c, t.key, o.Key); err == nil {
-			err = r.setValueColumns(c, o, r.setValue(i))
+			it.Cas, err = r.itemColumns(c, o, r.setValue(i), r.sets[i].flags, r.sets[i].exptime)
 		}
 		if err != nil {
 			it.Err = err
 			continue
 		}
-		ks := &r.sets[i]
-		setUint(o, c.FlagsColumn, uint64(ks.flags))
-		it.Cas = r.newCas()
-		setUint(o, c.CasColumn, it.Cas)
-		setUint(o, c.ExpireColumn, r.svc.expireAt(ks.exptime))
-		setMath(c, o, r.setValue(i))
 		n++
 	}
 	if n == 0 {

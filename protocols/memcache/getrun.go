@@ -38,8 +38,8 @@ func (s *Server) batchable(cmd *Command) bool {
 	return metaGetBatchable(cmd)
 }
 
-// isRunSet reports whether a binary command is a set a run can take.
-func isRunSet(cmd *Command) bool { return cmd.Kind == CmdSet && cmd.Cas == 0 }
+// isRunSet reports whether cmd is a set a run can take: binary, no cas.
+func isRunSet(cmd *Command) bool { return cmd.Binary && cmd.Kind == CmdSet && cmd.Cas == 0 }
 
 // joins reports whether a batchable cmd can join the open run: a set joins
 // any binary run, a get one whose gets (if any yet) have its verb and
@@ -88,7 +88,7 @@ func (r *getRun) add(cmd *Command) {
 		r.open(cmd)
 	}
 	p := r.p
-	if cmd.Binary && isRunSet(cmd) { // its key is in setKeys, which write
+	if isRunSet(cmd) { // its key is in setKeys, which write
 		sets := p.setRequest()
 		sets.AddSet(cmd.Keys[0], cmd.Data, cmd.Flags, cmd.Exptime)
 		p.bin.keys = append(p.bin.keys, binKey{cmd.Opcode, cmd.Opaque, true})
