@@ -81,6 +81,22 @@ type RowSizer interface {
 	LargestRow(t *Table) int
 }
 
+// RowScanner is an optional Driver method: ScanRows reads every row of t,
+// the columns in read in that order, as committed reads. More than limit
+// rows is an error (TooLarge), so memory stays bounded. It is for
+// small tables read rarely, such as ndbmemcache's configuration: a scan is
+// no part of a batch, and takes no lane.
+type RowScanner interface {
+	ScanRows(ctx context.Context, t *Table, read []int, limit int) ([][]Value, error)
+}
+
+// NodeIdentifier is an optional Driver method: NodeID is the cluster's node
+// id of the driver's first connection (an API node), as ndbmemcache signs on
+// under its own. The embedded engine has none.
+type NodeIdentifier interface {
+	NodeID() int
+}
+
 // HealthReporter is a driver that can tell it is stuck in a state it cannot
 // leave by itself, so that a liveness probe restarts the process.
 type HealthReporter interface {
