@@ -9,21 +9,61 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
-// Policy says where a key prefix's data lives, as in ndbmemcache.
-type Policy uint8
+// Access is where one kind of operation of a key prefix goes: the values
+// of ndbmemcache's get_policy, set_policy and delete_policy.
+type Access uint8
 
 const (
-	// PolicyNDB keeps data only in the backend (NDB cluster, or the embedded engine
-	// when no cluster is configured).
-	PolicyNDB Policy = iota
-	// PolicyCaching reads the local cache first and fills it from the backend on a
-	// miss; writes go to the backend and invalidate the local copy.
-	PolicyCaching
-	// PolicyLocal keeps data only in the local in-process cache.
-	PolicyLocal
+	// AccessNDB goes to the backend only (ndbmemcache's ndb_only): the NDB
+	// cluster, or the embedded engine when no cluster is configured.
+	AccessNDB Access = iota
+	// AccessCaching puts the local in-process cache in front of the
+	// backend: a get reads the cache first and fills it from the backend on
+	// a miss; a write or delete goes to the backend and drops the local copy.
+	AccessCaching
+	// AccessLocal goes to the local cache only (ndbmemcache's cache_only).
+	AccessLocal
+	// AccessDisabled refuses the operation as ndbmemcache does: a get
+	// misses, a store is NOT_STORED, a delete NOT_FOUND.
+	AccessDisabled
 )
 
-// ParsePolicy maps a config word to a Policy.
+var accessNames = [...]string{"ndb_only", "caching", "cache_only", "disabled"}
+
+func (a Access) String() string { return accessNames[a] }
+
+// ParseAccess maps one of ndbmemcache's policy words to an Access.
+func ParseAccess(s string) (Access, error) {
+	for i, n := range accessNames {
+		if s == n {
+			return Access(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown access %q: use ndb_only, caching, cache_only or disabled", s)
+}
+
+// Policy says where each kind of a key prefix's operations goes, as
+// ndbmemcache's cache_policies rows do. The zero Policy is PolicyNDB.
+type Policy struct {
+	Get, Set, Delete Access
+	// KeepOnFlush: flush_all leaves the rows of the prefix's table in the
+	// backend (ndbmemcache's flush_from_db = false). The local cache is
+	// always flushed.
+	KeepOnFlush bool
+}
+
+// ndbgate's own policy words, for key_prefixes in its YAML.
+var (
+	// PolicyNDB keeps data only in the backend.
+	PolicyNDB = Policy{Get: AccessNDB, Set: AccessNDB, Delete: AccessNDB}
+	// PolicyCaching reads the local cache first and fills it from the backend on a
+	// miss; writes go to the backend and invalidate the local copy.
+	PolicyCaching = Policy{Get: AccessCaching, Set: AccessCaching, Delete: AccessCaching}
+	// PolicyLocal keeps data only in the local in-process cache.
+	PolicyLocal = Policy{Get: AccessLocal, Set: AccessLocal, Delete: AccessLocal, KeepOnFlush: true}
+)
+
+// ParsePolicy maps a YAML policy word to a Policy.
 func ParsePolicy(s string) (Policy, error) {
 	switch s {
 	case "", "ndb-only", "ndb":
@@ -33,11 +73,61 @@ func ParsePolicy(s string) (Policy, error) {
 	case "local-only", "local":
 		return PolicyLocal, nil
 	}
-	return 0, fmt.Errorf("unknown policy %q: use ndb-only, caching or local-only", s)
+	return Policy{}, fmt.Errorf("unknown policy %q: use ndb-only, caching or local-only", s)
 }
 
 func (p Policy) String() string {
-	return [...]string{"ndb-only", "caching", "local-only"}[p]
+	switch p {
+	case PolicyNDB:
+		return "ndb-only"
+	case PolicyCaching:
+		return "caching"
+	case PolicyLocal:
+		return "local-only"
+	}
+	return fmt.Sprintf("get=%s set=%s delete=%s flush_from_db=%t", p.Get, p.Set, p.Delete, !p.KeepOnFlush)
+}
+
+// UsesLocal: some operation of the policy reads or writes the local cache.
+func (p Policy) UsesLocal() bool {
+	for _, a := range [...]Access{p.Get, p.Set, p.Delete} {
+		if a == AccessCaching || a == AccessLocal {
+			return true
+		}
+	}
+	return false
+}
+
+// UsesBackend: some operation of the policy reads or writes the backend
+// (ndbmemcache's use_ndb).
+func (p Policy) UsesBackend() bool {
+	for _, a := range [...]Access{p.Get, p.Set, p.Delete} {
+		if a == AccessCaching || a == AccessNDB {
+			return true
+		}
+	}
+	return !p.KeepOnFlush
+}
+
+// writeAccess is where a write of verb v goes. incr and decr read and write,
+// so, as in ndbmemcache, they go to the local cache when the policy never
+// uses the backend, to the backend when both its gets and its sets may, and
+// are refused (NOT_STORED) otherwise.
+func (p Policy) writeAccess(v Verb) Access {
+	switch v {
+	case VerbDelete, VerbUnlink:
+		return p.Delete
+	case VerbIncr, VerbDecr:
+		backend := func(a Access) bool { return a == AccessNDB || a == AccessCaching }
+		switch {
+		case !p.UsesBackend():
+			return AccessLocal
+		case backend(p.Get) && backend(p.Set):
+			return AccessNDB
+		}
+		return AccessDisabled
+	}
+	return p.Set
 }
 
 // Container maps memcached's item fields onto a table's columns, as ndbmemcache's
@@ -48,6 +138,9 @@ type Container struct {
 	KeyColumns   []int // several key columns: the key is their values joined by tabs
 	ValueColumns []int // several value columns: the value is their values joined by tabs
 	FlagsColumn  int
+	// StaticFlags are every item's flags when FlagsColumn < 0: ndbmemcache's
+	// constant flags. A store's own flags are then not kept.
+	StaticFlags  uint32
 	CasColumn    int
 	ExpireColumn int
 	MathColumn   int
@@ -145,6 +238,10 @@ type Route struct {
 	Prefix    string
 	Container *Container
 	Policy    Policy
+	// Refused, when set, is why ndbgate cannot serve the prefix (such as an
+	// ndbmemcache container with large values); its keys fail with it
+	// rather than fall through to a shorter prefix. It needs no container.
+	Refused error
 }
 
 // router picks the longest matching prefix. Routes are few; a sorted slice scanned
@@ -160,7 +257,7 @@ func newRouter(routes []Route) (*router, error) {
 			return nil, fmt.Errorf("key prefix %q is declared twice", r.Prefix)
 		}
 		seen[r.Prefix] = true
-		if r.Container == nil {
+		if r.Container == nil && r.Refused == nil {
 			return nil, fmt.Errorf("key prefix %q has no container", r.Prefix)
 		}
 	}

@@ -41,6 +41,8 @@ type ContainerSpec struct {
 	Name                                             string
 	KeyColumns, ValueColumns                         []string
 	FlagsColumn, CasColumn, ExpireColumn, MathColumn string
+	// StaticFlags: every item's flags when there is no FlagsColumn.
+	StaticFlags uint32
 	// StateColumn is where a backend without item state of its own (NDB)
 	// keeps it (ndbclient.Table.StateColumn). StateOptional: use it only if
 	// the table has it.
@@ -88,7 +90,7 @@ func StateColumnOf(spec ContainerSpec, t *ndbclient.Table) (string, error) {
 
 // NewContainer resolves a spec's column names against t.
 func NewContainer(spec ContainerSpec, t *ndbclient.Table) (*Container, error) {
-	c := &Container{Name: spec.Name, Table: t}
+	c := &Container{Name: spec.Name, Table: t, StaticFlags: spec.StaticFlags}
 	resolve := func(role, name string) (int, error) {
 		if name == "" {
 			return -1, nil

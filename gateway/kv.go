@@ -104,7 +104,7 @@ func (r *Request) batchDone(_ *ndbclient.Batch, err error) {
 // finish invalidates local copies of written caching keys and reports.
 func (r *Request) finish() {
 	if r.Verb != VerbGet && r.Verb != VerbGat && len(r.targets) == 1 && len(r.sets) == 0 { // setsDone invalidates its own
-		if t := r.targets[0]; t.route != nil && t.route.Policy == PolicyCaching && r.Outcome != OutcomeNotStored {
+		if t := r.targets[0]; r.dropsLocalCopy(&t) && r.Outcome != OutcomeNotStored {
 			r.invalidateLocal(t)
 		}
 	}
@@ -200,6 +200,7 @@ func decodeText(c *Container, row []ndbclient.Value, dst []byte) []byte {
 // with c.readProj.
 func rowMeta(c *Container, row []ndbclient.Value) (flags uint32, cas uint64, expire uint32) {
 	i := len(c.ValueColumns)
+	flags = c.StaticFlags
 	if c.FlagsColumn >= 0 {
 		flags = uint32(row[i].Uint())
 		i++
@@ -220,6 +221,9 @@ func (r *Request) startGet() {
 	r.Items = r.Items[:0]
 	for i := range r.targets {
 		r.Items = append(r.Items, Item{Key: r.Key(i)})
+		if rt := r.targets[i].route; rt != nil && rt.Refused != nil {
+			r.Items[i].Err = rt.Refused
+		}
 	}
 	r.pass, r.used, r.backendFrom, r.backendTo = 0, 0, 0, 0
 	r.nextGetPass()
@@ -235,7 +239,7 @@ func (r *Request) nextGetPass() {
 		n := from
 		for i := range r.targets {
 			t := &r.targets[i]
-			if t.route == nil || !r.inPass(t.route.Policy, &r.Items[i]) {
+			if t.route == nil || t.route.Refused != nil || !r.inPass(t.route.Policy, &r.Items[i]) {
 				continue
 			}
 			n = r.addGetOps(n, i, t)
@@ -301,9 +305,9 @@ func (r *Request) vivifyDone() {
 
 func (r *Request) inPass(p Policy, it *Item) bool {
 	if r.pass == passLocal {
-		return p != PolicyNDB
+		return p.Get == AccessLocal || p.Get == AccessCaching
 	}
-	return p == PolicyNDB || (p == PolicyCaching && !it.Hit && it.Err == nil)
+	return p.Get == AccessNDB || (p.Get == AccessCaching && !it.Hit && it.Err == nil)
 }
 
 // addGetOps appends key i's ops from op index n: a read, followed for gat by an
@@ -374,7 +378,7 @@ func (r *Request) fillLocal() {
 			continue
 		}
 		t := &r.targets[o.Tag]
-		if t.route.Policy != PolicyCaching {
+		if t.route.Policy.Get != AccessCaching {
 			continue
 		}
 		c := t.route.Container

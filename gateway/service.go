@@ -33,21 +33,69 @@ type Options struct {
 type Service struct {
 	backend *ndbclient.Client
 	local   *ndbclient.Client
-	router  *router
+	// routing is swapped whole when the routes change (SetRoutes); a
+	// request keeps the one it started with.
+	routing atomic.Pointer[routing]
 	itemMax int
 	log     *slog.Logger
 	now     func() time.Time
 	casSeq  atomic.Uint64
-	// containers are the routes' distinct containers.
-	containers []*Container
-	started    time.Time
-	stats      *shardmetrics.Counters // by Stat
+	started time.Time
+	stats   *shardmetrics.Counters // by Stat
 
 	flushMu    sync.Mutex
 	flushTimer *time.Timer
-	// oneWritePath: every route writes through the same client, so any keys
-	// can share a multi-key set (AddSet).
+}
+
+// routing is what the routes decide: the router, the distinct containers
+// behind it, and whether any keys can share a multi-key set.
+type routing struct {
+	router     *router
+	containers []*Container
+	// oneWritePath: every route's sets go through the same client, and none
+	// is refused, so any keys can share a multi-key set (AddSet).
 	oneWritePath bool
+}
+
+// newRouting validates routes against the clients the service has.
+func newRouting(routes []Route, local *ndbclient.Client) (*routing, error) {
+	for _, rt := range routes {
+		if rt.Refused != nil {
+			continue
+		}
+		if rt.Container == nil {
+			return nil, errors.New("gateway: key prefix " + rt.Prefix + " has no container")
+		}
+		if rt.Policy.UsesLocal() && local == nil {
+			return nil, errors.New("gateway: route " + rt.Prefix + " needs the local cache, which is not configured")
+		}
+		if err := rt.Container.Prepare(); err != nil {
+			return nil, err
+		}
+	}
+	r, err := newRouter(routes)
+	if err != nil {
+		return nil, err
+	}
+	rg := &routing{router: r, oneWritePath: true}
+	seen := map[*Container]bool{}
+	sets := map[Access]bool{}
+	for _, rt := range r.routes {
+		if rt.Refused != nil {
+			continue
+		}
+		if !seen[rt.Container] {
+			seen[rt.Container] = true
+			rg.containers = append(rg.containers, rt.Container)
+		}
+		a := rt.Policy.Set
+		if a == AccessCaching {
+			a = AccessNDB // both write to the backend
+		}
+		sets[a] = true
+	}
+	rg.oneWritePath = len(sets) <= 1 && !sets[AccessDisabled]
+	return rg, nil
 }
 
 // New validates the routes and builds a Service.
@@ -55,15 +103,7 @@ func New(o Options) (*Service, error) {
 	if o.Backend == nil {
 		return nil, errors.New("gateway: no backend client")
 	}
-	for _, rt := range o.Routes {
-		if rt.Policy != PolicyNDB && o.Local == nil {
-			return nil, errors.New("gateway: route " + rt.Prefix + " needs the local cache, which is not configured")
-		}
-		if err := rt.Container.Prepare(); err != nil {
-			return nil, err
-		}
-	}
-	r, err := newRouter(o.Routes)
+	rg, err := newRouting(o.Routes, o.Local)
 	if err != nil {
 		return nil, err
 	}
@@ -76,14 +116,8 @@ func New(o Options) (*Service, error) {
 	if o.ItemSizeMax <= 0 {
 		o.ItemSizeMax = 1 << 20
 	}
-	s := &Service{backend: o.Backend, local: o.Local, router: r, itemMax: o.ItemSizeMax, log: o.Logger, now: o.Now, started: o.Now(), stats: shardmetrics.NewCounters(int(numStats))}
-	s.containers = s.Containers()
-	local, other := false, false
-	for _, rt := range o.Routes {
-		local = local || rt.Policy == PolicyLocal
-		other = other || rt.Policy != PolicyLocal
-	}
-	s.oneWritePath = !(local && other)
+	s := &Service{backend: o.Backend, local: o.Local, itemMax: o.ItemSizeMax, log: o.Logger, now: o.Now, started: o.Now(), stats: shardmetrics.NewCounters(int(numStats))}
+	s.routing.Store(rg)
 	// CAS values must differ across restarts of a gateway sharing a persistent
 	// cluster, so there the sequence starts at the clock in microseconds; it then
 	// grows by one per write, which stays ahead of the clock below a million
@@ -96,7 +130,7 @@ func New(o Options) (*Service, error) {
 	if v, ok := o.Backend.Driver().(ndbclient.VolatileDriver); !ok || !v.Volatile() {
 		start := uint64(o.Now().UnixMicro())
 		if m, ok := o.Backend.Driver().(ndbclient.ColumnMaxer); ok {
-			for _, c := range s.containers {
+			for _, c := range rg.containers {
 				if c.CasColumn >= 0 && c.Table != nil {
 					start = max(start, m.MaxColumn(c.Table, c.CasColumn))
 				}
@@ -105,6 +139,18 @@ func New(o Options) (*Service, error) {
 		s.casSeq.Store(start)
 	}
 	return s, nil
+}
+
+// SetRoutes replaces the routes while the service serves: requests already
+// started finish on the routes they began with. It refuses routes New would
+// refuse, and then changes nothing.
+func (s *Service) SetRoutes(routes []Route) error {
+	rg, err := newRouting(routes, s.local)
+	if err != nil {
+		return err
+	}
+	s.routing.Store(rg)
+	return nil
 }
 
 // Started is when the service was created (memcached's uptime counts from it).
@@ -127,7 +173,7 @@ func (s *Service) MultiGetPiece() int { return max(1, MultiGetPieceBytes/s.large
 // longest row its table has held where the engine knows it (RowSizer).
 func (s *Service) largestValue() int {
 	largest := 0
-	for _, c := range s.containers {
+	for _, c := range s.routing.Load().containers {
 		n := min(c.widest, s.itemMax)
 		if held, ok := s.largestRow(c.Table); ok {
 			n = min(n, held)
@@ -159,20 +205,10 @@ func (s *Service) nextCas() uint64 { return s.casSeq.Add(1) }
 // SetsCanShareABatch reports whether any keys may go in one multi-key set
 // (Request.AddSet): every route writes through the same client. Otherwise a
 // key whose route writes elsewhere than the first key's fails.
-func (s *Service) SetsCanShareABatch() bool { return s.oneWritePath }
+func (s *Service) SetsCanShareABatch() bool { return s.routing.Load().oneWritePath }
 
 // Containers lists the distinct containers behind the routes.
-func (s *Service) Containers() []*Container {
-	var out []*Container
-	seen := map[*Container]bool{}
-	for _, rt := range s.router.routes {
-		if !seen[rt.Container] {
-			seen[rt.Container] = true
-			out = append(out, rt.Container)
-		}
-	}
-	return out
-}
+func (s *Service) Containers() []*Container { return s.routing.Load().containers }
 
 // Ready reports whether the backend can serve.
 func (s *Service) Ready() error { return s.backend.Driver().Ready() }
@@ -210,14 +246,6 @@ func (s *Service) expireAt(exptime int64) uint64 {
 	}
 }
 
-// clientFor returns the client a policy reads from first.
-func (s *Service) clientFor(p Policy) *ndbclient.Client {
-	if p == PolicyNDB {
-		return s.backend
-	}
-	return s.local
-}
-
 // exptimeRelativeMax is the largest relative exptime (30 days): a larger one,
 // or a larger flush_all delay, is a unix time, as memcached's realtime()
 // reads them.
@@ -252,26 +280,37 @@ func (s *Service) flushNow() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var first error
-	seen := map[*ndbclient.Table]bool{}
-	for _, rt := range s.router.routes {
-		c := rt.Container
-		clients := []*ndbclient.Client{s.clientFor(rt.Policy)}
-		if rt.Policy == PolicyCaching {
-			clients = append(clients, s.backend)
+	type flush struct {
+		cl *ndbclient.Client
+		t  *ndbclient.Table
+	}
+	seen := map[flush]bool{}
+	// As ndbmemcache: the local cache is always flushed, the backend only
+	// under policies that say so (flush_from_db).
+	for _, rt := range s.routing.Load().router.routes {
+		if rt.Refused != nil {
+			continue
 		}
-		for _, cl := range clients {
-			if seen[c.Table] && cl == s.backend && rt.Policy == PolicyNDB {
+		var targets []flush
+		if rt.Policy.UsesLocal() {
+			targets = append(targets, flush{s.local, rt.Container.Table})
+		}
+		if !rt.Policy.KeepOnFlush {
+			targets = append(targets, flush{s.backend, rt.Container.Table})
+		}
+		for _, f := range targets {
+			if seen[f] {
 				continue
 			}
-			seen[c.Table] = true
-			op := &ndbclient.Op{Kind: ndbclient.OpDeleteAll, Table: c.Table}
+			seen[f] = true
+			op := &ndbclient.Op{Kind: ndbclient.OpDeleteAll, Table: f.t}
 			b := &ndbclient.Batch{Ops: []*ndbclient.Op{op}}
-			err := cl.Execute(ctx, b)
+			err := f.cl.Execute(ctx, b)
 			if op.Err != nil {
 				err = op.Err // the canonical error, for the reply
 			}
 			if err != nil {
-				s.log.LogAttrs(ctx, slog.LevelWarn, "flush_all failed", slog.String("table", c.Table.FullName()), slog.Any("error", err))
+				s.log.LogAttrs(ctx, slog.LevelWarn, "flush_all failed", slog.String("table", f.t.FullName()), slog.Any("error", err))
 				if first == nil {
 					first = err
 				}
@@ -291,11 +330,12 @@ func (s *Service) Do(r *Request) {
 		return
 	}
 	r.targets = r.targets[:0]
+	rtr := s.routing.Load().router
 	for i := range r.keyEnds {
 		k := r.Key(i)
 		rt, stripped := r.Route, k
 		if rt == nil {
-			rt, stripped = s.router.match(k)
+			rt, stripped = rtr.match(k)
 		}
 		if rt == nil && r.Verb != VerbGet && r.Verb != VerbGat && len(r.sets) == 0 {
 			r.fail(errNoRoute)
@@ -303,6 +343,15 @@ func (s *Service) Do(r *Request) {
 			return
 		}
 		r.targets = append(r.targets, keyTarget{route: rt, key: stripped})
+	}
+	if len(r.targets) == 1 && r.targets[0].route != nil && r.targets[0].route.Refused != nil && r.Verb != VerbGet && r.Verb != VerbGat {
+		r.fail(r.targets[0].route.Refused)
+		r.finish()
+		return
+	}
+	if r.refused() {
+		r.finish()
+		return
 	}
 	switch r.Verb {
 	case VerbGet, VerbGat:
@@ -329,9 +378,10 @@ func (s *Service) Do(r *Request) {
 // longest prefix, that maps to it. A KV request pinned to it sees the same rows
 // the memcache port sees under that prefix.
 func (s *Service) RouteOf(name string) (*Route, bool) {
-	for i := range s.router.routes {
-		if s.router.routes[i].Container.Name == name {
-			return &s.router.routes[i], true
+	routes := s.routing.Load().router.routes
+	for i := range routes {
+		if routes[i].Refused == nil && routes[i].Container.Name == name {
+			return &routes[i], true
 		}
 	}
 	return nil, false

@@ -568,6 +568,14 @@ func (r *Request) startSets() {
 			it.Err = errNoRoute
 			continue
 		}
+		if t.route.Refused != nil {
+			it.Err = t.route.Refused
+			continue
+		}
+		if t.route.Policy.Set == AccessDisabled { // routes changed since the run began
+			it.Err = errSetDisabled
+			continue
+		}
 		if c := r.clientOf(t); cl == nil {
 			cl = c
 		} else if c != cl {
@@ -599,12 +607,46 @@ func (r *Request) startSets() {
 // another client than the first key's: one request is one batch.
 var errMixedSets = ndbclient.Errorf(ndbclient.CodeInvalidArgument, "keys of one multi-key set must share a write path (local or backend)")
 
+// errSetDisabled refuses a key of a set of several whose policy disables sets.
+var errSetDisabled = ndbclient.Errorf(ndbclient.CodeInvalidArgument, "the key prefix's policy disables sets")
+
 // clientOf is the client a write of target t goes to.
 func (r *Request) clientOf(t *keyTarget) *ndbclient.Client {
-	if t.route.Policy == PolicyLocal {
+	if t.route.Policy.writeAccess(r.Verb) == AccessLocal {
 		return r.svc.local
 	}
 	return r.svc.backend
+}
+
+// refused answers a single-key write whose policy disables it, as
+// ndbmemcache does: NOT_FOUND for a delete or touch, NOT_STORED otherwise.
+// Gets need no check (a disabled get is in no pass: a miss), and a
+// multi-key set has no such key (SetsCanShareABatch).
+func (r *Request) refused() bool {
+	if r.Verb == VerbGet || r.Verb == VerbGat || len(r.sets) > 0 || len(r.targets) != 1 {
+		return false
+	}
+	t := &r.targets[0]
+	if t.route == nil || t.route.Policy.writeAccess(r.Verb) != AccessDisabled {
+		return false
+	}
+	switch r.Verb {
+	case VerbDelete, VerbUnlink, VerbTouch:
+		r.Outcome = OutcomeNotFound
+	default:
+		r.Outcome = OutcomeNotStored
+	}
+	return true
+}
+
+// dropsLocalCopy: a write of target t went to the backend while the
+// policy may hold a copy of the key in the local cache.
+func (r *Request) dropsLocalCopy(t *keyTarget) bool {
+	if t.route == nil || !t.route.Policy.UsesLocal() {
+		return false
+	}
+	a := t.route.Policy.writeAccess(r.Verb)
+	return a == AccessNDB || a == AccessCaching
 }
 
 func (r *Request) setsDone() {
@@ -617,7 +659,7 @@ func (r *Request) setsDone() {
 		}
 	}
 	for i := range r.targets {
-		if t := r.targets[i]; t.route != nil && t.route.Policy == PolicyCaching && r.Items[i].Hit {
+		if t := r.targets[i]; r.dropsLocalCopy(&t) && r.Items[i].Hit {
 			r.invalidateLocal(t)
 		}
 	}

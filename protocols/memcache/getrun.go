@@ -30,10 +30,11 @@ const setRunBytes = 64 << 10
 
 // batchable reports whether a command can share a run with its neighbours:
 // a binary get-family one, a binary set without a cas where any keys may
-// share a request (Server.setRuns), or a meta get.
+// share a request (gateway.Service.SetsCanShareABatch: routes can change
+// while the server serves), or a meta get.
 func (s *Server) batchable(cmd *Command) bool {
 	if cmd.Binary {
-		return cmd.Kind == CmdGet || cmd.Kind == CmdGat || cmd.Kind == CmdTouch || isRunSet(cmd) && s.setRuns
+		return cmd.Kind == CmdGet || cmd.Kind == CmdGat || cmd.Kind == CmdTouch || isRunSet(cmd) && s.svc.SetsCanShareABatch()
 	}
 	return metaGetBatchable(cmd)
 }

@@ -91,9 +91,6 @@ type Server struct {
 	// partial is what connections hold of storage commands still arriving
 	// (connState.partial), against cfg.PartialBytes.
 	partial atomic.Int64
-	// setRuns: binary sets may join a run (getRun), as any keys may share
-	// a request (gateway.Service.SetsCanShareABatch).
-	setRuns bool
 }
 
 // NewServer builds a server; Serve starts it.
@@ -114,7 +111,7 @@ func NewServer(cfg Config, svc *gateway.Service, log *slog.Logger) *Server {
 		}
 	}
 	s := &Server{cfg: cfg, svc: svc, log: log, started: make(chan struct{}), m: newServerMetrics(),
-		handoffs: shardmetrics.NewCounters(numHandoffCounts), setRuns: svc.SetsCanShareABatch()}
+		handoffs: shardmetrics.NewCounters(numHandoffCounts)}
 	if cfg.TLSAddr != "" {
 		s.tls = transport.Streams(cfg.TLSAddr, cfg.TLS)
 		s.transports = append(s.transports, s.tls)
