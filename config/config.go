@@ -18,6 +18,7 @@ type Config struct {
 	Listeners   Listeners
 	Memcache    Memcache
 	NDB         NDB
+	Ndbmemcache Ndbmemcache
 	Embedded    Embedded
 	Dispatch    Dispatch
 	Tables      []Table
@@ -60,6 +61,14 @@ type TLS struct {
 type NDB struct {
 	Connectstring string
 	PoolSize      int
+}
+
+// Ndbmemcache serves a server role of ndbmemcache's configuration, read
+// from the cluster's ndbmemcache schema, as MySQL Cluster's memcached engine
+// did.
+type Ndbmemcache struct {
+	Role           string
+	ReloadInterval Duration
 }
 
 // Embedded configures the in-process engine.

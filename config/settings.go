@@ -85,6 +85,14 @@ var settings = []setting{
 		Help: "NDB cluster connections in the pool", Check: within(1, 64, "must be 1..64"),
 		Field: func(c *Config) any { return &c.NDB.PoolSize }},
 
+	{Key: "ndbmemcache.role", Env: "NDBGATE_NDBMEMCACHE_ROLE", Flag: "ndbmemcache-role",
+		Help:  "serve this server role of ndbmemcache's configuration (the ndbmemcache schema in the cluster): its key prefixes, containers and policies; YAML key_prefixes and containers of the same name win over it",
+		Field: func(c *Config) any { return &c.Ndbmemcache.Role }},
+	{Key: "ndbmemcache.reload_interval", Env: "NDBGATE_NDBMEMCACHE_RELOAD_INTERVAL", Flag: "ndbmemcache-reload-interval", Default: "1s",
+		Help:  "how often the role's update_timestamp is read; a change reloads the configuration without dropping a connection; 0 = never",
+		Check: within(0, Duration(time.Hour), "must be 0..1h"),
+		Field: func(c *Config) any { return &c.Ndbmemcache.ReloadInterval }},
+
 	{Key: "embedded.memory_limit", Env: "NDBGATE_MEMORY_LIMIT", Flag: "memory-limit", Default: "0",
 		Help: "embedded engine memory limit, e.g. 512m; 0 = none (memcached -m)", Check: memoryLimit,
 		Field: func(c *Config) any { return &c.Embedded.MemoryLimit }},

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 
 	"github.com/ndbgate/ndbgate/config"
+	"github.com/ndbgate/ndbgate/internal/ndbmemcache"
 	"github.com/ndbgate/ndbgate/ndbclient"
 	"github.com/ndbgate/ndbgate/ndbclient/ndbapi"
 )
@@ -38,7 +39,7 @@ func createNDBTables(cfg config.Config, opts tableOptions, log *slog.Logger, std
 	defer d.Close()
 	var config []*ndbclient.Table
 	if opts.ndbmemcache {
-		config = ndbmemcacheTables()
+		config = ndbmemcache.Tables()
 		tables = append(tables, config...)
 	}
 	for _, t := range tables {
@@ -60,7 +61,7 @@ func createNDBTables(cfg config.Config, opts tableOptions, log *slog.Logger, std
 	if len(config) == 0 {
 		return nil
 	}
-	rows := ndbmemcacheRows(cfg.NDB.Connectstring)
+	rows := ndbmemcache.DemoRows(cfg.NDB.Connectstring)
 	for _, want := range config {
 		t, err := d.Table(want.Database, want.Name)
 		if err != nil {
@@ -68,7 +69,7 @@ func createNDBTables(cfg config.Config, opts tableOptions, log *slog.Logger, std
 		}
 		b := &ndbclient.Batch{}
 		for _, row := range rows[want.Name] {
-			b.Ops = append(b.Ops, rowOp(t, row))
+			b.Ops = append(b.Ops, ndbmemcache.RowOp(t, row))
 		}
 		if len(b.Ops) == 0 {
 			continue

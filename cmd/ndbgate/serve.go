@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +20,7 @@ import (
 	"github.com/ndbgate/ndbgate/config"
 	"github.com/ndbgate/ndbgate/gateway"
 	"github.com/ndbgate/ndbgate/gateway/rowapi"
+	"github.com/ndbgate/ndbgate/internal/ndbmemcache"
 	"github.com/ndbgate/ndbgate/ndbclient"
 	"github.com/ndbgate/ndbgate/ndbclient/embedded"
 	grpcfront "github.com/ndbgate/ndbgate/protocols/grpc"
@@ -36,17 +39,39 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	defer backend.Close()
 
 	var local *ndbclient.Client
-	if needsLocal(cfg) {
+	if needsLocal(cfg) || cfg.Ndbmemcache.Role != "" { // a role's reload may add a caching prefix
 		local = ndbclient.NewClient(newEmbedded(cfg))
 		defer local.Close()
 	}
-	routes, err := buildRoutes(cfg, backend, local, itemMax)
+	rd := ndbmemcache.Reader{Client: backend, Connectstring: cfg.NDB.Connectstring}
+	var role *ndbmemcache.Config
+	if cfg.Ndbmemcache.Role != "" {
+		if role, err = rd.Read(ctx, cfg.Ndbmemcache.Role); err != nil {
+			return fmt.Errorf("ndbmemcache.role (--ndbmemcache-role) %q: %w", cfg.Ndbmemcache.Role, err)
+		}
+	}
+	routes, err := allRoutes(cfg, role, backend, local, itemMax, log)
 	if err != nil {
 		return err
 	}
 	svc, err := gateway.New(gateway.Options{Backend: backend, Local: local, Routes: routes, ItemSizeMax: itemMax, Logger: log})
 	if err != nil {
 		return err
+	}
+	if role != nil {
+		host, _ := os.Hostname()
+		if err := rd.SignOn(ctx, role.Role, host, time.Now()); err != nil {
+			log.Warn("ndbmemcache: sign-on not recorded", "error", err)
+		}
+		if every := time.Duration(cfg.Ndbmemcache.ReloadInterval); every > 0 {
+			go rd.Watch(ctx, role, every, func(next *ndbmemcache.Config) error {
+				routes, err := allRoutes(cfg, next, backend, local, itemMax, log)
+				if err != nil {
+					return err
+				}
+				return svc.SetRoutes(routes)
+			}, log)
+		}
 	}
 
 	if err := buildTables(cfg, backend); err != nil {
@@ -295,6 +320,40 @@ func needsLocal(cfg config.Config) bool {
 		}
 	}
 	return false
+}
+
+// allRoutes are the routes of the YAML's key prefixes, or of role when one
+// is served: then a YAML key prefix wins over the role's of the same prefix.
+// A role's prefix that cannot be served is logged and refused.
+func allRoutes(cfg config.Config, role *ndbmemcache.Config, backend, local *ndbclient.Client, itemMax int, log *slog.Logger) ([]gateway.Route, error) {
+	if role == nil {
+		return buildRoutes(cfg, backend, local, itemMax)
+	}
+	routes := role.Routes(backend, local, itemMax)
+	for _, rt := range routes {
+		if rt.Refused != nil {
+			log.Error("ndbmemcache: "+rt.Refused.(*ndbclient.Error).Message, "role", role.Role)
+		} else {
+			log.Info("ndbmemcache: serving key prefix", "role", role.Role, "prefix", rt.Prefix, "container", rt.Container.Name, "policy", rt.Policy.String())
+		}
+	}
+	if len(cfg.KeyPrefixes) == 0 {
+		return routes, nil
+	}
+	own, err := buildRoutes(cfg, backend, local, itemMax)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range own {
+		i := slices.IndexFunc(routes, func(rt gateway.Route) bool { return rt.Prefix == o.Prefix })
+		if i < 0 {
+			routes = append(routes, o)
+			continue
+		}
+		log.Warn("ndbmemcache: the YAML key prefix wins over the role's", "prefix", o.Prefix, "role", role.Role)
+		routes[i] = o
+	}
+	return routes, nil
 }
 
 // buildRoutes resolves containers against the backend's tables (creating

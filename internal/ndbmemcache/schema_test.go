@@ -1,4 +1,4 @@
-package main
+package ndbmemcache
 
 import (
 	"testing"
@@ -13,15 +13,15 @@ import (
 // writes it: valid tables, and rows that fit them. (Run live against
 // ndbmemcache's own memcached: README, "Beside ndbmemcache".)
 func TestNdbmemcacheConfig(t *testing.T) {
-	rows := ndbmemcacheRows("127.0.0.1:1186")
+	rows := DemoRows("127.0.0.1:1186")
 	seen := map[string]bool{}
-	for _, tbl := range ndbmemcacheTables() {
+	for _, tbl := range Tables() {
 		require.NoError(t, tbl.Validate(), tbl.Name)
 		assert.True(t, tbl.OrderedPrimaryKey, "%s: mysqld gives its primary key an ordered index", tbl.Name)
 		seen[tbl.Name] = true
 		for i, row := range rows[tbl.Name] {
 			require.Len(t, row, len(tbl.Columns), "%s row %d", tbl.Name, i)
-			op := rowOp(tbl, row)
+			op := RowOp(tbl, row)
 			assert.Len(t, op.Key, len(tbl.PrimaryKey), "%s row %d", tbl.Name, i)
 			for _, cv := range op.Set {
 				col := tbl.Columns[cv.Column]

@@ -1,4 +1,8 @@
-package main
+// Package ndbmemcache is MySQL Cluster's memcached engine's configuration:
+// its schema (the tables ndb_memcache_metadata.sql makes), a reader of a
+// server role's key prefixes, containers and policies from those tables, its
+// sign-on, and the watch of the role's update_timestamp that reloads it.
+package ndbmemcache
 
 import (
 	"slices"
@@ -7,15 +11,14 @@ import (
 )
 
 // ndbmemcache's configuration schema (storage/ndb/memcache/scripts/
-// ndb_memcache_metadata.sql, metadata version 1.2), for running MySQL
-// Cluster's memcached engine beside ndbgate on the same demo_table on a
-// cluster without a MySQL server: the tables, with the types mysqld gives
-// them in NDB, and the rows the script inserts for the demo container.
+// ndb_memcache_metadata.sql, metadata version 1.2), for a cluster without a
+// MySQL server: the tables, with the types mysqld gives them in NDB, and the
+// rows the script inserts for the demo container.
 // ENUM columns are NDB CHAR(1) holding the value's 1-based index, as mysqld
 // stores them (ndbmemcache reads a CHAR(1) as an ENUM).
 
-// ndbmemcacheDB is ndbmemcache's schema.
-const ndbmemcacheDB = "ndbmemcache"
+// DB is ndbmemcache's schema.
+const DB = "ndbmemcache"
 
 // enum is an ENUM column: NDB's CHAR(1).
 func enum(name string) ndbclient.Column {
@@ -30,12 +33,12 @@ func column(name string, t ndbclient.ColumnType, nullable bool) ndbclient.Column
 	return ndbclient.Column{Name: name, Type: t, Nullable: nullable}
 }
 
-// ndbmemcacheTables are ndbmemcache's configuration tables. A primary key
+// Tables are ndbmemcache's configuration tables. A primary key
 // not declared USING HASH gets the ordered index mysqld gives it:
 // ndbmemcache range-scans key_prefixes by it.
-func ndbmemcacheTables() []*ndbclient.Table {
+func Tables() []*ndbclient.Table {
 	table := func(name string, pk []int, cols ...ndbclient.Column) *ndbclient.Table {
-		return &ndbclient.Table{Database: ndbmemcacheDB, Name: name, Columns: cols, PrimaryKey: pk, ExpireColumn: -1, OrderedPrimaryKey: true}
+		return &ndbclient.Table{Database: DB, Name: name, Columns: cols, PrimaryKey: pk, ExpireColumn: -1, OrderedPrimaryKey: true}
 	}
 	return []*ndbclient.Table{
 		table("meta", []int{0, 1}, varchar("application", 16, false), varchar("metadata_version", 6, false)),
@@ -56,11 +59,11 @@ func ndbmemcacheTables() []*ndbclient.Table {
 	}
 }
 
-// ndbmemcacheRows are the rows of ndbmemcacheTables for the demo container
+// DemoRows are the rows of Tables for the demo container
 // on demo_table: the metadata version, the cluster (connectstring), the
 // server roles, the cache policies, the container and its key prefixes.
 // Values are in each table's column order; nil is NULL.
-func ndbmemcacheRows(connectstring string) map[string][][]any {
+func DemoRows(connectstring string) map[string][][]any {
 	const (
 		cacheOnly, ndbOnly, caching = 1, 2, 3 // get/set/delete_policy's ENUM indexes
 		flushFalse, flushTrue       = 1, 2
@@ -86,8 +89,8 @@ func ndbmemcacheRows(connectstring string) map[string][][]any {
 	}
 }
 
-// rowOp is a write of one of ndbmemcacheRows' rows into t.
-func rowOp(t *ndbclient.Table, row []any) *ndbclient.Op {
+// RowOp is a write of one of DemoRows' rows into t.
+func RowOp(t *ndbclient.Table, row []any) *ndbclient.Op {
 	op := &ndbclient.Op{Kind: ndbclient.OpWrite, Table: t}
 	for i, v := range row {
 		var val ndbclient.Value
