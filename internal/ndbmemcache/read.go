@@ -44,10 +44,10 @@ type Container struct {
 	KeyColumns, ValueColumns []string
 	// FlagsColumn is the flags column's name; when the row's flags field is
 	// a number instead, there is none and every item has StaticFlags.
-	FlagsColumn                               string
-	StaticFlags                               uint32
-	IncrementColumn, CasColumn, ExpireColumn  string
-	LargeValuesTable                          string
+	FlagsColumn                              string
+	StaticFlags                              uint32
+	IncrementColumn, CasColumn, ExpireColumn string
+	LargeValuesTable                         string
 }
 
 // Reader reads the configuration through a client of the cluster that holds
