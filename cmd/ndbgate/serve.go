@@ -58,21 +58,6 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if role != nil {
-		host, _ := os.Hostname()
-		if err := rd.SignOn(ctx, role.Role, host, time.Now()); err != nil {
-			log.Warn("ndbmemcache: sign-on not recorded", "error", err)
-		}
-		if every := time.Duration(cfg.Ndbmemcache.ReloadInterval); every > 0 {
-			go rd.Watch(ctx, role, every, func(next *ndbmemcache.Config) error {
-				routes, err := allRoutes(cfg, next, backend, local, itemMax, log)
-				if err != nil {
-					return err
-				}
-				return svc.SetRoutes(routes)
-			}, log)
-		}
-	}
 
 	if err := buildTables(cfg, backend); err != nil {
 		return err
@@ -91,6 +76,27 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler, collectors.MetricsGC)), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	ndbclient.RegisterMetrics(reg, backendDriver)
+	if role != nil {
+		rd.Metrics = ndbmemcache.NewMetrics(reg)
+		rd.Metrics.Serving(routes)
+		host, _ := os.Hostname()
+		if err := rd.SignOn(ctx, role.Role, host, time.Now()); err != nil {
+			log.Warn("ndbmemcache: sign-on not recorded", "error", err)
+		}
+		if every := time.Duration(cfg.Ndbmemcache.ReloadInterval); every > 0 {
+			go rd.Watch(ctx, role, every, func(next *ndbmemcache.Config) error {
+				routes, err := allRoutes(cfg, next, backend, local, itemMax, log)
+				if err != nil {
+					return err
+				}
+				if err := svc.SetRoutes(routes); err != nil {
+					return err
+				}
+				rd.Metrics.Serving(routes)
+				return nil
+			}, log)
+		}
+	}
 	memcacheOn := cfg.Listeners.Memcache != "" || cfg.Memcache.Socket != "" || cfg.Memcache.TLS.Listen != ""
 	var sharded []gateway.ShardedRequests // front ends on event loops
 	if memcacheOn {

@@ -57,6 +57,7 @@ type Container struct {
 type Reader struct {
 	Client        *ndbclient.Client
 	Connectstring string
+	Metrics       *Metrics // nil: none
 }
 
 // maxRows bounds what a scan of a configuration table may return.

@@ -40,6 +40,7 @@ func (rd Reader) Watch(ctx context.Context, cur *Config, every time.Duration, ap
 		if err == nil {
 			err = apply(next)
 		}
+		rd.Metrics.reloaded(err == nil)
 		if err != nil {
 			log.Error("ndbmemcache: reconfiguration failed; still serving the previous configuration", "role", cur.Role, "update_timestamp", updated, "error", err)
 			continue
