@@ -83,6 +83,7 @@ func TestCLIBadInvocations(t *testing.T) {
 		{"unknown key in a key prefix", []string{"serve", "--config", unknownPrefixKey}, []string{"colour"}},
 		{"invalid yaml", []string{"serve", "--config", badYAML}, []string{"bad.yaml"}},
 		{"missing config file", []string{"serve", "--config", "/nonexistent/ndbgate.yaml"}, []string{"/nonexistent/ndbgate.yaml"}},
+		{"ndbmemcache reload interval too long", []string{"serve", "--ndbmemcache-role", "db-only", "--ndbmemcache-reload-interval", "2h"}, []string{"--ndbmemcache-reload-interval", "0..1h"}},
 	}
 	for _, tc := range cases {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
@@ -131,4 +132,14 @@ func TestSIGINT(t *testing.T) {
 		t.Fatalf("ndbgate did not exit within %v of SIGINT", stopTimeout)
 	}
 	assert.Equal(t, 0, s.cmd.ProcessState.ExitCode(), "exit code after SIGINT")
+}
+
+// TestCLINdbmemcacheRoleWithoutItsSchema: a role is read from ndbmemcache's
+// schema at start-up; without it, ndbgate does not serve, and says what to load.
+func TestCLINdbmemcacheRoleWithoutItsSchema(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "serve", "--ndbmemcache-role", "db-only", "--memcache", freePort(t), "--rest", freePort(t), "--grpc", "")
+	assert.NotEqual(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	for _, w := range []string{`ndbmemcache.role (--ndbmemcache-role) "db-only"`, "ndbmemcache.meta", "ndb_memcache_metadata.sql"} {
+		assert.Contains(t, stderr, w)
+	}
 }
