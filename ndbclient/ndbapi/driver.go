@@ -793,6 +793,80 @@ func (d *Driver) Stats() ndbclient.DriverStats {
 		HintedTransactions: uint64(hinted), TransactionsOnPrimary: uint64(onPrimary), Items: items}
 }
 
+// ScanRows reads every row of t (ndbclient.RowScanner) with one
+// committed-read scan on the first connection's dictionary Ndb, as Stats
+// counts rows, outside the executors and their lanes. The shim writes the
+// values of read into a Go buffer that holds limit rows of the columns'
+// largest values, up to scanBufferStart; rows that need more are scanned
+// again into a buffer of the size the shim reported (scan.go). ctx is looked
+// at once, before the scan.
+func (d *Driver) ScanRows(ctx context.Context, t *ndbclient.Table, read []int, limit int) ([][]ndbclient.Value, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, ndbclient.Errorf(ndbclient.CodeTemporary, "scan of %s: %v", t.FullName(), err)
+	}
+	d.closeMu.RLock() // Close frees the pool
+	defer d.closeMu.RUnlock()
+	if d.closed.Load() {
+		return nil, ndbclient.ErrUnavailable
+	}
+	if d.detached.Load() {
+		return nil, ndbclient.Errorf(ndbclient.CodeUnavailable, "scan of %s: every data node was lost %s ago; reconnecting",
+			t.FullName(), time.Since(time.Unix(0, d.detachedAt.Load())).Round(time.Second))
+	}
+	ti, err := d.info(t)
+	if err != nil {
+		return nil, err
+	}
+	cols, err := scanColumns(t, ti, read)
+	if err != nil {
+		return nil, err
+	}
+	var colp *C.ushort
+	if len(cols) > 0 {
+		colp = (*C.ushort)(unsafe.Pointer(&cols[0]))
+	}
+	bound := scanBound(ti.cols, read, limit)
+	size := firstScanBuffer(bound)
+	for attempt := 1; ; attempt++ {
+		buf := make([]byte, size)
+		var outlen, nrows C.int
+		var ndbErr [3]C.int
+		var errBuf [256]C.char
+		rc := C.ndbgate_scan_rows(d.pool, C.int(ti.id), colp, C.int(len(cols)), C.int(scanLimit(limit)),
+			(*C.uchar)(unsafe.Pointer(&buf[0])), C.int(len(buf)), &outlen, &nrows, &ndbErr[0], &errBuf[0], C.int(len(errBuf)))
+		switch rc {
+		case C.NDBGATE_SCAN_OK:
+			return decodeScanRows(buf[:int(outlen)], ti.cols, read, int(nrows))
+		case C.NDBGATE_SCAN_TOO_MANY:
+			return nil, ndbclient.Errorf(ndbclient.CodeTooLarge, "table %s has more than %d rows", t.FullName(), limit)
+		case C.NDBGATE_SCAN_SHORT:
+			if attempt == scanAttempts {
+				return nil, ndbclient.Errorf(ndbclient.CodeTemporary, "scan of %s: its rows grew past each of %d buffers (%d bytes needed)",
+					t.FullName(), scanAttempts, int(outlen))
+			}
+			size = nextScanBuffer(int(outlen), bound)
+		default:
+			err := mapError(int(ndbErr[0]), uint8(ndbErr[1]), uint8(ndbErr[2]), fmt.Sprintf("scan of %s: %s", t.FullName(), C.GoString(&errBuf[0])))
+			again, err := staleError(t, err)
+			if again {
+				d.refreshLater(t)
+			}
+			return nil, err
+		}
+	}
+}
+
+// NodeID is the node id of the pool's first cluster connection, an API
+// node (ndbclient.NodeIdentifier); 0 once closed.
+func (d *Driver) NodeID() int {
+	d.closeMu.RLock()
+	defer d.closeMu.RUnlock()
+	if d.closed.Load() {
+		return 0
+	}
+	return int(C.ndbgate_node_id(d.pool))
+}
+
 func (d *Driver) Ready() error {
 	if d.detached.Load() {
 		return ndbclient.Errorf(ndbclient.CodeUnavailable, "every data node was lost %s ago; reconnecting",
@@ -906,7 +980,11 @@ func (d *Driver) Close() error {
 	return nil
 }
 
-var _ ndbclient.Driver = (*Driver)(nil)
+var (
+	_ ndbclient.Driver         = (*Driver)(nil)
+	_ ndbclient.RowScanner     = (*Driver)(nil)
+	_ ndbclient.NodeIdentifier = (*Driver)(nil)
+)
 
 // String is for logs.
 func (d *Driver) String() string {

@@ -24,16 +24,9 @@ const (
 func staleSchema(ops []*ndbclient.Op) []*ndbclient.Table {
 	var stale []*ndbclient.Table
 	for _, op := range ops {
-		e, ok := op.Err.(*ndbclient.Error)
-		if !ok || e.Code != ndbclient.CodeSchemaError || op.Table == nil {
-			continue
-		}
-		switch e.NativeCode {
-		case errSchemaVersion, errTableNotDefined:
-			op.Err = &ndbclient.Error{Code: ndbclient.CodeTemporary, NativeCode: e.NativeCode,
-				Message: fmt.Sprintf("%s.%s changed in the NDB dictionary; looking it up again (%s)", op.Table.Database, op.Table.Name, e.Message)}
-		case errTableDropping, errNoSuchTable, errNoSuchTable2:
-		default:
+		again, err := staleError(op.Table, op.Err)
+		op.Err = err
+		if !again {
 			continue
 		}
 		seen := false
@@ -45,6 +38,24 @@ func staleSchema(ops []*ndbclient.Op) []*ndbclient.Table {
 		}
 	}
 	return stale
+}
+
+// staleError is staleSchema for one error of an op or a scan on t: whether
+// t is to be looked up again, and the error to report (Temporary for an
+// outdated table version).
+func staleError(t *ndbclient.Table, err error) (again bool, _ error) {
+	e, ok := err.(*ndbclient.Error)
+	if !ok || e.Code != ndbclient.CodeSchemaError || t == nil {
+		return false, err
+	}
+	switch e.NativeCode {
+	case errSchemaVersion, errTableNotDefined:
+		return true, &ndbclient.Error{Code: ndbclient.CodeTemporary, NativeCode: e.NativeCode,
+			Message: fmt.Sprintf("%s.%s changed in the NDB dictionary; looking it up again (%s)", t.Database, t.Name, e.Message)}
+	case errTableDropping, errNoSuchTable, errNoSuchTable2:
+		return true, err
+	}
+	return false, err
 }
 
 // compatible checks a table's new description against the one the gateway's

@@ -1069,6 +1069,20 @@ void dropAbandoned(Conn &c) {
   c.abandonedTxns = 0;
 }
 
+// writeValue writes col of an NdbRecord row as a result value: u8 null,
+// u32 len, the native bytes (length prefix included).
+void writeValue(Writer &w, const Layout &l, const char *row, uint16_t col) {
+  if (isNullIn(l, row, col)) {
+    w.u8(1);
+    w.u32(0);
+    return;
+  }
+  const uint32_t n = valueLen(l, row, col);
+  w.u8(0);
+  w.u32(n);
+  w.put(row + l.offset[col], n);
+}
+
 void writeResult(Writer &w, Op &op, uint64_t affected) {
   w.i32(op.failed ? op.err.code : 0);
   w.u8(op.failed ? static_cast<uint8_t>(op.err.status) : 0);
@@ -1087,13 +1101,7 @@ void writeResult(Writer &w, Op &op, uint64_t affected) {
   if (readsRow(op)) {
     const Layout &l = op.recs->layout;
     w.u16(static_cast<uint16_t>(op.read.size()));
-    for (uint16_t c : op.read) {
-      if (isNullIn(l, op.out, c)) { w.u8(1); w.u32(0); continue; }
-      const uint32_t n = valueLen(l, op.out, c);
-      w.u8(0);
-      w.u32(n);
-      w.put(op.out + l.offset[c], n);
-    }
+    for (uint16_t c : op.read) writeValue(w, l, op.out, c);
   } else {  // append and delete_all return no row (append: the value written, below)
     w.u16(0);
   }
@@ -1423,6 +1431,10 @@ int ndbgate_data_nodes(ndbgate_pool *pool) {
   return pool->conns.empty() ? 0 : static_cast<int>(pool->conns[0].cluster->no_db_nodes());
 }
 
+int ndbgate_node_id(ndbgate_pool *pool) {
+  return pool->conns.empty() ? 0 : static_cast<int>(pool->conns[0].cluster->node_id());
+}
+
 namespace {
 
 // describeInto looks the table up in every connection's dictionary (dropping
@@ -1696,6 +1708,93 @@ int ndbgate_row_count(ndbgate_pool *pool, int table_id, unsigned long long *rows
   ndb->closeTransaction(tx);
   *rows = sum;
   return 0;
+}
+
+int ndbgate_scan_rows(ndbgate_pool *pool, int table_id, const unsigned short *cols, int ncols, int limit,
+                      unsigned char *out, int outcap, int *outlen, int *nrows, int *ndb_error, char *err,
+                      int errlen) {
+  // A committed-read scan (no locks: each row as last committed) through the
+  // table's row record, on the first connection's dictionary Ndb under
+  // dictMu, as ndbgate_row_count: each executor's Ndb is its own thread's.
+  *outlen = 0;
+  *nrows = 0;
+  ndb_error[0] = ndb_error[1] = ndb_error[2] = 0;
+  NdbError e;
+  auto fail = [&](const NdbError &ne) {
+    ndb_error[0] = ne.code;
+    ndb_error[1] = static_cast<int>(ne.status);
+    ndb_error[2] = static_cast<int>(ne.classification);
+    setErr(err, errlen, ne.message ? ne.message : "");
+    return NDBGATE_SCAN_ERROR;
+  };
+  std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // no refresh frees the records meanwhile
+  std::lock_guard<std::mutex> g(pool->dictMu);
+  Ndb *ndb = pool->conns.empty() ? nullptr : pool->conns[0].dict;
+  if (pool->detached.load() || !ndb) {
+    // Nothing is sent: 4009 so marked maps to Unavailable (wire.go).
+    shimError(e, 4009, NdbError::NodeRecoveryError, "cluster failure: no data node reachable; reconnecting");
+    e.status = NdbError::TemporaryError;
+    return fail(e);
+  }
+  const TableRecs *r = tableOf(pool, static_cast<uint32_t>(table_id), 0);
+  if (!r) {
+    shimError(e, 284, NdbError::SchemaError, "unknown table id in ndbgate scan");
+    return fail(e);
+  }
+  const Layout &l = r->layout;
+  if (ncols < 0 || (ncols > 0 && !cols)) {
+    shimError(e, kErrBadValue, NdbError::ApplicationError, "malformed scan column list");
+    return fail(e);
+  }
+  std::vector<unsigned char> mask(l.maskBytes, 0);
+  for (int i = 0; i < ncols; i++) {
+    if (!inRecord(l, cols[i])) {
+      shimError(e, kErrBadValue, NdbError::ApplicationError, "scan column not in the table's row record");
+      return fail(e);
+    }
+    setBit(mask.data(), cols[i]);
+  }
+  // A scan that returns no column still counts rows: it reads the first
+  // primary-key column and writes nothing of it.
+  if (ncols == 0 && !l.keyCols.empty()) setBit(mask.data(), l.keyCols[0]);
+  NdbTransaction *tx = ndb->startTransaction();
+  if (!tx) return fail(notSent(ndb->getNdbError()));
+  NdbScanOperation *s = tx->scanTable(r->row, NdbOperation::LM_CommittedRead, mask.data());
+  if (!s || tx->execute(NdbTransaction::NoCommit) != 0) {
+    e = tx->getNdbError();
+    ndb->closeTransaction(tx);
+    return fail(e);
+  }
+  // Rows go out as a read's values do (writeValue); past outcap the writer
+  // only counts, so the caller learns the size it needs.
+  Writer w{out, out + (out && outcap > 0 ? outcap : 0)};
+  const char *row = nullptr;
+  int rows = 0;
+  int rc;
+  while ((rc = s->nextResult(&row, true, false)) == 0) {
+    if (limit >= 0 && rows == limit) {  // one row more than allowed: stop here
+      ndb->closeTransaction(tx);
+      *nrows = rows;
+      return NDBGATE_SCAN_TOO_MANY;
+    }
+    for (int i = 0; i < ncols; i++) writeValue(w, l, row, cols[i]);
+    rows++;
+    if (w.needed > static_cast<size_t>(INT32_MAX)) {
+      // wire.go maps classification ApplicationError + code 1 to TooLarge
+      shimError(e, 1, NdbError::ApplicationError, "scanned rows take more than 2 GiB");
+      ndb->closeTransaction(tx);
+      return fail(e);
+    }
+  }
+  if (rc != 1) {
+    e = s->getNdbError().code != 0 ? s->getNdbError() : tx->getNdbError();
+    ndb->closeTransaction(tx);
+    return fail(e);
+  }
+  ndb->closeTransaction(tx);  // read only: nothing to commit
+  *nrows = rows;
+  *outlen = static_cast<int>(w.needed);
+  return w.p || w.needed == 0 ? NDBGATE_SCAN_OK : NDBGATE_SCAN_SHORT;
 }
 
 int ndbgate_partition(ndbgate_pool *pool, int table_id, const unsigned char *key, const int *key_lens, int nparts) {

@@ -20,6 +20,9 @@ void ndbgate_close(ndbgate_pool *pool);
 // ndbgate_ready: 0 when every connection sees a live data node.
 int ndbgate_ready(ndbgate_pool *pool, char *err, int errlen);
 int ndbgate_data_nodes(ndbgate_pool *pool);
+// ndbgate_node_id: the node id of the first connection (an API node); 0 when
+// there is none.
+int ndbgate_node_id(ndbgate_pool *pool);
 // ndbgate_hint_stats: transactions started with a key hint, and those whose
 // TC ran on the node holding the key's primary replica.
 void ndbgate_hint_stats(ndbgate_pool *pool, unsigned long long *hinted,
@@ -73,6 +76,24 @@ int ndbgate_add_column(ndbgate_pool *pool, const char *db, const char *table,
 // fragment's count (a dirty scan returning one row per fragment).
 int ndbgate_row_count(ndbgate_pool *pool, int table_id, unsigned long long *rows,
                       char *err, int errlen);
+
+// ndbgate_scan_rows reads every row of a described table with a
+// committed-read scan: per row, per column of cols (ncols of them, in that
+// order), u8 null, u32 len, the native bytes (a read's values in
+// ndbgate_execute's response). More than limit rows (limit >= 0) stops the
+// scan. Returns NDBGATE_SCAN_OK with *outlen bytes of *nrows rows in out;
+// NDBGATE_SCAN_TOO_MANY; NDBGATE_SCAN_SHORT when outcap is too small, with
+// the bytes needed in *outlen (nothing usable in out: scan again); or
+// NDBGATE_SCAN_ERROR with the NdbError's code, status and classification in
+// ndb_error[0..2] and its message in err.
+#define NDBGATE_SCAN_OK 0
+#define NDBGATE_SCAN_TOO_MANY 1
+#define NDBGATE_SCAN_SHORT 2
+#define NDBGATE_SCAN_ERROR (-1)
+int ndbgate_scan_rows(ndbgate_pool *pool, int table_id, const unsigned short *cols,
+                      int ncols, int limit, unsigned char *out, int outcap,
+                      int *outlen, int *nrows, int *ndb_error, char *err,
+                      int errlen);
 
 // ndbgate_partition: the partition of a key (every primary-key column in
 // native format, in column order, concatenated as nparts of key_lens), as

@@ -307,6 +307,17 @@ func FuzzDecode(f *testing.F) {
 			{Kind: ndbclient.OpAppend, Table: ti.schema, Read: []int{0}, AppendColumn: 0},
 		}
 		_ = decodeResults(resp, ops, nil, tables)
+		// The same bytes as scan output (ScanRows): rows of every column.
+		read := make([]int, len(ti.cols))
+		for i := range read {
+			read[i] = i
+		}
+		for _, nrows := range []int{0, 1, 2, len(resp) / 5} {
+			rows, err := decodeScanRows(resp, ti.cols, read, nrows)
+			if err == nil && len(rows) != nrows {
+				t.Fatalf("%d rows decoded, %d said", len(rows), nrows)
+			}
+		}
 	})
 }
 

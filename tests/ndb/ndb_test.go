@@ -11,7 +11,9 @@
 package ndb
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -231,4 +233,140 @@ func TestPartitionOfAKey(t *testing.T) {
 	}
 	allocs = testing.AllocsPerRun(20, func() { d.Partitions(ops) })
 	assert.Zero(t, allocs, "allocations per Partitions")
+}
+
+// ScanRows reads every row of a table with a committed-read scan: the
+// columns asked for in the order asked, NULLs as NULL, however many bytes
+// the rows take (past the first buffer the scan runs again into a larger
+// one). More rows than the limit is TooLarge, a dropped table a schema
+// error. NodeID is the API node id the driver's first connection took.
+func TestScanRowsAndNodeID(t *testing.T) {
+	cs := connectstring(t)
+	d := openDriver(t, cs, 2)
+	other := openDriver(t, cs, 1) // changes the schema, describes nothing
+	id := d.NodeID()
+	assert.Positive(t, id, "node id")
+	assert.NotEqual(t, id, other.NodeID(), "each connection takes an API slot of its own")
+
+	want := &ndbclient.Table{Database: "ndbgate_test", Name: "scan_rows", ExpireColumn: -1, PrimaryKey: []int{0},
+		Columns: []ndbclient.Column{
+			{Name: "id", Type: ndbclient.TypeUint32},
+			{Name: "name", Type: ndbclient.TypeVarchar, Length: 32, Nullable: true},
+			{Name: "n", Type: ndbclient.TypeInt64, Nullable: true},
+			{Name: "code", Type: ndbclient.TypeChar, Length: 4, Nullable: true},
+			{Name: "pad", Type: ndbclient.TypeVarbinary, Length: 2000, Nullable: true},
+		}}
+	_, err := other.DropNDBTable(want.Database, want.Name)
+	require.NoError(t, err)
+	_, err = other.CreateNDBTable(want)
+	require.NoError(t, err)
+	tbl, err := d.CreateTable(want)
+	require.NoError(t, err)
+	ctx := context.Background()
+	write := func(ops []*ndbclient.Op) {
+		t.Helper()
+		require.NoError(t, d.Execute(ctx, &ndbclient.Batch{Ops: ops}))
+		for _, op := range ops {
+			require.NoError(t, op.Err)
+		}
+	}
+
+	rows, err := d.ScanRows(ctx, tbl, []int{0}, 10)
+	require.NoError(t, err)
+	assert.Empty(t, rows, "a new table")
+
+	// 20 rows; name, n and code are NULL in some.
+	written := map[uint64][]ndbclient.Value{} // id -> name, n, code
+	var ops []*ndbclient.Op
+	for i := range 20 {
+		name, n, code := ndbclient.String(fmt.Sprintf("row-%02d", i)), ndbclient.Int(int64(i*1000-7000)), ndbclient.String(fmt.Sprint("c", i))
+		if i%5 == 0 {
+			name = ndbclient.Null()
+		}
+		if i%4 == 3 {
+			n = ndbclient.Null()
+		}
+		if i%3 == 1 {
+			code = ndbclient.Null()
+		}
+		written[uint64(i)] = []ndbclient.Value{name, n, code}
+		ops = append(ops, &ndbclient.Op{Kind: ndbclient.OpInsert, Table: tbl, Key: []ndbclient.Value{ndbclient.Uint(uint64(i))},
+			Set: []ndbclient.ColumnValue{{Column: 1, Value: name}, {Column: 2, Value: n}, {Column: 3, Value: code}}})
+	}
+	write(ops)
+
+	// A subset of the columns, out of table order.
+	rows, err = d.ScanRows(ctx, tbl, []int{3, 0, 2, 1}, 20)
+	require.NoError(t, err)
+	require.Len(t, rows, 20)
+	seen := map[uint64]bool{}
+	for _, r := range rows {
+		require.Len(t, r, 4)
+		require.Equal(t, ndbclient.KindUint, r[1].Kind)
+		k := r[1].Uint()
+		w, ok := written[k]
+		require.True(t, ok, "row %d was never written", k)
+		require.False(t, seen[k], "row %d twice", k)
+		seen[k] = true
+		assert.True(t, w[2].Equal(r[0]), "row %d code: %v, want %v", k, r[0], w[2])
+		assert.True(t, w[1].Equal(r[2]), "row %d n: %v, want %v", k, r[2], w[1])
+		assert.True(t, w[0].Equal(r[3]), "row %d name: %v, want %v", k, r[3], w[0])
+	}
+
+	_, err = d.ScanRows(ctx, tbl, []int{0}, 19)
+	require.ErrorIs(t, err, ndbclient.ErrTooLarge, "20 rows with a limit of 19")
+	assert.Contains(t, err.Error(), "more than 19 rows")
+	_, err = d.ScanRows(ctx, tbl, []int{0, 5}, 20)
+	assert.Equal(t, ndbclient.CodeInvalidArgument, ndbclient.CodeOf(err), "no column 5")
+	rows, err = d.ScanRows(ctx, tbl, nil, 20)
+	require.NoError(t, err)
+	assert.Len(t, rows, 20, "rows of no columns are counted")
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = d.ScanRows(canceled, tbl, []int{0}, 20)
+	assert.Equal(t, ndbclient.CodeTemporary, ndbclient.CodeOf(err), "a canceled context")
+
+	// Rows of more bytes than the first buffer (1 MiB): 600 of 2,000 bytes
+	// and no limit.
+	pad := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 2000) }
+	for start := 20; start < 600; start += 100 {
+		ops = ops[:0]
+		for i := start; i < start+100 && i < 600; i++ {
+			ops = append(ops, &ndbclient.Op{Kind: ndbclient.OpInsert, Table: tbl, Key: []ndbclient.Value{ndbclient.Uint(uint64(i))},
+				Set: []ndbclient.ColumnValue{{Column: 4, Value: ndbclient.Bytes(pad(i))}}})
+		}
+		write(ops)
+	}
+	rows, err = d.ScanRows(ctx, tbl, []int{4, 0}, -1)
+	require.NoError(t, err)
+	require.Len(t, rows, 600)
+	for _, r := range rows {
+		i := int(r[1].Uint())
+		if i < 20 {
+			assert.True(t, r[0].IsNull(), "row %d pad", i)
+		} else {
+			assert.Equal(t, pad(i), r[0].B, "row %d pad", i)
+		}
+	}
+
+	// A table gone from the dictionary is a schema error (at first NDB may
+	// say the table object is outdated: Temporary, while the driver looks
+	// the table up again).
+	_, err = other.DropNDBTable(want.Database, want.Name)
+	require.NoError(t, err)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, err = d.ScanRows(ctx, tbl, []int{0}, 1000)
+		if ndbclient.CodeOf(err) == ndbclient.CodeSchemaError {
+			break
+		}
+		require.True(t, err == nil || ndbclient.CodeOf(err) == ndbclient.CodeTemporary, "scan of a dropped table: %v", err)
+		require.True(t, time.Now().Before(deadline), "scans of a dropped table did not fail with a schema error: %v", err)
+		time.Sleep(100 * time.Millisecond)
+	}
+	assert.Contains(t, err.Error(), "scan_rows")
+	var e *ndbclient.Error
+	if errors.As(err, &e) {
+		t.Logf("scan of a dropped table: %v (NDB %d)", err, e.NativeCode)
+	}
 }
