@@ -107,7 +107,7 @@ func (rd Reader) Read(ctx context.Context, role string) (*Config, error) {
 		slices.Sort(names)
 		return nil, fmt.Errorf("server role %q is not in %s.memcache_server_roles (roles there: %s)", role, DB, strings.Join(names, ", "))
 	}
-	cfg.RoleID, cfg.MaxTPS, cfg.Updated = uint32(row[0].Uint()), uint32(row[1].Uint()), row[2].String()
+	cfg.RoleID, cfg.MaxTPS, cfg.Updated = uint32(row[0].Uint()), uint32(row[1].Uint()), text(row[2])
 
 	policies, err := rd.policies(ctx)
 	if err != nil {
@@ -295,7 +295,7 @@ func (rd Reader) RoleUpdated(ctx context.Context, role string) (string, error) {
 	if row == nil {
 		return "", fmt.Errorf("server role %q is no longer in %s.memcache_server_roles", role, DB)
 	}
-	return row[0].String(), nil
+	return text(row[0]), nil
 }
 
 // String is a key value.
@@ -331,6 +331,9 @@ func checkColumns(t *ndbclient.Table, cols []int) error {
 func (rd Reader) read(ctx context.Context, t *ndbclient.Table, cols []int, key ...ndbclient.Value) ([]ndbclient.Value, error) {
 	if err := checkColumns(t, cols); err != nil {
 		return nil, err
+	}
+	if len(cols) == 0 { // an existence check reads the key's first column
+		cols = t.PrimaryKey[:1]
 	}
 	op := &ndbclient.Op{Kind: ndbclient.OpRead, Table: t, Key: key, Read: cols}
 	err := rd.Client.Execute(ctx, &ndbclient.Batch{Ops: []*ndbclient.Op{op}})
