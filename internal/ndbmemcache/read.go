@@ -332,9 +332,6 @@ func (rd Reader) read(ctx context.Context, t *ndbclient.Table, cols []int, key .
 	if err := checkColumns(t, cols); err != nil {
 		return nil, err
 	}
-	if len(cols) == 0 { // an existence check reads the key's first column
-		cols = t.PrimaryKey[:1]
-	}
 	op := &ndbclient.Op{Kind: ndbclient.OpRead, Table: t, Key: key, Read: cols}
 	err := rd.Client.Execute(ctx, &ndbclient.Batch{Ops: []*ndbclient.Op{op}})
 	if err == nil {

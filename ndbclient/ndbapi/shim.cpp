@@ -822,6 +822,10 @@ bool defineOp(NdbTransaction *tx, Op &op, NdbOperation::AbortOption ao, NdbError
       }
       setBit(op.readMask, c);
     }
+    // A committed read completes when its row arrives; one that reads no
+    // column gets nothing back and never completes. An existence check
+    // reads the first key column, which writeResult does not return.
+    if (op.kind == kRead && op.read.empty() && !l.keyCols.empty()) setBit(op.readMask, l.keyCols[0]);
   }
   if (readBack) {
     op.readBack = tx->readTuple(r.key, op.in, r.row, op.out, NdbOperation::LM_Exclusive, op.readMask, &plain, optsSize);

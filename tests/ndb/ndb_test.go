@@ -370,3 +370,38 @@ func TestScanRowsAndNodeID(t *testing.T) {
 		t.Logf("scan of a dropped table: %v (NDB %d)", err, e.NativeCode)
 	}
 }
+
+// TestExistenceReadCompletes: a read with an empty projection (an existence
+// check, as memcache touch on a container without an expiry column, or
+// ndbmemcache's meta row) completes with no values: hit or NotFound. NDB
+// answers a committed read with its row, so one that read no column used to
+// wait forever.
+func TestExistenceReadCompletes(t *testing.T) {
+	cs := connectstring(t)
+	d := openDriver(t, cs, 1)
+	other := openDriver(t, cs, 1)
+	want := &ndbclient.Table{Database: "ndbgate_test", Name: "exists_two_keys", ExpireColumn: -1, PrimaryKey: []int{0, 1},
+		Columns: []ndbclient.Column{
+			{Name: "a", Type: ndbclient.TypeVarchar, Length: 16},
+			{Name: "b", Type: ndbclient.TypeVarchar, Length: 6},
+			{Name: "v", Type: ndbclient.TypeUint32, Nullable: true},
+		}}
+	_, err := other.DropNDBTable(want.Database, want.Name)
+	require.NoError(t, err)
+	_, err = other.CreateNDBTable(want)
+	require.NoError(t, err)
+	tbl, err := d.CreateTable(want)
+	require.NoError(t, err)
+	key := func(a, b string) []ndbclient.Value { return []ndbclient.Value{ndbclient.String(a), ndbclient.String(b)} }
+	ins := &ndbclient.Op{Kind: ndbclient.OpInsert, Table: tbl, Key: key("ndbmemcache", "1.2")}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, d.Execute(ctx, &ndbclient.Batch{Ops: []*ndbclient.Op{ins}}))
+	require.NoError(t, ins.Err)
+	hit := &ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Key: key("ndbmemcache", "1.2")}
+	miss := &ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Key: key("ndbmemcache", "1.1")}
+	require.NoError(t, d.Execute(ctx, &ndbclient.Batch{Ops: []*ndbclient.Op{hit, miss}}), "the reads completed")
+	require.NoError(t, hit.Err)
+	assert.Empty(t, hit.Row, "an existence check returns no values")
+	assert.Equal(t, ndbclient.CodeNotFound, ndbclient.CodeOf(miss.Err))
+}
