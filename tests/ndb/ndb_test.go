@@ -392,7 +392,9 @@ func TestExistenceReadCompletes(t *testing.T) {
 	require.NoError(t, err)
 	tbl, err := d.CreateTable(want)
 	require.NoError(t, err)
-	key := func(a, b string) []ndbclient.Value { return []ndbclient.Value{ndbclient.String(a), ndbclient.String(b)} }
+	key := func(a, b string) []ndbclient.Value {
+		return []ndbclient.Value{ndbclient.String(a), ndbclient.String(b)}
+	}
 	ins := &ndbclient.Op{Kind: ndbclient.OpInsert, Table: tbl, Key: key("ndbmemcache", "1.2")}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
