@@ -256,12 +256,7 @@ func TestScanRowsAndNodeID(t *testing.T) {
 			{Name: "code", Type: ndbclient.TypeChar, Length: 4, Nullable: true},
 			{Name: "pad", Type: ndbclient.TypeVarbinary, Length: 2000, Nullable: true},
 		}}
-	_, err := other.DropNDBTable(want.Database, want.Name)
-	require.NoError(t, err)
-	_, err = other.CreateNDBTable(want)
-	require.NoError(t, err)
-	tbl, err := d.CreateTable(want)
-	require.NoError(t, err)
+	tbl := freshTable(t, other, d, want)
 	ctx := context.Background()
 	write := func(ops []*ndbclient.Op) {
 		t.Helper()
@@ -386,12 +381,7 @@ func TestExistenceReadCompletes(t *testing.T) {
 			{Name: "b", Type: ndbclient.TypeVarchar, Length: 6},
 			{Name: "v", Type: ndbclient.TypeUint32, Nullable: true},
 		}}
-	_, err := other.DropNDBTable(want.Database, want.Name)
-	require.NoError(t, err)
-	_, err = other.CreateNDBTable(want)
-	require.NoError(t, err)
-	tbl, err := d.CreateTable(want)
-	require.NoError(t, err)
+	tbl := freshTable(t, other, d, want)
 	key := func(a, b string) []ndbclient.Value {
 		return []ndbclient.Value{ndbclient.String(a), ndbclient.String(b)}
 	}
@@ -406,4 +396,17 @@ func TestExistenceReadCompletes(t *testing.T) {
 	require.NoError(t, hit.Err)
 	assert.Empty(t, hit.Row, "an existence check returns no values")
 	assert.Equal(t, ndbclient.CodeNotFound, ndbclient.CodeOf(miss.Err))
+}
+
+// freshTable makes want anew through other (NdbDictionary, as a second
+// client would) and returns d's description of it.
+func freshTable(t *testing.T, other, d *ndbapi.Driver, want *ndbclient.Table) *ndbclient.Table {
+	t.Helper()
+	_, err := other.DropNDBTable(want.Database, want.Name)
+	require.NoError(t, err)
+	_, err = other.CreateNDBTable(want)
+	require.NoError(t, err)
+	tbl, err := d.CreateTable(want)
+	require.NoError(t, err)
+	return tbl
 }
