@@ -242,7 +242,7 @@ const containerYAML = `containers:
     database: ndbgate_sqltypes
     table: kv
     key_columns: [mkey]
-    value_columns: [v_str, v_int, v_u64, v_dec, v_date, v_dt, v_dbl]
+    value_columns: [v_str, v_int, v_u64, v_dec, v_date, v_dt, v_dbl, v_flt]
     flags_column: flags
     cas_column: cas
 key_prefixes:
@@ -252,7 +252,7 @@ key_prefixes:
 const containerName = "sqlkv"
 
 // kvValueColumns are the container's value columns, in order.
-var kvValueColumns = []string{"v_str", "v_int", "v_u64", "v_dec", "v_date", "v_dt", "v_dbl"}
+var kvValueColumns = []string{"v_str", "v_int", "v_u64", "v_dec", "v_date", "v_dt", "v_dbl", "v_flt"}
 
 // startGateway starts ndbgate on free ports and waits for /readyz.
 func startGateway(t *testing.T, e env) *gateway {
