@@ -477,10 +477,10 @@ var (
 	latin1Pool = []rune("éèêëàâäçîïôöûüùÿñßÀÉÖÜØøåÅæÆ¡¿£¥§©®°±²³µ¶·¼½¾×÷\u00a0€ŠšŸŽž")
 	widePool   = []rune("éßñøΩЖж中文字€✓→…日本語한국어") // 2- and 3-byte UTF-8
 	fourPool   = []rune("😀😎🎉𝄞🀄𠜎🙈")              // 4-byte UTF-8
-	ctrlPool   = []rune("\t\n\r\x01\x1f")
+	ctrlPool   = []rune("\t\n\r\x00\x01\x1f")
 )
 
-// randString draws up to max characters. Edge cases: empty, only spaces,
+// randString draws up to n characters (at most 300). Edge cases: empty, only spaces,
 // trailing and leading spaces, the full length in 4-byte characters,
 // quotes, backslashes and control characters.
 func randString(r *rand.Rand, edge bool, n int, latin1 bool) string {
