@@ -38,8 +38,10 @@ func textToValue(col *ndbclient.Column, text []byte) (ndbclient.Value, error) {
 	return ndbclient.Value{}, ndbclient.Errorf(ndbclient.CodeSchemaError, "column %s of type %s cannot hold memcache data", col.Name, t)
 }
 
-// appendValueText appends a column value's memcache text form.
-func appendValueText(dst []byte, v ndbclient.Value) []byte {
+// appendValueText appends a column value's memcache text form: a FLOAT
+// column's value with the fewest digits that read back as that float32, as
+// mysql prints it.
+func appendValueText(dst []byte, v ndbclient.Value, t ndbclient.ColumnType) []byte {
 	switch v.Kind {
 	case ndbclient.KindBytes:
 		return append(dst, v.B...)
@@ -48,6 +50,9 @@ func appendValueText(dst []byte, v ndbclient.Value) []byte {
 	case ndbclient.KindUint:
 		return strconv.AppendUint(dst, v.Uint(), 10)
 	case ndbclient.KindFloat:
+		if t == ndbclient.TypeFloat {
+			return strconv.AppendFloat(dst, v.Float(), 'g', -1, 32)
+		}
 		return strconv.AppendFloat(dst, v.Float(), 'g', -1, 64)
 	}
 	return dst // NULL is empty text

@@ -191,7 +191,7 @@ func decodeText(c *Container, row []ndbclient.Value, dst []byte) []byte {
 		if i > 0 {
 			dst = append(dst, '\t')
 		}
-		dst = appendValueText(dst, row[i])
+		dst = appendValueText(dst, row[i], c.Table.Columns[c.ValueColumns[i]].Type)
 	}
 	return dst
 }

@@ -39,7 +39,7 @@ func (s *Service) RowInvariants(c *Container) rowapi.Invariants {
 		}
 		if c.MathColumn >= 0 && setsValue && !setsMath {
 			math := ndbclient.Null()
-			if n, ok := parseCanonicalUint(appendValueText(nil, value)); ok && len(c.ValueColumns) == 1 && !value.IsNull() {
+			if n, ok := parseCanonicalUint(appendValueText(nil, value, ndbclient.TypeUint64)); ok && len(c.ValueColumns) == 1 && !value.IsNull() {
 				math = ndbclient.Uint(n)
 			}
 			set = append(set, ndbclient.ColumnValue{Column: c.MathColumn, Value: math})

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/ndbgate/ndbgate/gateway/auth"
@@ -146,6 +147,30 @@ func (s *Service) Limits() Limits { return s.limits }
 // Ready reports whether the backend can serve.
 func (s *Service) Ready() error { return s.cl.Driver().Ready() }
 
+// ndbUniqueViolation is NDB's error for a write that breaks a unique
+// index (893); a primary key's is 630.
+const ndbUniqueViolation = 893
+
+// hiddenKey is the primary key mysqld gives NDB for a table made without
+// one: a BIGINT UNSIGNED filled from mysqld's own auto-increment.
+const hiddenKey = "$PK"
+
+// missing reports a driver's "no such table", as against a table it refuses.
+func missing(err error) bool {
+	m := err.Error()
+	return strings.Contains(m, "does not exist") || strings.Contains(m, "No such table") ||
+		strings.Contains(m, "not described by this driver")
+}
+
+// reason is a canonical error's message without its code.
+func reason(err error) string {
+	var e *ndbclient.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}
+
 // tableInfo is a table's schema with what the row API looks up per request.
 type tableInfo struct {
 	t       *ndbclient.Table
@@ -166,10 +191,20 @@ func (s *Service) table(db, name string) (*tableInfo, error) {
 	}
 	t, err := s.cl.Table(db, name)
 	if err != nil {
-		if ndbclient.CodeOf(err) == ndbclient.CodeSchemaError {
+		if ndbclient.CodeOf(err) != ndbclient.CodeSchemaError {
+			return nil, err
+		}
+		if missing(err) {
 			return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s.%s does not exist", db, name)
 		}
-		return nil, err
+		// The table exists in a shape the driver refuses (a BLOB or TEXT
+		// column): its reason names the column.
+		return nil, ndbclient.Errorf(ndbclient.CodeInvalidArgument, "table %s.%s cannot be served: %s", db, name, reason(err))
+	}
+	for _, k := range t.PrimaryKey {
+		if t.Columns[k].Name == hiddenKey {
+			return nil, ndbclient.Errorf(ndbclient.CodeInvalidArgument, "table %s.%s has no primary key (NDB keys its rows by mysqld's hidden %s, which SQL cannot see or keep in step): give it a primary key", db, name, hiddenKey)
+		}
 	}
 	ti = &tableInfo{t: t, byName: make(map[string]int, len(t.Columns)), isKey: make([]bool, len(t.Columns))}
 	for i, c := range t.Columns {
@@ -275,6 +310,10 @@ func describeErr(op *Op, err error) error {
 	case ndbclient.CodeNotFound:
 		return ndbclient.Errorf(ndbclient.CodeNotFound, "%s: no row with this primary key in %s.%s", op.Method, op.DB, op.Table)
 	case ndbclient.CodeDuplicate:
+		var e *ndbclient.Error
+		if errors.As(err, &e) && e.NativeCode == ndbUniqueViolation {
+			return ndbclient.Errorf(ndbclient.CodeDuplicate, "%s: another row of %s.%s has these values of a unique key", op.Method, op.DB, op.Table)
+		}
 		return ndbclient.Errorf(ndbclient.CodeDuplicate, "%s: a row with this primary key already exists in %s.%s", op.Method, op.DB, op.Table)
 	}
 	return err

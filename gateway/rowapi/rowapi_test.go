@@ -122,3 +122,49 @@ func TestExecuteGrants(t *testing.T) {
 	require.NoError(t, err)
 	assert.ErrorIs(t, res[0].Err, auth.ErrDenied)
 }
+
+// refusingDriver describes one table as the NDB driver does a table with a
+// BLOB column: a schema error that names the column.
+type refusingDriver struct{ ndbclient.Driver }
+
+func (d refusingDriver) Table(db, name string) (*ndbclient.Table, error) {
+	if name == "docs" {
+		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "%s.%s: column body: NDB column type 21 (BLOB/TEXT) is not supported by this driver yet", db, name)
+	}
+	return d.Driver.Table(db, name)
+}
+
+// A table that exists but cannot be served is a 400 that says why; a
+// missing one stays a 404; a table made without a primary key (mysqld's
+// hidden $PK) is refused rather than served by a key SQL cannot see.
+func TestTablesRefusedSayWhy(t *testing.T) {
+	e := embedded.New(embedded.Config{Partitions: 4})
+	t.Cleanup(func() { _ = e.Close() })
+	_, err := e.CreateTable(&ndbclient.Table{Database: "app", Name: "nopk", ExpireColumn: -1, PrimaryKey: []int{1},
+		Columns: []ndbclient.Column{{Name: "v", Type: ndbclient.TypeInt32, Nullable: true}, {Name: "$PK", Type: ndbclient.TypeUint64}}})
+	require.NoError(t, err)
+	s := New(ndbclient.NewClient(refusingDriver{e}), Limits{MaxBatch: 8})
+	read := func(table string, filters ...Field) error {
+		res, err := s.Execute(context.Background(), nil, []Op{{Method: MethodRead, DB: "app", Table: table, Filters: filters}})
+		require.NoError(t, err)
+		return res[0].Err
+	}
+	err = read("docs", f("id", "1"))
+	assert.Equal(t, ndbclient.CodeInvalidArgument, ndbclient.CodeOf(err))
+	assert.ErrorContains(t, err, "table app.docs cannot be served: app.docs: column body")
+	err = read("nopk", f("$PK", "1"))
+	assert.Equal(t, ndbclient.CodeInvalidArgument, ndbclient.CodeOf(err))
+	assert.ErrorContains(t, err, "table app.nopk has no primary key")
+	err = read("absent", f("id", "1"))
+	assert.Equal(t, ndbclient.CodeSchemaError, ndbclient.CodeOf(err))
+	assert.ErrorContains(t, err, "table app.absent does not exist")
+}
+
+func TestDuplicateSaysWhichKey(t *testing.T) {
+	op := &Op{Method: MethodWrite, DB: "app", Table: "users"}
+	uniq := describeErr(op, &ndbclient.Error{Code: ndbclient.CodeDuplicate, NativeCode: 893, Message: "Constraint violation e.g. duplicate value in unique index"})
+	assert.Equal(t, ndbclient.CodeDuplicate, ndbclient.CodeOf(uniq))
+	assert.ErrorContains(t, uniq, "another row of app.users has these values of a unique key")
+	pk := describeErr(op, &ndbclient.Error{Code: ndbclient.CodeDuplicate, NativeCode: 630, Message: "Tuple already existed when attempting to insert"})
+	assert.ErrorContains(t, pk, "a row with this primary key already exists in app.users")
+}

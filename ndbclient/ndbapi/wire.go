@@ -285,6 +285,10 @@ func appendNative(dst []byte, c *column, v ndbclient.Value) ([]byte, error) {
 		}
 		return binary.LittleEndian.AppendUint64(dst, v.Uint()), nil
 	case ndbYear:
+		// MySQL's one byte: 0 is the year 0000, else the year less 1900.
+		if v.Uint() == 0 {
+			return append(dst, 0), nil
+		}
 		return append(dst, byte(v.Uint()-1900)), nil
 	case ndbFloat:
 		return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(v.Float()))), nil
@@ -392,6 +396,9 @@ func decodeNative(c *column, b []byte) ndbclient.Value {
 		}
 		return ndbclient.Uint(v)
 	case ndbYear:
+		if b[0] == 0 {
+			return ndbclient.Uint(0) // the year 0000
+		}
 		return ndbclient.Uint(uint64(b[0]) + 1900)
 	case ndbFloat:
 		return ndbclient.Float(float64(math.Float32frombits(binary.LittleEndian.Uint32(b))))

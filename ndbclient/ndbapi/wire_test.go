@@ -146,6 +146,9 @@ func TestNativeValues(t *testing.T) {
 		{column{ndbType: ndbMediumint}, ndbclient.Int(-1), []byte{0xff, 0xff, 0xff}},
 		{column{ndbType: ndbTinyint}, ndbclient.Int(-128), []byte{0x80}},
 		{column{ndbType: ndbYear}, ndbclient.Uint(2026), []byte{126}},
+		{column{ndbType: ndbYear}, ndbclient.Uint(1901), []byte{1}},
+		{column{ndbType: ndbYear}, ndbclient.Uint(2155), []byte{255}},
+		{column{ndbType: ndbYear}, ndbclient.Uint(0), []byte{0}}, // MySQL's YEAR 0000
 		// BIT is 32-bit words in NDB (getSizeInBytesForRecord, the slot the
 		// shim describes), low word first.
 		{column{ndbType: ndbBit, length: 1, maxBytes: 4}, ndbclient.Uint(1), []byte{1, 0, 0, 0}},
