@@ -110,6 +110,9 @@ func NewCounterVec(name, help string, variableLabels []string, constLabels prome
 // Add adds n to child on shard.
 func (v *CounterVec) Add(shard, child int, n uint64) { v.c.at(shard, child).Add(n) }
 
+// Value is child's sum over the shards.
+func (v *CounterVec) Value(child int) uint64 { return v.c.sum(child) }
+
 // Describe implements prometheus.Collector.
 func (v *CounterVec) Describe(ch chan<- *prometheus.Desc) { ch <- v.desc }
 

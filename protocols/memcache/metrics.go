@@ -102,6 +102,16 @@ func (m *serverMetrics) observe(p *pending, now int64) {
 	switch r.Outcome {
 	case gateway.OutcomeNotFound, gateway.OutcomeNotStored, gateway.OutcomeExists:
 		o = outcomeMiss
+	case gateway.OutcomeValues: // a get answers each key: one that failed is an error
+		for i := range r.Items {
+			if err := r.Items[i].Err; err != nil {
+				o = outcomeServerError
+				if isClientError(err) {
+					o = outcomeClientError
+				}
+				break
+			}
+		}
 	case gateway.OutcomeError:
 		o = outcomeServerError
 		if isClientError(r.Err) {

@@ -1,6 +1,7 @@
 package memcache
 
 import (
+	"bufio"
 	"fmt"
 	"testing"
 	"time"
@@ -228,4 +229,20 @@ func TestBinaryMixedPipelineIsTwoBatches(t *testing.T) {
 		}
 	}
 	assert.ElementsMatch(t, []int{8, 8}, drv.take(), "batch sizes")
+}
+
+// A get that answers a key with an error counts as a server error in
+// ndbgate_requests_total, not as ok: a refused key prefix, or a backend
+// failure of one row, shows there.
+func TestGetWithAFailedKeyCountsAsServerError(t *testing.T) {
+	addr := startServer(t, "", failKeyDriver{Driver: newEngine(t), key: "bad"}, 64)
+	conn := dialServer(t, addr, 10*time.Second)
+	counter := int(CmdGet)*numOutcomes + outcomeServerError
+	before := requestMetrics.Counts.Value(counter)
+	_, err := conn.Write([]byte("get bad\r\n"))
+	require.NoError(t, err)
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "SERVER_ERROR out of memory storing object\r\n", line)
+	assert.Eventually(t, func() bool { return requestMetrics.Counts.Value(counter) == before+1 }, time.Second, 10*time.Millisecond)
 }
