@@ -336,11 +336,12 @@ func allRoutes(cfg config.Config, role *ndbmemcache.Config, backend, local *ndbc
 		return buildRoutes(cfg, backend, local, itemMax)
 	}
 	routes := role.Routes(backend, local, itemMax)
-	for _, rt := range routes {
+	for i, rt := range routes { // in the order of role.Prefixes
 		if rt.Refused != nil {
 			log.Error("ndbmemcache: "+rt.Refused.(*ndbclient.Error).Message, "role", role.Role)
 		} else {
-			log.Info("ndbmemcache: serving key prefix", "role", role.Role, "prefix", rt.Prefix, "container", rt.Container.Name, "policy", rt.Policy.String())
+			log.Info("ndbmemcache: serving key prefix", "role", role.Role, "prefix", rt.Prefix, "container", role.Prefixes[i].Container,
+				"policy", role.Prefixes[i].PolicyName, "access", rt.Policy.String())
 		}
 	}
 	if len(cfg.KeyPrefixes) == 0 {
