@@ -141,7 +141,11 @@ func DecodeValue(col *ndbclient.Column, raw []byte) (ndbclient.Value, error) {
 			}
 		}
 		k := charset.Of(col.Charset)
-		b, err := k.Encode(nil, sb)
+		b, err := sb, error(nil)
+		if k != charset.UTF8MB4 && k != charset.Binary {
+			// utf8mb4 and binary store the UTF-8 decodeString checked.
+			b, err = k.Encode(nil, sb)
+		}
 		if err != nil {
 			var nr *charset.NotRepresentable
 			if errors.As(err, &nr) {
