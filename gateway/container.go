@@ -177,6 +177,10 @@ func (c *Container) Prepare() error {
 		if col >= len(t.Columns) {
 			return fmt.Errorf("container %q: %s column index %d out of range", c.Name, role, col)
 		}
+		if tc := &t.Columns[col]; (tc.Type == ndbclient.TypeBlob || tc.Type == ndbclient.TypeText) && tc.Unsupported != "" {
+			// The backend does not drive it (NDB: BLOB/TEXT parts).
+			return fmt.Errorf("container %q: %s column %q is %s", c.Name, role, tc.Name, tc.Unsupported)
+		}
 		if wantUint {
 			ct := t.Columns[col].Type
 			if !ct.IsInteger() || ct.IsSigned() {

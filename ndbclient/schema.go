@@ -1,6 +1,9 @@
 package ndbclient
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // ColumnType covers NDB's column types.
 type ColumnType uint8
@@ -85,6 +88,32 @@ type Column struct {
 	Nullable bool
 	// Precision and Scale for DECIMAL.
 	Precision, Scale int
+	// Charset is a CHAR, VARCHAR or TEXT column's MySQL collation id (8
+	// latin1_swedish_ci, 45 utf8mb4_general_ci, 63 binary, ...; see
+	// internal/charset), as the NDB dictionary has it. 0: none known (the
+	// embedded engine's tables), taken as UTF-8. Values are the column's
+	// bytes in that character set; only the row API converts them to and
+	// from UTF-8. Memcache keys and values are the raw bytes.
+	Charset int `json:",omitempty"`
+	// Enum names an ENUM column's values (the value stored as i is
+	// Enum[i-1]; 0 is MySQL's empty error value) and Set a SET column's
+	// members (bit i is Set[i]), in UTF-8. NDB keeps either as a CHAR of
+	// binary character set (Length 1..8) holding the index or the bitmask,
+	// little-endian; mysqld keeps the names in its table definition.
+	Enum []string `json:",omitempty"`
+	Set  []string `json:",omitempty"`
+	// Unsupported, when set, is why the row API refuses to read or write
+	// the column, e.g. "a TEXT column" or "an ENUM or SET whose names ...".
+	// The table is still served; its other columns can be used.
+	Unsupported string `json:",omitempty"`
+}
+
+// Equal reports whether c and o are the same column in every attribute.
+func (c *Column) Equal(o *Column) bool {
+	return c.Name == o.Name && c.Type == o.Type && c.Length == o.Length && c.Chars == o.Chars &&
+		c.Nullable == o.Nullable && c.Precision == o.Precision && c.Scale == o.Scale &&
+		c.Charset == o.Charset && slices.Equal(c.Enum, o.Enum) && slices.Equal(c.Set, o.Set) &&
+		c.Unsupported == o.Unsupported
 }
 
 // Table is a table's schema. Column indexes used throughout ndbclient are

@@ -2,7 +2,9 @@ package rowapi
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ndbgate/ndbgate/internal/charset"
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
@@ -20,7 +23,17 @@ import (
 //     number when its precision is at most 15 digits (every such value survives
 //     a trip through a float64, which is what most JSON parsers make of a
 //     number), else as a string, so no client silently loses digits;
-//   - CHAR, VARCHAR: strings, which must be valid UTF-8;
+//   - CHAR, VARCHAR: strings, which must be valid UTF-8. Stored in the
+//     column's character set (Column.Charset: utf8mb4, utf8, latin1 (MySQL's,
+//     that is Windows-1252), ascii): a character the set cannot hold is
+//     refused, as MySQL's strict mode refuses it. Binary-charset columns
+//     (tables made through the NDB API) keep the bytes as they are;
+//   - ENUM: the value's name; SET: its members' names joined by commas, in
+//     the column's order, as MySQL shows them (NDB stores the index or the
+//     bitmask; the names come from mysqld's table definition). Writes take
+//     names, matched without regard to case, and "" for the empty SET;
+//   - a column the row API cannot serve (BLOB, TEXT, JSON, ...;
+//     Column.Unsupported) is refused, by name, wherever a request names it;
 //   - BINARY, VARBINARY, BIT: base64 strings (BIT: big-endian bytes);
 //   - DATE "YYYY-MM-DD", DATETIME and TIMESTAMP "YYYY-MM-DD hh:mm:ss[.ffffff]",
 //     TIME "[-]hhh:mm:ss[.ffffff]": strings;
@@ -35,6 +48,12 @@ func errf(col *ndbclient.Column, format string, args ...any) error {
 }
 
 func typeName(col *ndbclient.Column) string {
+	switch {
+	case col.Enum != nil:
+		return "ENUM"
+	case col.Set != nil:
+		return "SET"
+	}
 	switch col.Type {
 	case ndbclient.TypeChar, ndbclient.TypeVarchar:
 		if col.Chars > 0 {
@@ -49,9 +68,17 @@ func typeName(col *ndbclient.Column) string {
 	return col.Type.String()
 }
 
+// unsupported is the error for a column the row API cannot serve.
+func unsupported(col *ndbclient.Column) error {
+	return ndbclient.Errorf(ndbclient.CodeInvalidArgument, "column %q is %s", col.Name, col.Unsupported)
+}
+
 // DecodeValue turns the JSON text of one value into a column value. Bytes
 // values may point into raw or into newly allocated memory.
 func DecodeValue(col *ndbclient.Column, raw []byte) (ndbclient.Value, error) {
+	if col.Unsupported != "" {
+		return ndbclient.Value{}, unsupported(col)
+	}
 	raw = trimSpace(raw)
 	if len(raw) == 0 {
 		return ndbclient.Value{}, errf(col, "no value")
@@ -100,16 +127,36 @@ func DecodeValue(col *ndbclient.Column, raw []byte) (ndbclient.Value, error) {
 	if err != nil {
 		return ndbclient.Value{}, err
 	}
+	switch {
+	case col.Enum != nil:
+		return encodeEnum(col, sb)
+	case col.Set != nil:
+		return encodeSet(col, sb)
+	}
 	switch t {
 	case ndbclient.TypeChar, ndbclient.TypeVarchar, ndbclient.TypeText:
 		if col.Chars > 0 {
 			if n := utf8.RuneCount(sb); n > col.Chars {
 				return ndbclient.Value{}, errf(col, "value of %d characters is longer than the column's %d", n, col.Chars)
 			}
-		} else if col.Length > 0 && len(sb) > col.Length {
-			return ndbclient.Value{}, errf(col, "value of %d bytes is longer than the column's %d", len(sb), col.Length)
 		}
-		return ndbclient.Bytes(sb), nil
+		k := charset.Of(col.Charset)
+		b, err := sb, error(nil)
+		if k != charset.UTF8MB4 && k != charset.Binary {
+			// utf8mb4 and binary store the UTF-8 decodeString checked.
+			b, err = k.Encode(nil, sb)
+		}
+		if err != nil {
+			var nr *charset.NotRepresentable
+			if errors.As(err, &nr) {
+				return ndbclient.Value{}, errf(col, "%v (MySQL refuses it too, in strict mode)", err)
+			}
+			return ndbclient.Value{}, errf(col, "cannot be stored in character set %s: %v", charset.Name(col.Charset), err)
+		}
+		if col.Chars <= 0 && col.Length > 0 && len(b) > col.Length {
+			return ndbclient.Value{}, errf(col, "value of %d bytes is longer than the column's %d", len(b), col.Length)
+		}
+		return ndbclient.Bytes(b), nil
 	}
 	s := string(sb)
 	switch t {
@@ -357,11 +404,36 @@ func canonicalDecimal(col *ndbclient.Column, s string) (string, error) {
 	return out, nil
 }
 
-// AppendValue appends v's JSON text for col to dst.
-func AppendValue(dst []byte, col *ndbclient.Column, v ndbclient.Value) []byte {
-	if v.IsNull() {
-		return append(dst, "null"...)
+// AppendValue appends v's JSON text for col to dst. It fails only for a
+// column the row API cannot show (Column.Unsupported) and for an ENUM or
+// SET value its names do not cover.
+func AppendValue(dst []byte, col *ndbclient.Column, v ndbclient.Value) ([]byte, error) {
+	if col.Unsupported != "" {
+		return dst, unsupported(col)
 	}
+	if v.IsNull() {
+		return append(dst, "null"...), nil
+	}
+	switch {
+	case col.Enum != nil:
+		return appendEnum(dst, col, v.B)
+	case col.Set != nil:
+		return appendSet(dst, col, v.B)
+	case col.Type == ndbclient.TypeChar || col.Type == ndbclient.TypeVarchar || col.Type == ndbclient.TypeText:
+		switch k := charset.Of(col.Charset); k {
+		case charset.Latin1, charset.ASCII:
+			var tmp [128]byte
+			return AppendString(dst, k.AppendUTF8(tmp[:0], v.B)), nil
+		case charset.Unsupported:
+			return dst, ndbclient.Errorf(ndbclient.CodeInvalidArgument, "column %q: character set %s is not supported by the row API", col.Name, charset.Name(col.Charset))
+		}
+		return AppendString(dst, v.B), nil
+	}
+	return appendScalar(dst, col, v), nil
+}
+
+// appendScalar appends the JSON text of a value of any other type.
+func appendScalar(dst []byte, col *ndbclient.Column, v ndbclient.Value) []byte {
 	switch t := col.Type; {
 	case t == ndbclient.TypeBit:
 		var b [8]byte
@@ -406,8 +478,9 @@ func appendBase64(dst, b []byte) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// AppendString quotes b as a JSON string. Bytes that are not UTF-8 (a
-// latin1 column read from NDB) become U+FFFD, as encoding/json does.
+// AppendString quotes b as a JSON string. Bytes that are not UTF-8 become
+// U+FFFD, as encoding/json does (AppendValue converts a column's character
+// set to UTF-8 first).
 func AppendString(dst, b []byte) []byte {
 	dst = append(dst, '"')
 	for i := 0; i < len(b); {
@@ -441,4 +514,119 @@ func AppendString(dst, b []byte) []byte {
 		i += size
 	}
 	return append(dst, '"')
+}
+
+// ENUM and SET. NDB keeps an ENUM as its value's index (from 1; 0 is MySQL's
+// empty error value) and a SET as the bitmask of its members, little-endian
+// in the column's Length bytes.
+
+func leUint(b []byte) uint64 {
+	var x [8]byte
+	copy(x[:], b)
+	return binary.LittleEndian.Uint64(x[:])
+}
+
+func leBytes(col *ndbclient.Column, n uint64) ndbclient.Value {
+	var x [8]byte
+	binary.LittleEndian.PutUint64(x[:], n)
+	size := min(max(col.Length, 1), 8)
+	return ndbclient.Bytes(append([]byte(nil), x[:size]...))
+}
+
+// findName is the index of name among names: an exact match, else the only
+// one equal to it without regard to case (MySQL matches by the column's
+// collation, case-insensitive for the usual _ci ones), ignoring trailing
+// spaces as MySQL does.
+func findName(names []string, name string) int {
+	name = strings.TrimRight(name, " ")
+	for i, n := range names {
+		if n == name {
+			return i
+		}
+	}
+	found := -1
+	for i, n := range names {
+		if strings.EqualFold(n, name) {
+			if found >= 0 {
+				return -1
+			}
+			found = i
+		}
+	}
+	return found
+}
+
+func encodeEnum(col *ndbclient.Column, name []byte) (ndbclient.Value, error) {
+	i := findName(col.Enum, string(name))
+	if i < 0 {
+		return ndbclient.Value{}, errf(col, "%s is not one of its values %s", quoteName(string(name)), quoteNames(col.Enum))
+	}
+	return leBytes(col, uint64(i+1)), nil
+}
+
+func encodeSet(col *ndbclient.Column, list []byte) (ndbclient.Value, error) {
+	var bits uint64
+	if len(list) > 0 {
+		for _, name := range strings.Split(string(list), ",") {
+			i := findName(col.Set, name)
+			if i < 0 {
+				return ndbclient.Value{}, errf(col, "%s is not one of its members %s", quoteName(name), quoteNames(col.Set))
+			}
+			bits |= 1 << uint(i)
+		}
+	}
+	return leBytes(col, bits), nil
+}
+
+func appendEnum(dst []byte, col *ndbclient.Column, b []byte) ([]byte, error) {
+	i := leUint(b)
+	switch {
+	case i == 0:
+		return append(dst, `""`...), nil // MySQL's error value, shown as ''
+	case i <= uint64(len(col.Enum)):
+		return AppendString(dst, []byte(col.Enum[i-1])), nil
+	}
+	return dst, ndbclient.Errorf(ndbclient.CodeInternal, "column %q (ENUM): stored index %d is past its %d values (the table definition and the data disagree)", col.Name, i, len(col.Enum))
+}
+
+func appendSet(dst []byte, col *ndbclient.Column, b []byte) ([]byte, error) {
+	bits := leUint(b)
+	if len(col.Set) < 64 && bits>>uint(len(col.Set)) != 0 {
+		return dst, ndbclient.Errorf(ndbclient.CodeInternal, "column %q (SET): stored bits %#x are past its %d members (the table definition and the data disagree)", col.Name, bits, len(col.Set))
+	}
+	var s []byte
+	for i, n := range col.Set {
+		if bits&(1<<uint(i)) != 0 {
+			if len(s) > 0 {
+				s = append(s, ',')
+			}
+			s = append(s, n...)
+		}
+	}
+	return AppendString(dst, s), nil
+}
+
+// quoteName and quoteNames show names in messages, cut short.
+func quoteName(s string) string {
+	if len(s) > 40 {
+		return strconv.Quote(s[:40]) + "..."
+	}
+	return strconv.Quote(s)
+}
+
+func quoteNames(names []string) string {
+	var b strings.Builder
+	b.WriteByte('(')
+	for i, n := range names {
+		if i == 8 {
+			fmt.Fprintf(&b, ", ... %d in all", len(names))
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(quoteName(n))
+	}
+	b.WriteByte(')')
+	return b.String()
 }

@@ -155,13 +155,6 @@ const ndbUniqueViolation = 893
 // one: a BIGINT UNSIGNED filled from mysqld's own auto-increment.
 const hiddenKey = "$PK"
 
-// missing reports a driver's "no such table", as against a table it refuses.
-func missing(err error) bool {
-	m := err.Error()
-	return strings.Contains(m, "does not exist") || strings.Contains(m, "No such table") ||
-		strings.Contains(m, "not described by this driver")
-}
-
 // reason is a canonical error's message without its code.
 func reason(err error) string {
 	var e *ndbclient.Error
@@ -177,6 +170,10 @@ type tableInfo struct {
 	byName  map[string]int
 	isKey   []bool
 	nonKeys []int
+	// blob names a BLOB/TEXT column the backend does not drive (NDB: its
+	// parts, which a delete would have to remove too; "" for none): the
+	// row API does not delete such rows.
+	blob string
 }
 
 type tableKey struct{ db, name string }
@@ -194,7 +191,7 @@ func (s *Service) table(db, name string) (*tableInfo, error) {
 		if ndbclient.CodeOf(err) != ndbclient.CodeSchemaError {
 			return nil, err
 		}
-		if missing(err) {
+		if missingTable(err) {
 			return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s.%s does not exist", db, name)
 		}
 		// The table exists in a shape the driver refuses (a BLOB or TEXT
@@ -209,6 +206,9 @@ func (s *Service) table(db, name string) (*tableInfo, error) {
 	ti = &tableInfo{t: t, byName: make(map[string]int, len(t.Columns)), isKey: make([]bool, len(t.Columns))}
 	for i, c := range t.Columns {
 		ti.byName[c.Name] = i
+		if (c.Type == ndbclient.TypeBlob || c.Type == ndbclient.TypeText) && c.Unsupported != "" && ti.blob == "" {
+			ti.blob = c.Name
+		}
 	}
 	for _, k := range t.PrimaryKey {
 		ti.isKey[k] = true
@@ -222,6 +222,15 @@ func (s *Service) table(db, name string) (*tableInfo, error) {
 	s.tables[k] = ti
 	s.mu.Unlock()
 	return ti, nil
+}
+
+// missingTable tells a table that does not exist from one the backend
+// refuses to serve (by its words: the embedded engine says "does not
+// exist", NDB "No such table existed" (723) or, for a database, its
+// dictionary's "No such table").
+func missingTable(err error) bool {
+	m := err.Error()
+	return strings.Contains(m, "does not exist") || strings.Contains(m, "No such table")
 }
 
 func invalid(format string, args ...any) error {
@@ -293,10 +302,18 @@ func (s *Service) Execute(ctx context.Context, who *auth.Principal, ops []Op) ([
 		for _, c := range projs[i] {
 			data = append(data, Column{Name: cols[c].Name})
 		}
+		var err error
 		for j, c := range projs[i] {
 			from := len(buf)
-			buf = AppendValue(buf, &cols[c], no.Row[j])
+			if buf, err = AppendValue(buf, &cols[c], no.Row[j]); err != nil {
+				break
+			}
 			data[start+j].Value = buf[from:len(buf):len(buf)]
+		}
+		if err != nil {
+			results[i].Err = err
+			data = data[:start]
+			continue
 		}
 		results[i].Data = data[start:len(data):len(data)]
 	}
@@ -367,6 +384,9 @@ func (s *Service) prepare(who *auth.Principal, op *Op, no *ndbclient.Op, keyBuf 
 		if found[k] {
 			return nil, nil, invalid("filter column %q is given twice", f.Column)
 		}
+		if t.Columns[c].Unsupported != "" {
+			return nil, nil, unsupported(&t.Columns[c])
+		}
 		found[k] = true
 		if no.Key[k], err = DecodeValue(&t.Columns[c], f.Value); err != nil {
 			return nil, nil, err
@@ -394,10 +414,22 @@ func (s *Service) prepare(who *auth.Principal, op *Op, no *ndbclient.Op, keyBuf 
 				if slices.Contains(proj, c) {
 					return nil, nil, invalid("read column %q is given twice", name)
 				}
+				if t.Columns[c].Unsupported != "" {
+					return nil, nil, unsupported(&t.Columns[c])
+				}
 				if i < len(op.ReturnTypes) && op.ReturnTypes[i] != "" && op.ReturnTypes[i] != "default" {
 					return nil, nil, invalid("read column %q: dataReturnType %q is not supported (use \"default\")", name, op.ReturnTypes[i])
 				}
 				proj = append(proj, c)
+			}
+		}
+		if len(op.ReadColumns) == 0 {
+			// Every non-key column: one the row API cannot show is refused
+			// rather than silently left out.
+			for _, c := range proj {
+				if u := t.Columns[c].Unsupported; u != "" {
+					return nil, nil, invalid("column %q is %s; name the columns to read in readColumns", t.Columns[c].Name, u)
+				}
 			}
 		}
 		no.Read = proj
@@ -406,6 +438,9 @@ func (s *Service) prepare(who *auth.Principal, op *Op, no *ndbclient.Op, keyBuf 
 		no.Kind = ndbclient.OpDelete
 		if len(op.Values) > 0 || len(op.ReadColumns) > 0 {
 			return nil, nil, invalid("pk-delete takes no values or read columns")
+		}
+		if ti.blob != "" {
+			return nil, nil, invalid("pk-delete: %s has a BLOB/TEXT column (%s); ndbgate does not delete its rows, as the column's parts would be left behind", t.FullName(), ti.blob)
 		}
 		return ti, nil, nil
 	}
@@ -445,6 +480,9 @@ func (s *Service) prepare(who *auth.Principal, op *Op, no *ndbclient.Op, keyBuf 
 		// rather than let the engine refuse the row.
 		for _, c := range ti.nonKeys {
 			if !seen[c] && !t.Columns[c].Nullable && op.Method == MethodInsert {
+				if u := t.Columns[c].Unsupported; u != "" {
+					return nil, nil, invalid("%s: NOT NULL column %q is %s, so ndbgate cannot insert rows into %s", op.Method, t.Columns[c].Name, u, t.FullName())
+				}
 				return nil, nil, invalid("%s: NOT NULL column %q needs a value", op.Method, t.Columns[c].Name)
 			}
 		}

@@ -168,3 +168,65 @@ func TestDuplicateSaysWhichKey(t *testing.T) {
 	pk := describeErr(op, &ndbclient.Error{Code: ndbclient.CodeDuplicate, NativeCode: 630, Message: "Tuple already existed when attempting to insert"})
 	assert.ErrorContains(t, pk, "a row with this primary key already exists in app.users")
 }
+
+// A table shaped as the NDB driver describes one made in SQL: latin1 and
+// utf8mb4 strings, an ENUM and a SET (CHARs of binary character set with
+// names), and a TEXT column the driver cannot serve. The embedded engine
+// stores the bytes; the row API converts them.
+func TestExecuteSQLTable(t *testing.T) {
+	e := embedded.New(embedded.Config{Partitions: 2, Nodes: 1})
+	t.Cleanup(func() { _ = e.Close() })
+	tbl := &ndbclient.Table{Database: "d", Name: "sql", ExpireColumn: -1, PrimaryKey: []int{0},
+		Columns: []ndbclient.Column{
+			{Name: "k", Type: ndbclient.TypeVarchar, Length: 10, Chars: 10, Charset: 8},
+			{Name: "l1", Type: ndbclient.TypeVarchar, Length: 20, Chars: 20, Charset: 8, Nullable: true},
+			{Name: "u4", Type: ndbclient.TypeVarchar, Length: 80, Chars: 20, Charset: 45, Nullable: true},
+			{Name: "e", Type: ndbclient.TypeChar, Length: 1, Chars: 1, Charset: 63, Enum: []string{"a", "b", "c"}, Nullable: true},
+			{Name: "s", Type: ndbclient.TypeChar, Length: 1, Chars: 1, Charset: 63, Set: []string{"x", "y", "z"}, Nullable: true},
+			{Name: "doc", Type: ndbclient.TypeText, Charset: 8, Nullable: true, Unsupported: "a TEXT column: ndbgate does not read or write BLOB/TEXT"},
+		}}
+	_, err := e.CreateTable(tbl)
+	require.NoError(t, err)
+	cl := ndbclient.NewClient(e)
+	s := New(cl, Limits{})
+	ctx := context.Background()
+	op := func(m Method, k string, vals []Field, read ...string) Op {
+		return Op{Method: m, DB: "d", Table: "sql", Filters: []Field{f("k", k)}, Values: vals, ReadColumns: read}
+	}
+	res, err := s.Execute(ctx, nil, []Op{
+		op(MethodWrite, `"clé"`, []Field{f("l1", `"café"`), f("u4", `"naïve 😀"`), f("e", `"c"`), f("s", `"z,x"`)}),
+		op(MethodWrite, `"k2"`, []Field{f("l1", `"zł"`)}),
+		op(MethodWrite, `"k3"`, []Field{f("doc", `"text"`)}),
+	})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	assert.ErrorContains(t, res[1].Err, `column "l1" (VARCHAR(20)): character U+0142 'ł' cannot be stored in latin1`)
+	assert.ErrorContains(t, res[2].Err, `column "doc" is a TEXT column`)
+
+	// Stored as MySQL stores them: latin1 bytes, the ENUM's index, the SET's bits.
+	raw := &ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Key: []ndbclient.Value{ndbclient.Bytes([]byte("cl\xe9"))}, Read: []int{1, 2, 3, 4}}
+	require.NoError(t, cl.Execute(ctx, &ndbclient.Batch{Ops: []*ndbclient.Op{raw}}))
+	require.NoError(t, raw.Err)
+	assert.Equal(t, []byte("caf\xe9"), raw.Row[0].B)
+	assert.Equal(t, []byte("naïve 😀"), raw.Row[1].B)
+	assert.Equal(t, []byte{3}, raw.Row[2].B)
+	assert.Equal(t, []byte{5}, raw.Row[3].B)
+
+	res, err = s.Execute(ctx, nil, []Op{
+		op(MethodRead, `"clé"`, nil, "l1", "u4", "e", "s"),
+		op(MethodRead, `"clé"`, nil),
+		op(MethodRead, `"clé"`, nil, "doc"),
+		op(MethodDelete, `"clé"`, nil),
+		op(MethodInsert, `"k4"`, []Field{f("e", `"d"`)}),
+	})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	assert.Equal(t, []Column{{"l1", []byte(`"café"`)}, {"u4", []byte(`"naïve 😀"`)}, {"e", []byte(`"c"`)}, {"s", []byte(`"x,z"`)}}, res[0].Data)
+	assert.ErrorContains(t, res[1].Err, `column "doc" is a TEXT column: ndbgate does not read or write BLOB/TEXT; name the columns to read in readColumns`)
+	assert.ErrorContains(t, res[2].Err, `column "doc" is a TEXT column`)
+	assert.ErrorContains(t, res[3].Err, "pk-delete: d.sql has a BLOB/TEXT column (doc)")
+	assert.ErrorContains(t, res[4].Err, `"d" is not one of its values ("a", "b", "c")`)
+	for _, r := range res[1:] {
+		assert.Equal(t, ndbclient.CodeInvalidArgument, ndbclient.CodeOf(r.Err))
+	}
+}

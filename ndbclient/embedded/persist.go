@@ -706,7 +706,7 @@ func (t *table) shapeDiff(s *ndbclient.Table) string {
 		return fmt.Sprintf("%d columns stored, %d asked for", len(st.Columns), len(s.Columns))
 	}
 	for i := range s.Columns {
-		if a, b := st.Columns[i], s.Columns[i]; a != b {
+		if a, b := st.Columns[i], s.Columns[i]; !a.Equal(&b) {
 			return fmt.Sprintf("column %d stored as %s %s(%d), asked for as %s %s(%d)", i, a.Name, a.Type, a.Length, b.Name, b.Type, b.Length)
 		}
 	}

@@ -247,7 +247,7 @@ func (t *table) sameShape(s *ndbclient.Table) bool {
 		return x.DistributionKey
 	}
 	return s.Database == st.Database && s.Name == st.Name &&
-		slices.Equal(s.Columns, st.Columns) && slices.Equal(s.PrimaryKey, st.PrimaryKey) &&
+		slices.EqualFunc(s.Columns, st.Columns, func(a, b ndbclient.Column) bool { return a.Equal(&b) }) && slices.Equal(s.PrimaryKey, st.PrimaryKey) &&
 		slices.Equal(dk(s), dk(st)) && (s.Partitions == 0 || s.Partitions == st.Partitions) &&
 		s.Eviction == st.Eviction && s.ExpireColumn == st.ExpireColumn
 }

@@ -9,10 +9,11 @@ import (
 )
 
 // encodeCreate writes t in describe's format (wire.go), for the shim's
-// ndbgate_create_table: the inverse of decodeDescribe. Strings get NDB's
-// default character set, latin1 (a byte per character: CHAR(n) and
-// VARCHAR(n) take n bytes); VARCHAR and VARBINARY longer than 255 bytes take
-// a 2-byte length prefix (NDB's long variants).
+// ndbgate_create_table: the inverse of decodeDescribe. CHAR(n) and
+// VARCHAR(n) take n bytes; the shim leaves strings NDB's default character
+// set, binary (the column's Charset travels, but is not applied: memcache
+// keys and values are bytes). VARCHAR and VARBINARY longer than 255 bytes
+// take a 2-byte length prefix (NDB's long variants).
 func encodeCreate(t *ndbclient.Table) ([]byte, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
@@ -44,11 +45,7 @@ func encodeCreate(t *ndbclient.Table) ([]byte, error) {
 		b = binary.LittleEndian.AppendUint16(b, uint16(prec))
 		b = binary.LittleEndian.AppendUint16(b, uint16(scale))
 		b = binary.LittleEndian.AppendUint32(b, 0)
-		cs := 0
-		if c.Type == ndbclient.TypeChar || c.Type == ndbclient.TypeVarchar {
-			cs = charsetLatin1
-		}
-		b = binary.LittleEndian.AppendUint16(b, uint16(cs))
+		b = binary.LittleEndian.AppendUint16(b, uint16(c.Charset))
 	}
 	return b, nil
 }
@@ -128,10 +125,8 @@ func nullableByte(nullable bool) byte {
 	return 0
 }
 
-// charsetLatin1 is latin1_swedish_ci, NDB's default for character columns.
-const charsetLatin1 = 8
-
-// charBytes is a CHAR or VARCHAR column's length in latin1: its characters.
+// charBytes is a CHAR or VARCHAR column's length in bytes of a single-byte
+// character set: its characters.
 func charBytes(c ndbclient.Column) int {
 	if c.Chars > 0 {
 		return c.Chars

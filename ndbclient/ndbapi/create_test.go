@@ -33,15 +33,12 @@ func TestEncodeCreateIsDescribesInverse(t *testing.T) {
 	require.NoError(t, err)
 	got, err := decodeDescribe("shop", "orders", 3, spec)
 	require.NoError(t, err)
-	// The dictionary gives scalar columns a length of 1; strings are latin1,
-	// a byte per character.
+	// The dictionary gives scalar columns a length of 1; strings keep the
+	// spec's character set (none here), so no bound in characters.
 	expect := append([]ndbclient.Column(nil), want.Columns...)
 	for i := range expect {
 		if expect[i].Length == 0 {
 			expect[i].Length = 1
-		}
-		if expect[i].Type == ndbclient.TypeChar || expect[i].Type == ndbclient.TypeVarchar {
-			expect[i].Chars = expect[i].Length
 		}
 	}
 	require.Equal(t, expect, got.schema.Columns)
@@ -67,6 +64,5 @@ func TestDescribeCharsFromTheCharacterSet(t *testing.T) {
 	got, err := decodeDescribe("d", "t", 0, spec)
 	require.NoError(t, err)
 	require.Equal(t, 16, got.schema.Columns[1].Chars)
-	require.Equal(t, 0, charsetMaxBytes(0))
-	require.Equal(t, 3, charsetMaxBytes(33))
+	require.Equal(t, 45, got.schema.Columns[1].Charset)
 }

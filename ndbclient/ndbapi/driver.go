@@ -224,7 +224,7 @@ func (d *Driver) CreateTable(want *ndbclient.Table) (*ndbclient.Table, error) {
 // exists (an existing one is left as it is: CreateTable then checks its
 // columns). It is for clusters without a MySQL server, such as a test
 // cluster; tables made this way are invisible to a mysqld, which keeps its
-// own metadata. Strings get NDB's default character set (latin1).
+// own metadata. Strings get NDB's default character set, binary.
 func (d *Driver) CreateNDBTable(want *ndbclient.Table) (created bool, err error) {
 	spec, err := encodeCreate(want)
 	if err != nil {

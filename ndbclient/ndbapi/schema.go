@@ -2,6 +2,7 @@ package ndbapi
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
@@ -73,8 +74,11 @@ func compatible(old, cur *tableInfo) error {
 		if oc.Name != cc.Name {
 			return fmt.Errorf("%s column %d is now %s, was %s", name, i, cc.Name, oc.Name)
 		}
+		// The character set and ENUM/SET names count: they say what the
+		// bytes mean.
 		if oc.Type != cc.Type || oc.Length != cc.Length || oc.Nullable != cc.Nullable ||
-			oc.Precision != cc.Precision || oc.Scale != cc.Scale || old.cols[i] != cur.cols[i] {
+			oc.Precision != cc.Precision || oc.Scale != cc.Scale || old.cols[i] != cur.cols[i] ||
+			oc.Charset != cc.Charset || !slices.Equal(oc.Enum, cc.Enum) || !slices.Equal(oc.Set, cc.Set) {
 			return fmt.Errorf("%s column %s changed type", name, oc.Name)
 		}
 	}

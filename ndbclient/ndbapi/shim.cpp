@@ -1495,6 +1495,17 @@ std::vector<TableRecs> describeInto(ndbgate_pool *pool, const char *db, const ch
     const int cs = c->getCharset() ? c->getCharsetNumber() : 0;
     w.u16(static_cast<uint16_t>(cs > 0 ? cs : 0));
   }
+  // mysqld's packed .frm (none for tables made through the NDB API): the
+  // names of ENUM and SET values live only there. NDB caps it at 6000
+  // bytes; one that does not fit is reported as 0xFFFFFFFF, with no bytes.
+  const void *frm = t->getFrmData();
+  const uint32_t frmLen = frm ? t->getFrmLength() : 0;
+  if (w.p && static_cast<size_t>(w.end - w.p) >= 4 + static_cast<size_t>(frmLen)) {
+    w.u32(frmLen);
+    if (frmLen > 0) w.put(frm, frmLen);
+  } else {
+    w.u32(0xFFFFFFFFu);
+  }
   if (!w.p) return fail("describe buffer too small");
   return byConn;
 }
@@ -1567,7 +1578,7 @@ int ndbgate_create_table(ndbgate_pool *pool, const char *db, const char *table, 
     r.u8();  // array type: NDB derives it from the type and length
     const uint16_t precision = r.u16(), scale = r.u16();
     r.u32();  // row slot: describe output only
-    r.u16();  // character set: strings get NDB's default (latin1)
+    r.u16();  // character set: not applied; strings get NDB's default (binary)
     if (!r.ok) break;
     NdbDictionary::Column c(std::string(reinterpret_cast<const char *>(name), nameLen).c_str());
     c.setType(static_cast<NdbDictionary::Column::Type>(type));

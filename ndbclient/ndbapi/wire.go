@@ -17,7 +17,9 @@
 // nullable, u8 key flags (1 primary key, 2 distribution key), u8 array type,
 // u16 precision, u16 scale, u32 slot bytes (the column's NdbRecord row slot,
 // getSizeInBytesForRecord: the native size, a length prefix included; 0 for
-// BLOB/TEXT), u16 character set number (0 for non-character columns)}.
+// BLOB/TEXT), u16 character set number (0 for non-character columns)}, u32
+// frm length (0xFFFFFFFF: too large for the buffer), mysqld's packed .frm
+// (none for tables made through the NDB API; see internal/frm).
 package ndbapi
 
 import (
@@ -27,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ndbgate/ndbgate/internal/charset"
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
@@ -106,6 +109,12 @@ type column struct {
 	precision int   // DECIMAL digits
 	scale     int   // DECIMAL decimals
 	fsp       int   // TIME2, DATETIME2, TIMESTAMP2: fractional-second digits
+	charset   int   // CHAR/VARCHAR/TEXT: MySQL collation id (63: binary)
+	blob      bool  // BLOB/TEXT: no row slot; ops naming it are refused
+	// exact: an ENUM or SET (a CHAR of binary character set holding an
+	// index or a bitmask): its bytes are kept as stored, not space-trimmed,
+	// and zero-padded.
+	exact bool
 }
 
 // tableInfo is a described table.
@@ -113,6 +122,9 @@ type tableInfo struct {
 	id     int
 	schema *ndbclient.Table
 	cols   []column
+	// hasBlob: a BLOB/TEXT column. An asynchronous delete would leave its
+	// parts behind in the blob table, so deletes are refused.
+	hasBlob bool
 	// lanes maps partition -> dispatcher lane (driver.go); nil: lane 0.
 	// Replaced when the table is looked up again.
 	lanes atomic.Pointer[[]int]
@@ -147,23 +159,30 @@ func decodeDescribe(db, name string, id int, b []byte) (*tableInfo, error) {
 		at := r.u8()
 		prec, scale := int(r.u16()), int(r.u16())
 		maxBytes := int(r.u32())
-		charset := int(r.u16())
+		cs := int(r.u16())
 		ct, err := columnType(nt)
 		if err != nil {
 			return nil, fmt.Errorf("%s.%s column %s: %w", db, name, cname, err)
 		}
-		col := column{ndbType: nt, arrayType: at, length: length, maxBytes: maxBytes}
+		col := column{ndbType: nt, arrayType: at, length: length, maxBytes: maxBytes, charset: cs}
 		if nt == ndbBit && maxBytes != 4 && maxBytes != 8 {
 			// NDB keeps BIT(n) in 32-bit words; the shim's slot says how many.
 			return nil, fmt.Errorf("%s.%s column %s: BIT(%d) in a %d-byte slot (4 or 8 expected)", db, name, cname, length, maxBytes)
 		}
-		sc := ndbclient.Column{Name: cname, Type: ct, Length: length, Nullable: nullable}
+		sc := ndbclient.Column{Name: cname, Type: ct, Length: length, Nullable: nullable, Charset: cs}
 		if ct == ndbclient.TypeChar || ct == ndbclient.TypeVarchar {
-			if mb := charsetMaxBytes(charset); mb > 0 {
+			if mb := charset.MaxBytes(cs); mb > 0 {
 				sc.Chars = length / mb
 			}
 		}
 		switch nt {
+		case ndbBlob, ndbText:
+			// Served, but never read or written: NdbBlob's parts need a
+			// synchronous execute() (wire.go refuses ops that name such a
+			// column, and deletes of the table's rows).
+			sc.Unsupported = "a " + ct.String() + " column: ndbgate does not read or write BLOB/TEXT"
+			col.blob = true
+			ti.hasBlob = true
 		case ndbDecimal, ndbDecimalunsigned:
 			col.precision, col.scale = prec, scale
 			sc.Precision, sc.Scale = prec, scale
@@ -189,6 +208,20 @@ func decodeDescribe(db, name string, id int, b []byte) (*tableInfo, error) {
 	if !r.ok() {
 		return nil, fmt.Errorf("%s.%s: malformed describe output", db, name)
 	}
+	// The .frm trailer, when the shim sent one (older test buffers end here).
+	var frmBytes []byte
+	var frmErr error
+	if len(r.b) >= 4 {
+		switch n := r.u32(); {
+		case n == 0xFFFFFFFF:
+			frmErr = fmt.Errorf("the table definition did not fit the describe buffer")
+		case n > 0:
+			if frmBytes = r.bytes(int(n)); !r.ok() {
+				return nil, fmt.Errorf("%s.%s: malformed describe output (table definition)", db, name)
+			}
+		}
+	}
+	applyFrm(ti, frmBytes, frmErr)
 	// An explicit distribution key only when it is not the whole primary key.
 	if len(dist) > 0 && !sameInts(dist, ti.schema.PrimaryKey) {
 		ti.schema.DistributionKey = dist
@@ -258,8 +291,10 @@ func columnType(t uint8) (ndbclient.ColumnType, error) {
 		return ndbclient.TypeTime, nil
 	case ndbTimestamp, ndbTimestamp2:
 		return ndbclient.TypeTimestamp, nil
-	case ndbBlob, ndbText:
-		return 0, fmt.Errorf("NDB column type %d (BLOB/TEXT) is not supported by this driver yet: its parts live in a separate table read through NdbBlob", t)
+	case ndbBlob:
+		return ndbclient.TypeBlob, nil
+	case ndbText:
+		return ndbclient.TypeText, nil
 	}
 	return 0, fmt.Errorf("NDB column type %d is not supported by this driver (old-style DECIMAL from before MySQL 5.0 and unknown types are refused)", t)
 }
@@ -300,7 +335,7 @@ func appendNative(dst []byte, c *column, v ndbclient.Value) ([]byte, error) {
 		}
 		dst = append(dst, v.B...)
 		pad := byte(' ')
-		if c.ndbType == ndbBinary {
+		if c.ndbType == ndbBinary || c.exact {
 			pad = 0
 		}
 		for i := len(v.B); i < c.length; i++ {
@@ -405,6 +440,9 @@ func decodeNative(c *column, b []byte) ndbclient.Value {
 	case ndbDouble:
 		return ndbclient.Float(math.Float64frombits(binary.LittleEndian.Uint64(b)))
 	case ndbChar:
+		if c.exact {
+			return ndbclient.Bytes(b)
+		}
 		end := len(b)
 		for end > 0 && b[end-1] == ' ' {
 			end--
@@ -530,6 +568,9 @@ func encodeRound(dst []byte, ops []*ndbclient.Op, extra []stateExtra, tables fun
 		if !ok {
 			return dst, ndbclient.Errorf(ndbclient.CodeInvalidArgument, "unknown op kind %d", op.Kind)
 		}
+		if ti.hasBlob && (op.Kind == ndbclient.OpDelete || op.Kind == ndbclient.OpDeleteAll) {
+			return dst, blobDeleteRefused(ti)
+		}
 		if op.Kind == ndbclient.OpAdd && op.Create {
 			// NDB has no insert-if-missing add; the gateway creates missing
 			// counters with an insert after NotFound.
@@ -578,6 +619,9 @@ func encodeRound(dst []byte, ops []*ndbclient.Op, extra []stateExtra, tables fun
 			if c < 0 || c >= len(ti.cols) {
 				return dst, ndbclient.Errorf(ndbclient.CodeInvalidArgument, "read column %d out of range", c)
 			}
+			if ti.cols[c].blob {
+				return dst, blobRefused(ti, c)
+			}
 			dst = binary.LittleEndian.AppendUint16(dst, uint16(c))
 			bound += 5 + ti.cols[c].maxBytes
 		}
@@ -603,10 +647,16 @@ func encodeRound(dst []byte, ops []*ndbclient.Op, extra []stateExtra, tables fun
 		}
 		switch op.Kind {
 		case ndbclient.OpAdd:
+			if op.AddColumn < 0 || op.AddColumn >= len(ti.cols) || ti.cols[op.AddColumn].blob {
+				return dst, ndbclient.Errorf(ndbclient.CodeInvalidArgument, "%s: column %d cannot be added to", op.Table.FullName(), op.AddColumn)
+			}
 			dst = binary.LittleEndian.AppendUint16(dst, uint16(op.AddColumn))
 			dst = binary.LittleEndian.AppendUint64(dst, op.Delta)
 			dst = binary.LittleEndian.AppendUint64(dst, op.Initial)
 		case ndbclient.OpAppend:
+			if op.AppendColumn < 0 || op.AppendColumn >= len(ti.cols) || ti.cols[op.AppendColumn].blob {
+				return dst, ndbclient.Errorf(ndbclient.CodeInvalidArgument, "%s: column %d cannot be appended to", op.Table.FullName(), op.AppendColumn)
+			}
 			dst = binary.LittleEndian.AppendUint16(dst, uint16(op.AppendColumn))
 			// The data travels with the column's length prefix; the shim strips it.
 			c := &ti.cols[op.AppendColumn]
@@ -630,22 +680,6 @@ func encodeRound(dst []byte, ops []*ndbclient.Op, extra []stateExtra, tables fun
 	return binary.LittleEndian.AppendUint32(dst, uint32(bound)), nil
 }
 
-// charsetMaxBytes is the longest character, in bytes, of MySQL's character
-// set number cs (a collation id, as the dictionary keeps it), or 0 when
-// unknown. utf8mb4: 45, 46, 224-247, 255-323; utf8mb3: 33, 83, 192-215;
-// single-byte sets: latin1 and the like.
-func charsetMaxBytes(cs int) int {
-	switch {
-	case cs == 45 || cs == 46 || cs >= 224 && cs <= 247 || cs >= 255 && cs <= 323:
-		return 4
-	case cs == 33 || cs == 83 || cs >= 192 && cs <= 215:
-		return 3
-	case cs == 5 || cs == 8 || cs == 11 || cs == 15 || cs == 31 || cs == 47 || cs == 48 || cs == 49 || cs == 94 || cs == 63:
-		return 1
-	}
-	return 0
-}
-
 func isExpiryType(t uint8) bool {
 	return t == ndbInt || t == ndbUnsigned || t == ndbBigint || t == ndbBigunsigned
 }
@@ -653,6 +687,9 @@ func isExpiryType(t uint8) bool {
 func appendValue(dst []byte, ti *tableInfo, col int, v ndbclient.Value, withNull bool) ([]byte, error) {
 	if col < 0 || col >= len(ti.cols) {
 		return dst, ndbclient.Errorf(ndbclient.CodeInvalidArgument, "column %d out of range", col)
+	}
+	if ti.cols[col].blob {
+		return dst, blobRefused(ti, col)
 	}
 	dst = binary.LittleEndian.AppendUint16(dst, uint16(col))
 	if withNull {
