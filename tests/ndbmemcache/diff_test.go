@@ -50,6 +50,7 @@ type options struct {
 	seqs     []string // NDBMEMCACHE_DIFF_SEQUENCES: run only these (nil: all)
 	flushDB  bool     // NDBMEMCACHE_DIFF_FLUSH=1: flush_all under default_role too
 	parallel bool     // roles at once (not with flushDB: it empties demo_table)
+	reconfig bool     // NDBMEMCACHE_DIFF_RECONFIG=1: run under a prefix both servers loaded online
 	tag      string   // in every key: rows an earlier run left are not this run's
 }
 
@@ -70,7 +71,11 @@ func TestDifferential(t *testing.T) {
 	if q := os.Getenv("NDBMEMCACHE_DIFF_SEQUENCES"); q != "" {
 		o.seqs = strings.Split(q, ",")
 	}
-	o.parallel = !o.flushDB && os.Getenv("NDBMEMCACHE_DIFF_SERIAL") != "1"
+	o.reconfig = os.Getenv("NDBMEMCACHE_DIFF_RECONFIG") == "1"
+	// A reconfiguration run is serial: run at once, four roles' ndbmemcache
+	// crashes (22 in README.md) once left every API node of the cluster
+	// without data nodes for 3 s, and the reconfiguration's own writes failed.
+	o.parallel = !o.flushDB && !o.reconfig && os.Getenv("NDBMEMCACHE_DIFF_SERIAL") != "1"
 
 	results := make([]result, len(o.roles))
 	t.Run("roles", func(t *testing.T) {
@@ -133,6 +138,12 @@ func runRole(t *testing.T, e env, o options, ri int, role string) result {
 	}
 	res := result{seen: map[string]bool{}}
 	tot := &res.tot
+	keyPrefix := ""
+	if o.reconfig {
+		undo := reconfigure(t, role, srvs[0], srvs[1], time.Now().Add(time.Duration(ri)*time.Minute))
+		defer func() { undo(srvs[1]) }()
+		keyPrefix = reconfigPrefix
+	}
 	var used []string
 	for si, seq := range sequences() {
 		if seq.only != nil && !slices.Contains(seq.only, role) || o.seqs != nil && !slices.Contains(o.seqs, seq.name) {
@@ -145,7 +156,7 @@ func runRole(t *testing.T, e env, o options, ri int, role string) result {
 		base := fmt.Sprintf("diff%s%d%02d_", o.tag, ri, si)
 		var keys []string
 		steps := seq.steps(func(name string) string {
-			k := seq.prefix + base + name
+			k := seq.prefix + keyPrefix + base + name
 			keys = append(keys, k)
 			return k
 		})

@@ -50,6 +50,7 @@ type server struct {
 	// lost says why the server stopped serving in a sequence (it crashed,
 	// or stopped answering); the next sequence starts another.
 	lost string
+	rest string // ndbgate: its REST host:port
 }
 
 func freePort(t *testing.T) int {
@@ -161,7 +162,7 @@ func startNdbgate(t *testing.T, e env, role string) *server {
 			"--ndb-pool-size", "1", "--memcache", fmt.Sprintf("127.0.0.1:%d", port),
 			"--rest", fmt.Sprintf("127.0.0.1:%d", rest), "--grpc", "")
 		s := start(t, "ndbgate", role, cmd)
-		s.addr = fmt.Sprintf("127.0.0.1:%d", port)
+		s.addr, s.rest = fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("127.0.0.1:%d", rest)
 		ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", rest)
 		deadline := time.Now().Add(90 * time.Second)
 		for {
