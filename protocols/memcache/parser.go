@@ -446,13 +446,15 @@ func (p *Parser) verbosity(w [][]byte, cmd *Command) Result {
 }
 
 // validKey enforces memcached's 250-byte limit and, stricter than memcached,
-// refuses control characters, which no NDB key column should hold.
+// refuses control characters, which no NDB key column should hold, but for
+// the tab: it separates the columns of a key of several, as ndbmemcache's
+// containers join them.
 func validKey(k []byte) bool {
 	if len(k) == 0 || len(k) > KeyMaxLength {
 		return false
 	}
 	for _, c := range k {
-		if c < 0x21 || c == 0x7f {
+		if c < 0x21 && c != '\t' || c == 0x7f {
 			return false
 		}
 	}

@@ -33,6 +33,9 @@ func parseCases() []parseCase {
 		{name: "get 250-byte key", in: "get " + max + "\r\n", want: Command{Kind: CmdGet}, keys: []string{max}, res: okRes(256)},
 		{name: "get 251-byte key", in: "get " + long + "\r\n", res: errRes(257, replyBadFormat)},
 		{name: "get control char", in: "get a\x01b\r\n", res: errRes(9, replyBadFormat)},
+		// A tab joins the columns of a key of several (ndbmemcache's containers).
+		{name: "get tab-separated key", in: "get eu\t42 b\r\n", want: Command{Kind: CmdGet}, keys: []string{"eu\t42", "b"}, res: okRes(13)},
+		{name: "set tab-separated key", in: "set eu\t42 0 0 1\r\nx\r\n", want: Command{Kind: CmdSet}, keys: []string{"eu\t42"}, data: "x", res: okRes(20)},
 		{name: "get no key", in: "get\r\n", res: errRes(5, replyError)},
 		{name: "gat", in: "gat 100 a b\r\n", want: Command{Kind: CmdGat, Exptime: 100}, keys: []string{"a", "b"}, res: okRes(13)},
 		{name: "gats negative", in: "gats -1 a\r\n", want: Command{Kind: CmdGats, Exptime: -1}, keys: []string{"a"}, res: okRes(11)},

@@ -21,6 +21,8 @@ var known = []struct {
 	why  string
 	keys []string
 }{
+	{"incr or decr that the policy refuses (ndb-read-only: sets disabled): ndbmemcache's ENGINE_NOT_STORED (src/ndb_engine.c:647-651) reaches its memcached, which writes it for incr as SERVER_ERROR failed to store item; ndbgate answers NOT_STORED, as for the refused set. memcached's text incr has neither reply, and clients treat both as errors",
+		[]string{policiesRole + "/policy-read-only/incr via ro:"}},
 	// --- ndbmemcache's bundled memcached against today's memcached ---------
 	{"ndbmemcache's memcached has no text touch command (memcached.c:4520-4610 dispatches none): ERROR; memcached >= 1.4.8 and ndbgate answer TOUCHED/NOT_FOUND",
 		[]string{"*/misses/touch", "*/key-length/touch 251-byte key", "*/touch/touch to 1 s", "*/touch/touch to 0 (never expires)",
@@ -81,7 +83,7 @@ var known = []struct {
 }
 
 // ndbRoles are the roles whose keys live in demo_table (the "ndb" group).
-var ndbRoles = []string{"db-only", "default_role", "ndb-caching"}
+var ndbRoles = []string{"db-only", "default_role", "ndb-caching", policiesRole}
 
 var allowList = func() map[string]string {
 	m := map[string]string{}

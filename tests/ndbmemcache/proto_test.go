@@ -248,7 +248,12 @@ func (s *session) readText() ([]string, error) {
 			block.Reset()
 			continue
 		}
-		f := strings.Fields(line)
+		// Split on spaces only, as memcached does: a key of several columns
+		// holds tabs.
+		f := strings.Fields(strings.ReplaceAll(strings.TrimRight(line, "\r\n"), "\t", "\x00"))
+		for i := range f {
+			f[i] = strings.ReplaceAll(f[i], "\x00", "\t")
+		}
 		if len(f) < 4 {
 			block.WriteString(line)
 			continue

@@ -379,6 +379,45 @@ func sequences() []sequence {
 		// default_role: ndb_memcache_metadata.sql gives it the prefix mc:
 		// (memcache-only); with ndb-create-tables' demo rows the keys fall
 		// under the role's "" prefix instead.
+		// The role of policies.sql: the policies and the container no demo
+		// role uses. Keys are written through "" (ndb-test) and reached
+		// through the other prefixes, which strip theirs.
+		{name: "policy-read-only", only: []string{policiesRole}, steps: func(k keyer) []step {
+			a, b := k("a"), k("b")
+			return []step{
+				T("set via catch-all", set(a, "v")),
+				T("get via ro:", "get ro:"+a+"\r\n"),
+				T("set via ro:", set("ro:"+a, "x")),
+				T("add via ro:", cmd("add", "ro:"+b, 0, 0, "x")),
+				T("append via ro:", cmd("append", "ro:"+a, 0, 0, "x")),
+				T("incr via ro:", "incr ro:"+a+" 1\r\n"),
+				T("delete via ro:", "delete ro:"+a+"\r\n"),
+				T("get after the refusals", "get "+a+" "+b+"\r\n"),
+			}
+		}},
+		{name: "policy-local-deletes", only: []string{policiesRole}, steps: func(k keyer) []step {
+			a := k("a")
+			return []step{
+				T("set via cld:", set("cld:"+a, "v")),
+				T("get via cld:", "get cld:"+a+"\r\n"),
+				T("delete via cld: (the cache only)", "delete cld:"+a+"\r\n"),
+				T("get via catch-all", "get "+a+"\r\n"),
+				T("get via cld: again", "get cld:"+a+"\r\n"),
+				T("delete via catch-all", "delete "+a+"\r\n"),
+			}
+		}},
+		{name: "multi-column", only: []string{policiesRole}, steps: func(k keyer) []step {
+			key := "p:" + k("r") + "\t42"
+			return []step{
+				T("set", cmd("set", key, 5, 0, "Ada\tLondon")),
+				T("get (constant flags)", "get "+key+"\r\n"),
+				T("replace", cmd("replace", key, 0, 0, "Ada\tParis")),
+				T("get again", "get "+key+"\r\n"),
+				T("add existing", cmd("add", key, 0, 0, "Bo\tRome")),
+				T("delete", "delete "+key+"\r\n"),
+				T("get deleted", "get "+key+"\r\n"),
+			}
+		}},
 		{name: "mc-prefix", only: []string{"default_role"}, prefix: "mc:", steps: func(k keyer) []step {
 			a, n := k("a"), k("n")
 			return []step{
