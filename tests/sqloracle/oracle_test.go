@@ -46,31 +46,8 @@ type known struct {
 
 // knownMismatches is the allow-list. Anything else fails the test.
 var knownMismatches = []known{
-	{table: "latin", when: nonASCII, reason: "latin1 is not decoded or encoded: ndbgate reads the column's bytes as UTF-8 " +
-		"(a non-ASCII latin1 byte becomes U+FFFD) and stores a value's UTF-8 bytes as they are (SQL then reads é as Ã©); " +
-		"another helper is fixing latin1 in ndbclient/ndbapi"},
-	{table: "bits", column: "e", reason: "ENUM travels as NDB's 1-byte member index in a CHAR(1), not as the member's name " +
-		"(reads give \"\\u0005\", writes of a name are refused or store its first byte as the index); another helper is fixing ENUM/SET names"},
-	{table: "bits", column: "s", reason: "SET travels as NDB's member bitmap in a CHAR(1), not as the members' names; " +
-		"another helper is fixing ENUM/SET names"},
-	{table: "lobs", reason: "TEXT/BLOB columns are refused: the NDB driver does not read NdbBlob part tables (README: \"BLOB/TEXT columns are refused\")"},
+	{table: "lobs", reason: "TEXT/BLOB columns are refused by name (their table is served): the NDB driver does not read NdbBlob part tables"},
 	{table: "json_doc", reason: "JSON is a BLOB to NDB, refused as TEXT/BLOB are"},
-}
-
-// nonASCII: the value sent or what SQL holds has a byte above 0x7f; an
-// ASCII latin1 value must still match.
-func nonASCII(m *mismatch) bool {
-	for _, s := range []string{m.Sent, m.SQL} {
-		if v, ok := decodeJSONString(s); ok {
-			s = v
-		}
-		for i := 0; i < len(s); i++ {
-			if s[i] >= 0x80 {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // mismatch is one value on which ndbgate and SQL disagree.
