@@ -48,6 +48,9 @@ type ContainerSpec struct {
 	// the table has it.
 	StateColumn   string
 	StateOptional bool
+	// ExpireOptional: use ExpireColumn only if the table has it. Without
+	// it items never expire, as in ndbmemcache's demo container.
+	ExpireOptional bool
 }
 
 // StateColumnName is the item state column of ndbgate's own tables (the
@@ -62,7 +65,18 @@ func DefaultContainerSpec() ContainerSpec {
 		// ndbmemcache's demo_table has no such column; ALTER TABLE can add
 		// it (deploy/sql).
 		StateColumn: StateColumnName, StateOptional: true,
+		// ndbmemcache's own demo_table (made by its SQL script) has none.
+		ExpireOptional: true,
 	}
+}
+
+// ExpireColumnOf is the expire column spec names in t, "" when it is
+// optional and t lacks it.
+func ExpireColumnOf(spec ContainerSpec, t *ndbclient.Table) string {
+	if spec.ExpireOptional && t.ColumnIndex(spec.ExpireColumn) < 0 {
+		return ""
+	}
+	return spec.ExpireColumn
 }
 
 // StateColumnOf is the state column spec names in t ("" for none), or an
@@ -120,7 +134,7 @@ func NewContainer(spec ContainerSpec, t *ndbclient.Table) (*Container, error) {
 		role, name string
 		dst        *int
 	}{{"flags", spec.FlagsColumn, &c.FlagsColumn}, {"cas", spec.CasColumn, &c.CasColumn},
-		{"expire", spec.ExpireColumn, &c.ExpireColumn}, {"math", spec.MathColumn, &c.MathColumn}} {
+		{"expire", ExpireColumnOf(spec, t), &c.ExpireColumn}, {"math", spec.MathColumn, &c.MathColumn}} {
 		if *x.dst, err = resolve(x.role, x.name); err != nil {
 			return nil, err
 		}

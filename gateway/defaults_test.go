@@ -56,3 +56,30 @@ func TestStateColumnOf(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, none)
 }
+
+// ndbmemcache's own demo_table, as its SQL script makes it, has no expiry
+// column: the default container serves it without one, as ndbmemcache's
+// demo container did. A container that names one needs it.
+func TestDefaultContainerWithoutExpiryColumn(t *testing.T) {
+	sqlDemo := &ndbclient.Table{Database: "ndbmemcache", Name: "demo_table", ExpireColumn: -1, PrimaryKey: []int{0},
+		Columns: []ndbclient.Column{
+			{Name: "mkey", Type: ndbclient.TypeVarchar, Length: 250},
+			{Name: "math_value", Type: ndbclient.TypeUint64, Nullable: true},
+			{Name: "flags", Type: ndbclient.TypeUint32, Nullable: true},
+			{Name: "cas_value", Type: ndbclient.TypeUint64, Nullable: true},
+			{Name: "string_value", Type: ndbclient.TypeVarbinary, Length: 13500, Nullable: true},
+		}}
+	c, err := gateway.NewContainer(gateway.DefaultContainerSpec(), sqlDemo)
+	require.NoError(t, err)
+	assert.Equal(t, -1, c.ExpireColumn)
+	assert.Equal(t, 2, c.FlagsColumn)
+
+	c, err = gateway.NewContainer(gateway.DefaultContainerSpec(), gateway.DemoTable(100))
+	require.NoError(t, err)
+	assert.Equal(t, gateway.DemoTable(100).ColumnIndex("expire_time"), c.ExpireColumn, "ndbgate's own demo_table has one")
+
+	named := gateway.DefaultContainerSpec()
+	named.ExpireOptional = false
+	_, err = gateway.NewContainer(named, sqlDemo)
+	assert.ErrorContains(t, err, `expire column "expire_time" is not a column of ndbmemcache.demo_table`)
+}

@@ -401,7 +401,7 @@ func buildRoutes(cfg config.Config, backend, local *ndbclient.Client, itemMax in
 			if err != nil {
 				return nil, fmt.Errorf("container %q: %w", kp.Container, err)
 			}
-			if name := specs[kp.Container].ExpireColumn; t.ExpireColumn < 0 && name != "" {
+			if name := gateway.ExpireColumnOf(specs[kp.Container], t); t.ExpireColumn < 0 && name != "" {
 				// A dictionary's table (NDB) knows no expiry: the container
 				// says which column holds it, so the driver (and a local
 				// cache made from t) makes expired rows misses, as the
