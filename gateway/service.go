@@ -349,7 +349,7 @@ func (s *Service) Do(r *Request) {
 		r.finish()
 		return
 	}
-	if r.refused() {
+	if r.disabledByPolicy() {
 		r.finish()
 		return
 	}

@@ -618,11 +618,11 @@ func (r *Request) clientOf(t *keyTarget) *ndbclient.Client {
 	return r.svc.backend
 }
 
-// refused answers a single-key write whose policy disables it, as
+// disabledByPolicy answers a single-key write whose policy disables it, as
 // ndbmemcache does: NOT_FOUND for a delete or touch, NOT_STORED otherwise.
 // Gets need no check (a disabled get is in no pass: a miss), and a
 // multi-key set has no such key (SetsCanShareABatch).
-func (r *Request) refused() bool {
+func (r *Request) disabledByPolicy() bool {
 	if r.Verb == VerbGet || r.Verb == VerbGat || len(r.sets) > 0 || len(r.targets) != 1 {
 		return false
 	}

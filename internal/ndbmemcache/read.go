@@ -76,7 +76,7 @@ func (rd Reader) Read(ctx context.Context, role string) (*Config, error) {
 		return nil, err
 	}
 	for _, v := range versions {
-		row, err := rd.read(ctx, meta, nil, String("ndbmemcache"), String(v))
+		row, err := rd.read(ctx, meta, nil, ndbclient.String("ndbmemcache"), ndbclient.String(v))
 		if err != nil {
 			return nil, err
 		}
@@ -94,7 +94,7 @@ func (rd Reader) Read(ctx context.Context, role string) (*Config, error) {
 		return nil, err
 	}
 	cols := columnsOf(roles, "role_id", "max_tps", "update_timestamp")
-	row, err := rd.read(ctx, roles, cols, String(role))
+	row, err := rd.read(ctx, roles, cols, ndbclient.String(role))
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +250,7 @@ func (rd Reader) container(ctx context.Context, name string) (*Container, error)
 	if t.ColumnIndex("large_values_table") >= 0 { // metadata 1.2
 		names = append(names, "large_values_table")
 	}
-	row, err := rd.read(ctx, t, columnsOf(t, names...), String(name))
+	row, err := rd.read(ctx, t, columnsOf(t, names...), ndbclient.String(name))
 	if err != nil || row == nil {
 		return nil, err
 	}
@@ -288,7 +288,7 @@ func (rd Reader) RoleUpdated(ctx context.Context, role string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	row, err := rd.read(ctx, roles, columnsOf(roles, "update_timestamp"), String(role))
+	row, err := rd.read(ctx, roles, columnsOf(roles, "update_timestamp"), ndbclient.String(role))
 	if err != nil {
 		return "", err
 	}
@@ -297,9 +297,6 @@ func (rd Reader) RoleUpdated(ctx context.Context, role string) (string, error) {
 	}
 	return text(row[0]), nil
 }
-
-// String is a key value.
-func String(s string) ndbclient.Value { return ndbclient.String(s) }
 
 func (rd Reader) table(name string) (*ndbclient.Table, error) {
 	t, err := rd.Client.Table(DB, name)

@@ -27,9 +27,9 @@ func (rd Reader) SignOn(ctx context.Context, role, hostname string, now time.Tim
 	}
 	op := &ndbclient.Op{Kind: ndbclient.OpWrite, Table: t, Key: []ndbclient.Value{ndbclient.Uint(uint64(node))},
 		Set: []ndbclient.ColumnValue{
-			{Column: cols[1], Value: String(hostname)},
-			{Column: cols[2], Value: String(role)},
-			{Column: cols[3], Value: String(now.UTC().Format(time.DateTime))},
+			{Column: cols[1], Value: ndbclient.String(hostname)},
+			{Column: cols[2], Value: ndbclient.String(role)},
+			{Column: cols[3], Value: ndbclient.String(now.UTC().Format(time.DateTime))},
 		}}
 	err = rd.Client.Execute(ctx, &ndbclient.Batch{Ops: []*ndbclient.Op{op}})
 	if err == nil {
