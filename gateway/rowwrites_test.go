@@ -1,12 +1,14 @@
 package gateway_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ndbgate/ndbgate/gateway"
+	"github.com/ndbgate/ndbgate/gateway/rowapi"
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
@@ -59,4 +61,36 @@ func TestRowInvariants(t *testing.T) {
 	assert.False(t, ok, "no value written: the counter stays")
 	_, ok = find(flagsOnly, cas)
 	assert.True(t, ok, "but the CAS moves")
+}
+
+// A pk-insert into a container's table sets the columns the container
+// keeps, as a pk-write does: demo_table's NOT NULL cas_value, which the
+// client may not name, no longer makes every insert fail.
+func TestRowAPIInsertIntoAContainersTable(t *testing.T) {
+	h := newHarness(t, drivers[0].wrap)
+	c := h.svc.Containers()[0]
+	rows := rowapi.New(h.backend, rowapi.Limits{MaxBatch: 8})
+	rows.Keep(c.Table.Database, c.Table.Name, h.svc.RowInvariants(c))
+	op := func(m rowapi.Method, key string, vals ...rowapi.Field) rowapi.Op {
+		return rowapi.Op{Method: m, DB: c.Table.Database, Table: c.Table.Name,
+			Filters: []rowapi.Field{{Column: "mkey", Value: []byte(`"` + key + `"`)}}, Values: vals}
+	}
+	val := rowapi.Field{Column: "string_value", Value: []byte(`"aGk="`)} // base64 of "hi"
+	// flags and expire_time are NOT NULL in ndbgate's own demo_table, and
+	// the client's to give.
+	flags, never := rowapi.Field{Column: "flags", Value: []byte("3")}, rowapi.Field{Column: "expire_time", Value: []byte("0")}
+	res, err := rows.Execute(context.Background(), nil, []rowapi.Op{
+		op(rowapi.MethodInsert, "k1", val, flags, never),
+		op(rowapi.MethodInsert, "k1", val, flags, never),
+		op(rowapi.MethodInsert, "k2", val, flags, never, rowapi.Field{Column: "cas_value", Value: []byte("7")}),
+	})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err, "an insert gives the row its cas, as a write does")
+	assert.Equal(t, ndbclient.CodeDuplicate, ndbclient.CodeOf(res[1].Err))
+	assert.ErrorContains(t, res[2].Err, `value column "cas_value" is kept by memcache container`)
+	r := h.do(t, gateway.VerbGet, "", nil, "k1")
+	require.True(t, r.Items[0].Hit, "memcache reads the inserted row")
+	assert.Equal(t, "hi", string(r.Items[0].Value))
+	assert.Equal(t, uint32(3), r.Items[0].Flags)
+	assert.NotZero(t, r.Items[0].Cas)
 }

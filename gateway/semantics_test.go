@@ -30,10 +30,11 @@ var drivers = []struct {
 const itemMax = 4096
 
 type harness struct {
-	svc   *gateway.Service
-	clock *atomic.Int64 // unix seconds
-	req   *gateway.Request
-	done  chan struct{}
+	svc     *gateway.Service
+	backend *ndbclient.Client
+	clock   *atomic.Int64 // unix seconds
+	req     *gateway.Request
+	done    chan struct{}
 }
 
 func newHarness(t *testing.T, wrap func(ndbclient.Driver) ndbclient.Driver, extra ...gateway.Route) *harness {
@@ -55,13 +56,14 @@ func newHarness(t *testing.T, wrap func(ndbclient.Driver) ndbclient.Driver, extr
 	for i := range routes[1:] {
 		routes[i+1].Container = c
 	}
+	backend := ndbclient.NewClient(backendDrv)
 	svc, err := gateway.New(gateway.Options{
-		Backend: ndbclient.NewClient(backendDrv), Local: ndbclient.NewClient(localDrv),
+		Backend: backend, Local: ndbclient.NewClient(localDrv),
 		Routes: routes, ItemSizeMax: itemMax,
 		Now: func() time.Time { return time.Unix(clock.Load(), 0) },
 	})
 	require.NoError(t, err)
-	h := &harness{svc: svc, clock: clock, done: make(chan struct{}, 1)}
+	h := &harness{svc: svc, backend: backend, clock: clock, done: make(chan struct{}, 1)}
 	h.req = svc.NewRequest()
 	h.req.Done = func(*gateway.Request) { h.done <- struct{}{} }
 	return h

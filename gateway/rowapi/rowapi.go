@@ -475,6 +475,12 @@ func (s *Service) prepare(who *auth.Principal, op *Op, no *ndbclient.Op, keyBuf 
 	if op.Method == MethodUpdate && len(set) == 0 {
 		return nil, nil, invalid("pk-update needs at least one value")
 	}
+	if inv != nil {
+		set = inv.Keep(t, set)
+		for _, cv := range set { // the columns the container sets itself
+			seen[cv.Column] = true
+		}
+	}
 	if op.Method != MethodUpdate {
 		// A new row must give every NOT NULL column; say which is missing
 		// rather than let the engine refuse the row.
@@ -486,9 +492,6 @@ func (s *Service) prepare(who *auth.Principal, op *Op, no *ndbclient.Op, keyBuf 
 				return nil, nil, invalid("%s: NOT NULL column %q needs a value", op.Method, t.Columns[c].Name)
 			}
 		}
-	}
-	if inv != nil {
-		set = inv.Keep(t, set)
 	}
 	no.Set = set
 	return ti, nil, nil
