@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/ndbgate/ndbgate/internal/typecases"
 	"github.com/ndbgate/ndbgate/protocols/grpc/kvpb"
 	"github.com/ndbgate/ndbgate/protocols/grpc/rdrspb"
 )
@@ -140,7 +141,7 @@ func readSchema(t *testing.T, db *sql.DB) map[string]*table {
 		if c.DataType == "binary" || c.DataType == "varbinary" {
 			c.Charset = "binary"
 		}
-		if err := c.setup(); err != nil {
+		if err := c.Setup(); err != nil {
 			t.Fatal(err)
 		}
 		tb := tables[c.Table]
@@ -386,7 +387,7 @@ func decodeReply(status int, raw []byte) (*restReply, error) {
 	rep := &restReply{Status: status, Body: string(raw)}
 	if len(bytes.TrimSpace(raw)) > 0 {
 		if err := json.Unmarshal(raw, &out); err != nil {
-			return nil, fmt.Errorf("HTTP %d, body not JSON: %v: %s", status, err, shorten(string(raw)))
+			return nil, fmt.Errorf("HTTP %d, body not JSON: %v: %s", status, err, typecases.Shorten(string(raw)))
 		}
 	}
 	if out.Data != nil {
@@ -424,7 +425,7 @@ func (g *gateway) batch(ops []batchOp) ([]*restReply, error) {
 		return nil, err
 	}
 	if resp.StatusCode != 200 {
-		return nil, fmt.Errorf("batch: HTTP %d: %s", resp.StatusCode, shorten(string(raw)))
+		return nil, fmt.Errorf("batch: HTTP %d: %s", resp.StatusCode, typecases.Shorten(string(raw)))
 	}
 	var out struct {
 		Result []struct {
@@ -433,7 +434,7 @@ func (g *gateway) batch(ops []batchOp) ([]*restReply, error) {
 		} `json:"result"`
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, fmt.Errorf("batch reply: %v: %s", err, shorten(string(raw)))
+		return nil, fmt.Errorf("batch reply: %v: %s", err, typecases.Shorten(string(raw)))
 	}
 	if len(out.Result) != len(ops) {
 		return nil, fmt.Errorf("batch: %d results for %d operations", len(out.Result), len(ops))

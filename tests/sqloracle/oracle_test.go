@@ -4,7 +4,8 @@
 // KV.Get; rows written through REST pk-write (single and batched),
 // memcache set and gRPC KV.Set are read back with SELECT. SQL is the
 // oracle: every value is compared after ndbgate's documented JSON encoding
-// (types_test.go), and every mismatch is reported in full.
+// (internal/typecases, shared with tests/e2e's run of the same cases on the
+// embedded engine), and every mismatch is reported in full.
 //
 //	NDBGATE_TEST_CONNECTSTRING=127.0.0.1:1186 NDBGATE_BIN=/tmp/ndbgate \
 //	NDBGATE_TEST_MYSQL_DSN='root@unix(/tmp/mysql.sock)/' go test -v ./tests/sqloracle/
@@ -32,6 +33,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ndbgate/ndbgate/internal/typecases"
 	"github.com/ndbgate/ndbgate/protocols/grpc/kvpb"
 	"github.com/ndbgate/ndbgate/protocols/grpc/rdrspb"
 )
@@ -59,7 +61,7 @@ type mismatch struct {
 
 func (m *mismatch) String() string {
 	return fmt.Sprintf("%s via %s: %s.%s (%s) key %s\n\tvalue sent:   %s\n\tSQL says:     %s\n\tndbgate says: %s",
-		m.Dir, m.Front, m.Table, m.Column, m.Type, shorten(m.Key), shorten(m.Sent), shorten(m.SQL), shorten(m.Gateway))
+		m.Dir, m.Front, m.Table, m.Column, m.Type, typecases.Shorten(m.Key), typecases.Shorten(m.Sent), typecases.Shorten(m.SQL), typecases.Shorten(m.Gateway))
 }
 
 // Directions.
@@ -199,7 +201,7 @@ func (o *oracle) countRow(dir, front string) { o.rows[rowKey{dir, front}]++ }
 // writes, what ndbgate acknowledged), got ndbgate's (or SQL's).
 func (o *oracle) compare(m mismatch, c *column, equal bool) {
 	m.Table, m.Column, m.Type = c.Table, c.Name, c.ColumnType
-	k := tallyKey{m.Dir, m.Front, c.family()}
+	k := tallyKey{m.Dir, m.Front, c.Family()}
 	tl := o.tally[k]
 	if tl == nil {
 		tl = &tally{}
@@ -228,7 +230,7 @@ func (o *oracle) genKey(c *column) genValue {
 	case "char", "varchar":
 		suffix := "~" + strconv.FormatInt(o.seq, 36)
 		room := c.MaxLen - utf8.RuneCountInString(suffix)
-		s := randString(o.r, o.r.Intn(3) == 0, room-2, c.Charset == "latin1") + suffix
+		s := typecases.RandString(o.r, o.r.Intn(3) == 0, room-2, c.Charset == "latin1") + suffix
 		if o.r.Intn(5) == 0 {
 			s += "  "
 		}
@@ -236,10 +238,10 @@ func (o *oracle) genKey(c *column) genValue {
 		if c.DataType == "char" {
 			want = strings.TrimRight(s, " ")
 		}
-		return genValue{SQL: s, In: jsonString(s), Want: jsonString(want), Text: want}
+		return genValue{SQL: s, In: typecases.JSONString(s), Want: typecases.JSONString(want), Text: want}
 	}
 	for {
-		if v := c.gen(o.r); v.SQL != nil {
+		if v := c.Gen(o.r); v.SQL != nil {
 			return v
 		}
 	}
@@ -263,12 +265,12 @@ func (o *oracle) newRow(tb *table) *row {
 		}
 		o.used[tb.Name][id] = true
 		for _, c := range tb.nonKey() {
-			v := c.gen(o.r)
+			v := c.Gen(o.r)
 			if c.Unique && v.SQL != nil {
 				// Distinct under the column's collation too.
 				s := strings.TrimRight(v.SQL.(string), " ")
 				s = string([]rune(s)[:min(utf8.RuneCountInString(s), c.MaxLen-8)]) + "~" + strconv.FormatInt(o.seq, 36)
-				v = genValue{SQL: s, In: jsonString(s), Want: jsonString(s), Text: s}
+				v = genValue{SQL: s, In: typecases.JSONString(s), Want: typecases.JSONString(s), Text: s}
 			}
 			rw.vals[c.Name] = v
 		}
@@ -334,7 +336,7 @@ func (rw *row) describe(tb *table) string {
 	var b []string
 	for _, c := range tb.Cols {
 		if v, ok := rw.vals[c.Name]; ok {
-			b = append(b, c.Name+"="+shorten(v.In))
+			b = append(b, c.Name+"="+typecases.Shorten(v.In))
 		}
 	}
 	return strings.Join(b, " ")
@@ -345,7 +347,7 @@ func (rw *row) describe(tb *table) string {
 func (o *oracle) selectAll(tb *table) map[string]map[string]string {
 	var exprs []string
 	for _, c := range tb.Cols {
-		exprs = append(exprs, c.sqlExpr())
+		exprs = append(exprs, sqlExpr(c))
 	}
 	// The parameter makes database/sql prepare the statement: the binary
 	// protocol gives FLOAT and DOUBLE exactly.
@@ -366,7 +368,7 @@ func (o *oracle) selectAll(tb *table) map[string]map[string]string {
 		}
 		m := map[string]string{}
 		for i, c := range tb.Cols {
-			s, err := c.fromSQL(vals[i])
+			s, err := fromSQL(c, vals[i])
 			if err != nil {
 				o.t.Fatal(err)
 			}
@@ -426,7 +428,7 @@ func (o *oracle) compareRead(dir, front string, tb *table, cols []*column, rw *r
 			g = "(column missing from the reply)"
 		}
 		o.compare(mismatch{Dir: dir, Front: front, Key: rw.keyText(tb), Sent: rw.vals[c.Name].In, SQL: sqlRow[c.Name], Gateway: g},
-			c, failure == "" && ok && sameJSON(c.cmp, sqlRow[c.Name], g))
+			c, failure == "" && ok && typecases.SameJSON(c.Cmp, sqlRow[c.Name], g))
 	}
 	for name := range got {
 		if !slices.ContainsFunc(cols, func(c *column) bool { return c.Name == name }) {
@@ -489,9 +491,9 @@ func (o *oracle) sqlToGateway(tb *table, n int) {
 func (o *oracle) checkOracle(tb *table, rw *row, sqlRow map[string]string) {
 	for _, c := range tb.Cols {
 		v := rw.vals[c.Name]
-		if !sameJSON(c.cmp, v.Want, sqlRow[c.Name]) {
+		if !typecases.SameJSON(c.Cmp, v.Want, sqlRow[c.Name]) {
 			o.failCheck("%s.%s (%s): SQL holds %s for %s sent (expected %s): the test's mapping of this type is wrong",
-				tb.Name, c.Name, c.ColumnType, shorten(sqlRow[c.Name]), shorten(v.In), shorten(v.Want))
+				tb.Name, c.Name, c.ColumnType, typecases.Shorten(sqlRow[c.Name]), typecases.Shorten(v.In), typecases.Shorten(v.Want))
 		}
 	}
 }
@@ -575,7 +577,7 @@ func (o *oracle) gatewayToSQL(tb *table, n int) {
 				o.compare(m, c, false)
 			default:
 				m.SQL = sqlRow[c.Name]
-				o.compare(m, c, sameJSON(c.cmp, v.Want, sqlRow[c.Name]))
+				o.compare(m, c, typecases.SameJSON(c.Cmp, v.Want, sqlRow[c.Name]))
 			}
 		}
 		if sqlRow == nil {
@@ -629,7 +631,7 @@ func (o *oracle) largeObjects(tb *table) {
 	if tb.Name == "json_doc" {
 		for _, rw := range rows {
 			doc := fmt.Sprintf(`{"a": %d, "s": "é😀"}`, o.r.Intn(1000))
-			rw.vals["js"] = genValue{SQL: doc, In: jsonString(doc), Want: jsonString(doc)}
+			rw.vals["js"] = genValue{SQL: doc, In: typecases.JSONString(doc), Want: typecases.JSONString(doc)}
 		}
 	}
 	rows = o.insertSQL(tb, rows)
@@ -644,7 +646,7 @@ func (o *oracle) largeObjects(tb *table) {
 		if rep.Status != 200 {
 			failure = "refused: " + rep.String()
 			if rep.Status < 400 || rep.Status >= 500 || rep.Msg == "" {
-				o.failCheck("%s: REST pk-read neither served nor cleanly refused: %s (body %s)", tb.Name, rep.String(), shorten(rep.Body))
+				o.failCheck("%s: REST pk-read neither served nor cleanly refused: %s (body %s)", tb.Name, rep.String(), typecases.Shorten(rep.Body))
 			}
 			if !strings.Contains(rep.Msg, "BLOB") && !strings.Contains(rep.Msg, "TEXT") {
 				o.note("%s: the refusal does not say why (no column or type named): REST %s", tb.Name, rep.String())
@@ -684,7 +686,7 @@ func (o *oracle) noPrimaryKey(tb *table) {
 	path := fmt.Sprintf("/0.1.0/%s/nopk/", database)
 	refused := func(what string, rep *restReply) {
 		if rep.Status < 400 || rep.Status >= 500 || !strings.Contains(rep.Msg, "primary key") {
-			o.failCheck("nopk (no primary key): %s was not refused with a 4xx naming the missing primary key: %s, body %s", what, rep.String(), shorten(rep.Body))
+			o.failCheck("nopk (no primary key): %s was not refused with a 4xx naming the missing primary key: %s, body %s", what, rep.String(), typecases.Shorten(rep.Body))
 			return
 		}
 		o.note("nopk: %s refused: %s", what, rep.String())
@@ -748,7 +750,7 @@ func (o *oracle) uniqueKey(tb *table) {
 		fresh++
 	}
 	path := fmt.Sprintf("/0.1.0/%s/uniq/", database)
-	val := []field{{Column: "email", Value: json.RawMessage(jsonString(email))}, {Column: "n", Value: json.RawMessage("7")}}
+	val := []field{{Column: "email", Value: json.RawMessage(typecases.JSONString(email))}, {Column: "n", Value: json.RawMessage("7")}}
 	for _, method := range []string{"pk-insert", "pk-write"} {
 		rep, err := o.g.post(path+method, pkRequest{Filters: []field{{Column: "id", Value: json.RawMessage(strconv.FormatUint(fresh, 10))}}, Values: val})
 		if err != nil {
@@ -803,21 +805,21 @@ func (o *oracle) memcache(tb *table, n int) {
 				return -1
 			}
 			return r
-		}, randString(o.r, false, 20, false))
-		rw.vals["mkey"] = genValue{SQL: key, In: jsonString(key), Want: jsonString(key), Text: key}
+		}, typecases.RandString(o.r, false, 20, false))
+		rw.vals["mkey"] = genValue{SQL: key, In: typecases.JSONString(key), Want: typecases.JSONString(key), Text: key}
 		for _, c := range cols {
 			v := rw.vals[c.Name]
 			if c.Name == "v_str" && v.SQL != nil { // tabs separate the columns
 				s := strings.ReplaceAll(v.SQL.(string), "\t", " ")
-				v = genValue{SQL: s, In: jsonString(s), Want: jsonString(s), Text: s}
+				v = genValue{SQL: s, In: typecases.JSONString(s), Want: typecases.JSONString(s), Text: s}
 			}
 			if !nullable && v.SQL == nil {
 				for v.SQL == nil {
-					v = c.gen(o.r)
+					v = c.Gen(o.r)
 				}
 				if c.Name == "v_str" {
 					s := strings.ReplaceAll(v.SQL.(string), "\t", " ")
-					v = genValue{SQL: s, In: jsonString(s), Want: jsonString(s), Text: s}
+					v = genValue{SQL: s, In: typecases.JSONString(s), Want: typecases.JSONString(s), Text: s}
 				}
 			}
 			rw.vals[c.Name] = v
@@ -839,7 +841,7 @@ func (o *oracle) memcache(tb *table, n int) {
 		o.countRow(sqlToGateway, front)
 		fields := strings.Split(string(value), "\t")
 		for i, c := range cols {
-			want := textOfJSON(sqlRow[c.Name])
+			want := typecases.TextOfJSON(sqlRow[c.Name])
 			got := "(item not found)"
 			if found {
 				got = fmt.Sprintf("(value has %d tab-separated fields, want %d: %q)", len(fields), len(cols), value)
@@ -848,8 +850,8 @@ func (o *oracle) memcache(tb *table, n int) {
 				}
 			}
 			o.compare(mismatch{Dir: sqlToGateway, Front: front, Key: key(rw), Sent: rw.vals[c.Name].In, SQL: want, Gateway: got},
-				c, found && len(fields) == len(cols) && sameText(c, want, got))
-			if c.cmp == cmpFloat32 && got != want && sameText(c, want, got) {
+				c, found && len(fields) == len(cols) && typecases.SameText(c, want, got))
+			if c.Cmp == typecases.CmpFloat32 && got != want && typecases.SameText(c, want, got) {
 				// The same float32, written with a double's digits.
 				if o.floatText[front]++; o.floatText[front] == 1 {
 					o.note("memcache FLOAT text via %s: SQL's %s (the float32's shortest form) comes back as %s (a double's digits); counted in the next note", front, want, got)
@@ -935,8 +937,8 @@ func (o *oracle) memcache(tb *table, n int) {
 				m.SQL = "(no row with this key)"
 				o.compare(m, c, false)
 			default:
-				m.SQL = textOfJSON(sqlRow[c.Name])
-				ok := sameText(c, sent, m.SQL)
+				m.SQL = typecases.TextOfJSON(sqlRow[c.Name])
+				ok := typecases.SameText(c, sent, m.SQL)
 				if c.Name == "v_str" && sqlRow[c.Name] == "null" {
 					ok = false // an empty string is stored as "", not NULL
 				}
