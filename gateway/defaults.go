@@ -70,9 +70,9 @@ func DefaultContainerSpec() ContainerSpec {
 	}
 }
 
-// ExpireColumnOf is the expire column spec names in t, "" when it is
+// expireColumnOf is the expire column spec names in t, "" when it is
 // optional and t lacks it.
-func ExpireColumnOf(spec ContainerSpec, t *ndbclient.Table) string {
+func expireColumnOf(spec ContainerSpec, t *ndbclient.Table) string {
 	if spec.ExpireOptional && t.ColumnIndex(spec.ExpireColumn) < 0 {
 		return ""
 	}
@@ -100,6 +100,28 @@ func StateColumnOf(spec ContainerSpec, t *ndbclient.Table) (string, error) {
 		return "", fmt.Errorf("container %q: %w", spec.Name, err)
 	}
 	return spec.StateColumn, nil
+}
+
+// BindContainer resolves spec against t, a table as the backend described
+// it, and gives t what a dictionary's table lacks: which column holds
+// expiry (so that the driver, and a local cache made from t, make expired
+// rows misses, as the embedded engine does) and where NDB keeps item state
+// (the embedded engine keeps its own and ignores it). t is left as it was
+// when spec does not fit it.
+func BindContainer(spec ContainerSpec, t *ndbclient.Table) (*Container, error) {
+	c, err := NewContainer(spec, t)
+	if err != nil {
+		return nil, err
+	}
+	state, err := StateColumnOf(spec, t)
+	if err != nil {
+		return nil, err
+	}
+	if t.ExpireColumn < 0 {
+		t.ExpireColumn = c.ExpireColumn
+	}
+	t.StateColumn = state
+	return c, nil
 }
 
 // NewContainer resolves a spec's column names against t.
@@ -134,7 +156,7 @@ func NewContainer(spec ContainerSpec, t *ndbclient.Table) (*Container, error) {
 		role, name string
 		dst        *int
 	}{{"flags", spec.FlagsColumn, &c.FlagsColumn}, {"cas", spec.CasColumn, &c.CasColumn},
-		{"expire", ExpireColumnOf(spec, t), &c.ExpireColumn}, {"math", spec.MathColumn, &c.MathColumn}} {
+		{"expire", expireColumnOf(spec, t), &c.ExpireColumn}, {"math", spec.MathColumn, &c.MathColumn}} {
 		if *x.dst, err = resolve(x.role, x.name); err != nil {
 			return nil, err
 		}

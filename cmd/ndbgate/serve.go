@@ -338,7 +338,11 @@ func allRoutes(cfg config.Config, role *ndbmemcache.Config, backend, local *ndbc
 	routes := role.Routes(backend, local, itemMax)
 	for i, rt := range routes { // in the order of role.Prefixes
 		if rt.Refused != nil {
-			log.Error("ndbmemcache: "+rt.Refused.(*ndbclient.Error).Message, "role", role.Role)
+			msg := rt.Refused.Error()
+			if e := (*ndbclient.Error)(nil); errors.As(rt.Refused, &e) {
+				msg = e.Message // without the code: the line says what is refused and why
+			}
+			log.Error("ndbmemcache: "+msg, "role", role.Role)
 		} else {
 			log.Info("ndbmemcache: serving key prefix", "role", role.Role, "prefix", rt.Prefix, "container", role.Prefixes[i].Container,
 				"policy", role.Prefixes[i].PolicyName, "access", rt.Policy.String())
@@ -401,25 +405,13 @@ func buildRoutes(cfg config.Config, backend, local *ndbclient.Client, itemMax in
 			if err != nil {
 				return nil, fmt.Errorf("container %q: %w", kp.Container, err)
 			}
-			if name := gateway.ExpireColumnOf(specs[kp.Container], t); t.ExpireColumn < 0 && name != "" {
-				// A dictionary's table (NDB) knows no expiry: the container
-				// says which column holds it, so the driver (and a local
-				// cache made from t) makes expired rows misses, as the
-				// embedded engine does.
-				t.ExpireColumn = t.ColumnIndex(name)
-			}
-			// Where NDB keeps item state; the embedded engine (and so a
-			// local cache) keeps its own and ignores it.
-			if t.StateColumn, err = gateway.StateColumnOf(specs[kp.Container], t); err != nil {
+			if c, err = gateway.BindContainer(specs[kp.Container], t); err != nil {
 				return nil, err
 			}
 			if local != nil {
 				if _, err := ensureTable(local, t); err != nil {
 					return nil, fmt.Errorf("container %q (local cache): %w", kp.Container, err)
 				}
-			}
-			if c, err = gateway.NewContainer(specs[kp.Container], t); err != nil {
-				return nil, err
 			}
 			built[kp.Container] = c
 		}

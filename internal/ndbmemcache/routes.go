@@ -71,10 +71,6 @@ func (c *Container) build(backend *ndbclient.Client) (*gateway.Container, error)
 		if ct := t.Columns[i].Type; !ct.IsInteger() || ct.IsSigned() {
 			return nil, fmt.Errorf("container %q: expire_time_column %q is %s; ndbgate keeps expiry in an unsigned integer column (unix seconds)", c.Name, c.ExpireColumn, ct)
 		}
-		if t.ExpireColumn < 0 {
-			// The dictionary knows no expiry: the container says where it is.
-			t.ExpireColumn = i
-		}
 	}
 	spec := gateway.ContainerSpec{
 		Name: c.Name, KeyColumns: c.KeyColumns, ValueColumns: c.ValueColumns,
@@ -82,10 +78,7 @@ func (c *Container) build(backend *ndbclient.Client) (*gateway.Container, error)
 		ExpireColumn: c.ExpireColumn, MathColumn: c.IncrementColumn,
 		StateColumn: gateway.StateColumnName, StateOptional: true,
 	}
-	if t.StateColumn, err = gateway.StateColumnOf(spec, t); err != nil {
-		return nil, err
-	}
-	return gateway.NewContainer(spec, t)
+	return gateway.BindContainer(spec, t)
 }
 
 // mirror makes the local cache's table of t's name and shape.
