@@ -16,9 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -29,6 +27,7 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient"
 	"github.com/ndbgate/ndbgate/ndbclient/drivertest"
 	"github.com/ndbgate/ndbgate/ndbclient/ndbapi"
+	"github.com/ndbgate/ndbgate/tests/internal/ndbproc"
 )
 
 // faultCluster skips unless fault tests were asked for, and returns the
@@ -52,90 +51,10 @@ func openClient(t *testing.T, cs string) (*ndbapi.Driver, *ndbclient.Client, *nd
 	return d, ndbclient.NewClientWith(d, ndbclient.DispatchConfig{Lanes: true, Coalesce: true}), tbl
 }
 
-func mgm(t *testing.T, cs, command string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, _ := exec.CommandContext(ctx, "ndb_mgm", "-c", cs, "-e", command).CombinedOutput()
-	return string(out)
-}
+func mgm(t *testing.T, cs, command string) string { return ndbproc.Mgm(cs, command) }
 
 // nodeStarted asks the management server whether data node id is started.
-func nodeStarted(t *testing.T, cs string, id int) bool {
-	return strings.Contains(mgm(t, cs, fmt.Sprintf("%d status", id)), ": started")
-}
-
-// procs lists the processes whose program is name, with their parent and
-// command line.
-type proc struct {
-	pid, ppid int
-	args      []string
-	dir       string
-}
-
-func procs(name string) []proc {
-	var out []proc
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(raw) == 0 {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		if filepath.Base(args[0]) != name {
-			continue
-		}
-		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		ppid := 0
-		if len(fields) > 1 {
-			ppid, _ = strconv.Atoi(fields[1])
-		}
-		dir, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
-		out = append(out, proc{pid: pid, ppid: ppid, args: args, dir: dir})
-	}
-	return out
-}
-
-// dataNode finds the data node process of node id and its angel (the
-// parent; both run the same command line).
-func dataNode(t *testing.T, id int) (worker, angel proc) {
-	for _, name := range []string{"ndbd", "ndbmtd"} {
-		all := procs(name)
-		for _, p := range all {
-			if !strings.Contains(strings.Join(p.args, " "), fmt.Sprintf("--ndb-nodeid=%d", id)) {
-				continue
-			}
-			for _, parent := range all {
-				if parent.pid == p.ppid {
-					return p, parent
-				}
-			}
-		}
-	}
-	t.Fatalf("no data node process of node %d found (start data nodes with --ndb-nodeid=N)", id)
-	return proc{}, proc{}
-}
-
-// startLike starts a process as p was started, without --initial, in its
-// own session so that it outlives the test.
-func startLike(t *testing.T, p proc) {
-	var args []string
-	for _, a := range p.args[1:] {
-		if a != "--initial" {
-			args = append(args, a)
-		}
-	}
-	cmd := exec.Command(p.args[0], args...)
-	cmd.Dir = p.dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	require.NoError(t, cmd.Run())
-}
-
-func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+func nodeStarted(t *testing.T, cs string, id int) bool { return ndbproc.NodeStarted(cs, id) }
 
 // writeLoad writes keys prefix<g>-<i> from workers goroutines until stop is
 // closed, and returns every acknowledged key with its value, and the errors.
@@ -241,26 +160,12 @@ func TestOneDataNodeKilledUnderWriteLoad(t *testing.T) {
 	done := make(chan *loadResult)
 	go func() { done <- writeLoad(c, tbl, fmt.Sprintf("kill%d-", time.Now().UnixNano()), 8, stop) }()
 	time.Sleep(2 * time.Second)
-	worker, angel := dataNode(t, victim)
+	worker, angel, err := ndbproc.DataNode(victim)
+	require.NoError(t, err)
 	killedAt := time.Now()
-	require.NoError(t, syscall.Kill(worker.pid, syscall.SIGKILL))
-	// Write on through the node's absence and its restart. The angel starts
-	// the node again (StopOnError=0), unless it counts too many start
-	// failures (a killed node reports start phase 0): then start it here.
-	deadline := time.Now().Add(5 * time.Minute)
-	time.Sleep(3 * time.Second)
-	if !alive(angel.pid) {
-		t.Logf("the angel of node %d gave up; starting the node again", victim)
-		startLike(t, angel)
-	}
-	for !nodeStarted(t, cs, victim) {
-		require.True(t, time.Now().Before(deadline), "node %d did not come back", victim)
-		if strings.Contains(mgm(t, cs, fmt.Sprintf("%d status", victim)), "not started") {
-			// An angel restarts a failed node with --nostart: it waits for START.
-			mgm(t, cs, fmt.Sprintf("%d start", victim))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	require.NoError(t, syscall.Kill(worker.PID, syscall.SIGKILL))
+	// Write on through the node's absence and its restart.
+	require.NoError(t, ndbproc.WaitRestarted(cs, victim, angel, 5*time.Minute))
 	restarted := time.Since(killedAt)
 	time.Sleep(2 * time.Second)
 	close(stop)
@@ -301,8 +206,7 @@ func TestEveryDataNodeRestarted(t *testing.T) {
 				return
 			default:
 			}
-			s := mgm(t, cs, "all status")
-			if strings.Count(s, ": started") >= 2 && !strings.Contains(s, "starting") && !strings.Contains(s, "not connected") {
+			if ndbproc.AllStarted(cs, 2) {
 				mu.Lock()
 				backAt = time.Now()
 				mu.Unlock()
@@ -354,17 +258,12 @@ func TestEveryDataNodeRestarted(t *testing.T) {
 func TestManagementServerDown(t *testing.T) {
 	cs := faultCluster(t)
 	_, c, tbl := openClient(t, cs)
-	mgmds := procs("ndb_mgmd")
-	require.Len(t, mgmds, 1, "one ndb_mgmd on this machine")
-	m := mgmds[0]
-	require.NoError(t, syscall.Kill(m.pid, syscall.SIGKILL))
+	m, err := ndbproc.Management()
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(m.PID, syscall.SIGKILL))
 	t.Cleanup(func() {
-		startLike(t, m)
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(mgm(t, cs, "show"), "Connected to Management Server") {
-			require.True(t, time.Now().Before(deadline), "ndb_mgmd did not come back")
-			time.Sleep(200 * time.Millisecond)
-		}
+		require.NoError(t, ndbproc.StartLike(m))
+		require.NoError(t, ndbproc.WaitManagement(cs, 30*time.Second))
 	})
 	stop := make(chan struct{})
 	done := make(chan *loadResult)

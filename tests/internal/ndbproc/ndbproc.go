@@ -1,0 +1,158 @@
+// Package ndbproc finds and controls the processes of an NDB cluster running
+// on this machine, for the fault tests: data nodes started with
+// --ndb-nodeid=N (each with its angel, the parent of the same command line),
+// and ndb_mgmd. It drives the management server through ndb_mgm, which must
+// be on PATH.
+package ndbproc
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Proc is a running process as /proc shows it.
+type Proc struct {
+	PID, PPID int
+	Args      []string
+	Dir       string // its working directory
+}
+
+// Procs lists the processes whose program is name.
+func Procs(name string) []Proc {
+	var out []Proc
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(raw) == 0 {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if filepath.Base(args[0]) != name {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		ppid := 0
+		if len(fields) > 1 {
+			ppid, _ = strconv.Atoi(fields[1])
+		}
+		dir, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		out = append(out, Proc{PID: pid, PPID: ppid, Args: args, Dir: dir})
+	}
+	return out
+}
+
+// DataNode finds the data node process of node id (ndbd or ndbmtd) and its
+// angel.
+func DataNode(id int) (worker, angel Proc, err error) {
+	for _, name := range []string{"ndbd", "ndbmtd"} {
+		all := Procs(name)
+		for _, p := range all {
+			if !strings.Contains(strings.Join(p.Args, " "), fmt.Sprintf("--ndb-nodeid=%d", id)) {
+				continue
+			}
+			for _, parent := range all {
+				if parent.PID == p.PPID {
+					return p, parent, nil
+				}
+			}
+		}
+	}
+	return Proc{}, Proc{}, fmt.Errorf("no data node process of node %d found (start data nodes with --ndb-nodeid=N)", id)
+}
+
+// StartLike starts a process as p was started, without --initial, in its own
+// session so that it outlives the test, and waits for the command to return
+// (data nodes and ndb_mgmd daemonize).
+func StartLike(p Proc) error {
+	var args []string
+	for _, a := range p.Args[1:] {
+		if a != "--initial" {
+			args = append(args, a)
+		}
+	}
+	cmd := exec.Command(p.Args[0], args...)
+	cmd.Dir = p.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	return cmd.Run()
+}
+
+// Alive reports whether process pid exists.
+func Alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// Mgm runs one ndb_mgm command against the management server at cs and
+// returns what it printed.
+func Mgm(cs, command string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, "ndb_mgm", "-c", cs, "-e", command).CombinedOutput()
+	return string(out)
+}
+
+// NodeStarted asks the management server whether data node id is started.
+func NodeStarted(cs string, id int) bool {
+	return strings.Contains(Mgm(cs, fmt.Sprintf("%d status", id)), ": started")
+}
+
+// AllStarted reports whether the management server says n data nodes are
+// started and none is starting.
+func AllStarted(cs string, n int) bool {
+	s := Mgm(cs, "all status")
+	return strings.Count(s, ": started") >= n && !strings.Contains(s, "starting") && !strings.Contains(s, "not connected")
+}
+
+// WaitRestarted waits until data node id, killed, is started again. Its
+// angel starts it again (StopOnError=0) unless it counted too many start
+// failures: then the angel is started here. An angel restarts a failed node
+// with --nostart, so a node reported "not started" is told to start.
+func WaitRestarted(cs string, id int, angel Proc, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	time.Sleep(3 * time.Second)
+	if !Alive(angel.PID) {
+		if err := StartLike(angel); err != nil {
+			return fmt.Errorf("starting node %d again: %w", id, err)
+		}
+	}
+	for !NodeStarted(cs, id) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %d did not come back within %v", id, timeout)
+		}
+		if strings.Contains(Mgm(cs, fmt.Sprintf("%d status", id)), "not started") {
+			Mgm(cs, fmt.Sprintf("%d start", id))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return nil
+}
+
+// Management is the one ndb_mgmd of this machine.
+func Management() (Proc, error) {
+	m := Procs("ndb_mgmd")
+	if len(m) != 1 {
+		return Proc{}, fmt.Errorf("want one ndb_mgmd on this machine, found %d", len(m))
+	}
+	return m[0], nil
+}
+
+// WaitManagement waits until the management server at cs answers.
+func WaitManagement(cs string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(Mgm(cs, "show"), "Connected to Management Server") {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the management server at %s did not answer within %v", cs, timeout)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return nil
+}

@@ -1,0 +1,46 @@
+package lin
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// envInt is an integer setting of the runs, so that a run by hand can be
+// longer than CI's.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func keys(n int) []string {
+	ks := make([]string, n)
+	for i := range ks {
+		ks[i] = fmt.Sprintf("lin-%d-%d", time.Now().UnixNano()%1e6, i)
+	}
+	return ks
+}
+
+const opTimeout = 3 * time.Second
+
+// TestLinearizable runs the mixed workload, without faults, through the
+// meta protocol and the REST KV API of one gateway, checks the history, and
+// then shows that the checker refuses the same history with one stale read or
+// one wrongly accepted CAS in it.
+func TestLinearizable(t *testing.T) {
+	g := startGateway(t)
+	rec := NewRecorder()
+	w := Workload{Keys: keys(4), Weights: DefaultWeights}
+	cs := clients([]*gateway{g}, 6, 2, opTimeout)
+	runFor(rec, w, cs, time.Duration(envInt("NDBGATE_LIN_SECONDS", 3))*time.Second)
+	finalReads(rec, len(cs), []*gateway{g}, w.Keys, opTimeout)
+	h := mustBeLinearizable(t, rec)
+	if s := Summarize(h); s.Ambiguous != 0 {
+		t.Errorf("%d operations were ambiguous without a fault", s.Ambiguous)
+	}
+	checkMutations(t, h)
+}

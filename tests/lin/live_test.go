@@ -1,0 +1,198 @@
+package lin
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ndbgate/ndbgate/tests/internal/ndbproc"
+)
+
+// Live scenarios run several gateways on the NDB cluster named by
+// NDBGATE_TEST_CONNECTSTRING. The fault scenarios also need
+// NDBGATE_TEST_FAULTS=1, ndb_mgm on PATH and the cluster's processes on this
+// machine (see tests/internal/ndbproc). Every gateway serves the default
+// container with the ndb-only policy, so the combined history of all of them
+// must be linearizable.
+
+const liveOpTimeout = 10 * time.Second
+
+func liveOnly(t *testing.T) string {
+	cs := liveCluster()
+	if cs == "" {
+		t.Skip("needs a live cluster: NDBGATE_TEST_CONNECTSTRING")
+	}
+	return cs
+}
+
+func liveFaults(t *testing.T) string {
+	cs := liveOnly(t)
+	if os.Getenv("NDBGATE_TEST_FAULTS") != "1" {
+		t.Skip("fault scenarios need NDBGATE_TEST_FAULTS=1")
+	}
+	if _, err := exec.LookPath("ndb_mgm"); err != nil {
+		t.Fatal("ndb_mgm must be on PATH")
+	}
+	return cs
+}
+
+// createLiveTables makes the default container's table where it is missing.
+func createLiveTables(t *testing.T, cs string) {
+	out, err := exec.Command(ndbgateBin, "ndb-create-tables", "--ndb-connectstring", cs).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ndbgate ndb-create-tables: %v\n%s", err, out)
+	}
+}
+
+// scenario is one live run: n gateways, the clients spread over them, a
+// fault at about half time.
+type scenario struct {
+	gateways   int
+	meta, rest int
+	before     time.Duration // load before the fault
+	after      time.Duration // load after the fault has healed
+	// fault breaks something and returns once it has healed; its argument
+	// is the gateways, for the scenarios that break one.
+	fault func(t *testing.T, gws []*gateway)
+}
+
+func (sc scenario) run(t *testing.T) {
+	cs := liveOnly(t)
+	createLiveTables(t, cs)
+	var gws []*gateway
+	for i := 0; i < sc.gateways; i++ {
+		gws = append(gws, startGateway(t))
+	}
+	rec := NewRecorder()
+	w := Workload{Keys: keys(4), Weights: DefaultWeights, Pause: time.Millisecond}
+	cs2 := clients(gws, sc.meta, sc.rest, liveOpTimeout)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx, rec, 0, cs2); close(done) }()
+	time.Sleep(sc.before)
+	faultAt := rec.Now()
+	var healed int64
+	if sc.fault != nil {
+		sc.fault(t, gws)
+		healed = rec.Now()
+	}
+	time.Sleep(sc.after)
+	cancel()
+	<-done
+	finalReads(rec, len(cs2), gws, w.Keys, liveOpTimeout)
+	if sc.fault != nil {
+		t.Logf("fault healed %v after it began; %s", time.Duration(healed-faultAt).Round(time.Millisecond), errorWindow(rec, faultAt))
+	}
+	mustBeLinearizable(t, rec)
+}
+
+// errorWindow describes the failed operations from the fault on.
+func errorWindow(rec *Recorder, from int64) string {
+	f := rec.Failures()
+	n := 0
+	var first, last int64
+	for _, at := range f {
+		if at < from {
+			continue
+		}
+		if n == 0 {
+			first = at
+		}
+		last = at
+		n++
+	}
+	if n == 0 {
+		return "no operation failed"
+	}
+	return fmt.Sprintf("%d operations failed, from %v to %v after the fault began (a window of %v)", n,
+		time.Duration(first-from).Round(time.Millisecond), time.Duration(last-from).Round(time.Millisecond),
+		time.Duration(last-first).Round(time.Millisecond))
+}
+
+// TestLiveGateways: two, then three gateways on one cluster, without faults.
+func TestLiveGateways(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		t.Run(fmt.Sprintf("%d gateways", n), func(t *testing.T) {
+			scenario{gateways: n, meta: 6, rest: 3, before: 10 * time.Second}.run(t)
+		})
+	}
+}
+
+// TestLiveDataNodeKilled: kill -9 of a data node; its angel starts it again.
+func TestLiveDataNodeKilled(t *testing.T) {
+	cs := liveFaults(t)
+	victim := envInt("NDBGATE_TEST_KILL_NODE", 2)
+	if !ndbproc.NodeStarted(cs, victim) {
+		t.Fatalf("node %d must be started", victim)
+	}
+	scenario{gateways: 2, meta: 6, rest: 2, before: 5 * time.Second, after: 5 * time.Second,
+		fault: func(t *testing.T, _ []*gateway) {
+			worker, angel, err := ndbproc.DataNode(victim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Kill(worker.PID, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			if err := ndbproc.WaitRestarted(cs, victim, angel, 5*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}}.run(t)
+}
+
+// TestLiveEveryDataNodeRestarted: every data node restarted at once (ndb_mgm
+// "all restart"); the cluster is down until they are back.
+func TestLiveEveryDataNodeRestarted(t *testing.T) {
+	cs := liveFaults(t)
+	scenario{gateways: 2, meta: 6, rest: 2, before: 5 * time.Second, after: 5 * time.Second,
+		fault: func(t *testing.T, _ []*gateway) {
+			ndbproc.Mgm(cs, "all restart")
+			time.Sleep(time.Second)
+			deadline := time.Now().Add(5 * time.Minute)
+			for !ndbproc.AllStarted(cs, 2) {
+				if time.Now().After(deadline) {
+					t.Fatal("the data nodes did not come back within 5 minutes")
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}}.run(t)
+}
+
+// TestLiveGatewayKilled: kill -9 of one of two gateways, then it starts
+// again; the clients of the other one never stop.
+func TestLiveGatewayKilled(t *testing.T) {
+	liveFaults(t)
+	scenario{gateways: 2, meta: 6, rest: 2, before: 5 * time.Second, after: 5 * time.Second,
+		fault: func(t *testing.T, gws []*gateway) {
+			gws[0].kill9()
+			time.Sleep(time.Second)
+			gws[0].start()
+		}}.run(t)
+}
+
+// TestLiveManagementServerDown: ndb_mgmd killed for 10 s while the
+// gateways serve.
+func TestLiveManagementServerDown(t *testing.T) {
+	cs := liveFaults(t)
+	scenario{gateways: 2, meta: 6, rest: 2, before: 5 * time.Second, after: 5 * time.Second,
+		fault: func(t *testing.T, _ []*gateway) {
+			m, err := ndbproc.Management()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Kill(m.PID, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Second)
+			if err := ndbproc.StartLike(m); err != nil {
+				t.Fatal(err)
+			}
+			if err := ndbproc.WaitManagement(cs, 30*time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}}.run(t)
+}
