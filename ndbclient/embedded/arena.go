@@ -21,7 +21,7 @@ import (
 //	[6] next free chunk of the class, as a link (see link)
 //	[6] previous one (only meaningful when the chunk is not the list's head)
 //
-// The lists are doubly linked so that a page can be emptied (partition.go,
+// The lists are doubly linked so that a page can be emptied (pagemover.go,
 // evacuate): its free chunks are unlinked, its rows moved to free chunks of
 // their class on other pages or evicted, and the page is given back. That is
 // how memory freed by one class reaches another (memcached's slab page

@@ -1,7 +1,7 @@
 // Package embedded is ndbgate's in-process storage engine: an ndbclient.Driver
 // that models NDB's tables, partitions and operation set in pure Go.
 //
-// Rows live in pointer-free memory (see arena.go, index.go and partition.go), so
+// Rows live in pointer-free memory (see arena.go, index.go and slots.go), so
 // millions of rows cost the garbage collector almost nothing.
 //
 // Choices where the ndbclient contract leaves room:
@@ -80,8 +80,9 @@ type Config struct {
 	Now func() uint32
 
 	// DataDir, when set (Open only), keeps the tables and their rows there:
-	// a log of every change and periodic snapshots (persist.go). Empty: in
-	// memory only, at no cost on the hot path.
+	// a log of every change and periodic snapshots (wal.go, snapshot.go;
+	// loaded by recover.go). Empty: in memory only, at no cost on the hot
+	// path.
 	DataDir string
 	// Fsync is when the log is fsynced (default everysec).
 	Fsync FsyncMode
