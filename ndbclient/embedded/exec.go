@@ -32,7 +32,7 @@ func (e *Engine) Execute(ctx context.Context, b *ndbclient.Batch) error {
 		failAll(b, errClosed)
 		return errClosed
 	}
-	if lsn != 0 && e.syncWait {
+	if e.syncWait && lsn > e.wal.settled.Load() {
 		e.wal.awaitSync(lsn, b)
 	}
 	return nil
@@ -90,7 +90,7 @@ func (e *Engine) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 	case !ok:
 		failAll(b, errClosed)
 		done(b, errClosed)
-	case lsn != 0 && e.syncWait:
+	case e.syncWait && lsn > e.wal.settled.Load():
 		e.wal.await(lsn, b, done)
 	default:
 		done(b, nil)
@@ -153,7 +153,7 @@ func (e *Engine) runOne(op *ndbclient.Op, now uint32) uint64 {
 		return 0
 	}
 	p.do(op, key, uint32(h), now, nil, &p.lb)
-	lsn := e.wal.commitOrUndo(&p.lb, now)
+	lsn := p.seen(e.wal.commitOrUndo(&p.lb, now))
 	p.settle()
 	p.mu.Unlock()
 	return lsn
@@ -270,7 +270,7 @@ func (x *exec) runGroup(ops []*ndbclient.Op, a, b int) {
 			p.do(ops[i], x.keys[pr.koff:pr.kend], pr.tag, x.now, nil, lb)
 		}
 		if lb != nil {
-			x.lsn = max(x.lsn, x.e.wal.commitOrUndo(lb, x.now))
+			x.lsn = max(x.lsn, p.seen(x.e.wal.commitOrUndo(lb, x.now)))
 		}
 		p.settle()
 		p.mu.Unlock()
@@ -328,6 +328,11 @@ func (t *table) deleteAllLogged(op *ndbclient.Op, now uint32) uint64 {
 	if err != nil {
 		for i, p := range t.parts {
 			p.putBack(&c.parts[i], now)
+		}
+	}
+	if err == nil {
+		for _, p := range t.parts {
+			p.seen(lsn)
 		}
 	}
 	t.unlockAll()

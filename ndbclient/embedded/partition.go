@@ -39,6 +39,11 @@ type partition struct {
 	cands       []uint32     // scratch: pages worth emptying
 	rooms       []*partition // scratch: partitions to empty pages in
 	lb          logBatch     // scratch: a single op's log frame (data dir)
+	// logged is the lsn of the last log frame that changed this partition
+	// (data dir). With fsync always an op that only saw the partition
+	// completes once that frame is durable: a read must not return a change
+	// that a crash could still take back.
+	logged uint64
 
 	items atomic.Int64
 	// tailAge is the last access of the LRU tail as of the last eviction
@@ -184,4 +189,14 @@ func (p *partition) expiry(s int32) uint32 {
 func (p *partition) expired(s int32, now uint32) bool {
 	x := p.expiry(s)
 	return x != 0 && x <= now
+}
+
+// seen notes a lock hold's frame (lsn, 0 for none) as the partition's last
+// change, and returns the lsn the hold's ops must wait for: theirs, or the
+// last change they saw. The caller holds mu.
+func (p *partition) seen(lsn uint64) uint64 {
+	if lsn != 0 {
+		p.logged = lsn
+	}
+	return p.logged
 }

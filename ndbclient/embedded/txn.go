@@ -157,17 +157,23 @@ func (x *exec) runTxn(ops []*ndbclient.Op, a, b int) {
 			break
 		}
 	}
+	var lsn uint64 // the transaction's frame, if it committed one
 	if failed < 0 && lb != nil {
-		lsn, err := x.e.wal.commit(lb) // one frame: all of it or none
+		var err error
+		lsn, err = x.e.wal.commit(lb) // one frame: all of it or none
 		if err != nil {
 			ops[a].Err, ops[a].Affected, failed = err, 0, a
 		}
-		x.lsn = max(x.lsn, lsn)
 	}
 	if failed >= 0 {
 		u.rollback(x.now)
 		if lb != nil {
 			lb.reset()
+		}
+	}
+	if lb != nil {
+		for _, p := range x.locks {
+			x.lsn = max(x.lsn, p.seen(lsn))
 		}
 	}
 	for _, p := range x.locks {

@@ -19,8 +19,9 @@ import (
 //
 //   - always: a write is acknowledged once its frame is fsynced. Submit
 //     completes later, from the writer (group commit: one fsync covers every
-//     frame appended while the last one ran). Other clients may read the
-//     change before it is durable, as in Redis with appendfsync always.
+//     frame appended while the last one ran). An op that only saw a change
+//     completes once the change is durable too (partition.logged), so a
+//     crash never takes back what a read returned.
 //   - everysec: write() as frames come, fsync once a second.
 //   - no: write() as frames come; the OS decides when they reach the disk.
 //
@@ -129,9 +130,12 @@ type wal struct {
 	undo     undoLog // always: before-images of buf's changes, in order
 	lsn      uint64  // frames appended so far
 	resolved uint64  // always: frames durable or rolled back
-	failed   *ndbclient.Error
-	waiters  []waiter
-	closing  bool
+	// settled is resolved, for the ops that only saw a change: a read of a
+	// partition whose last frame is settled completes without taking mu.
+	settled atomic.Uint64
+	failed  *ndbclient.Error
+	waiters []waiter
+	closing bool
 
 	wake    chan struct{} // buf became non-empty
 	reqs    chan walReq
@@ -563,6 +567,7 @@ func (w *wal) done() {
 	w.outUndo.release(w.e)
 	w.mu.Lock()
 	w.resolved = max(w.resolved, w.outLSN)
+	w.settled.Store(w.resolved)
 	w.ready = w.takeWaiters(w.ready[:0], w.resolved, false, nil)
 	w.mu.Unlock()
 	w.complete()
@@ -706,12 +711,27 @@ func (w *wal) rollbackAll(serr *ndbclient.Error) {
 	w.buf = w.buf[:0]
 	w.out, w.written = w.out[:0], 0
 	w.resolved = w.lsn
+	w.settled.Store(w.resolved)
 	w.ready = w.takeWaiters(w.ready[:0], w.lsn, false, serr)
+	failReads(w.ready, serr)
 	w.mu.Unlock()
 	for _, p := range parts {
 		p.mu.Unlock()
 	}
 	w.complete()
+}
+
+// failReads fails the reads of Submits that waited on frames now rolled
+// back: they saw changes that never happened. (Their writes were failed by
+// the rollback itself.)
+func failReads(ws []waiter, err error) {
+	for _, wt := range ws {
+		for _, op := range wt.b.Ops {
+			if op.Kind == ndbclient.OpRead && op.Err == nil {
+				op.Err, op.Row = err, op.Row[:0]
+			}
+		}
+	}
 }
 
 // retry tries a failing log again: in always mode, writes may come again
