@@ -27,7 +27,7 @@ build-ndb:
 # Syntax-check the C++ shim and vet the cgo side against NDB headers only (no
 # library needed): make check-ndb-shim NDB_INCLUDE=/path/to/storage/ndb/include
 check-ndb-shim:
-	g++ -std=c++17 -fsyntax-only -Wall -Wextra $(NDB_CPPFLAGS) ndbclient/ndbapi/shim.cpp
+	g++ -std=c++17 -fsyntax-only -Wall -Wextra $(NDB_CPPFLAGS) ndbclient/ndbapi/shim*.cpp
 	CGO_ENABLED=1 CGO_CPPFLAGS="$(NDB_CPPFLAGS)" $(GO) vet -tags ndbapi ./ndbclient/ndbapi/ ./cmd/ndbgate/
 
 run: build
