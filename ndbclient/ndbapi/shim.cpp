@@ -6,7 +6,7 @@
 // its files, by concern, share shim_internal.h:
 //
 //   shim_wire.h         the wire: reading a request, writing a response (plain
-//                       C++, no NDB header)
+//                       C++, tested without NDB: testdata/shim_wire_test.cpp)
 //   shim_wire_consts.h  the wire's numbers, generated with wire_consts.go
 //                       (internal/wiregen)
 //   shim_layout.cpp     NdbRecord layouts, and values in their row slots

@@ -1,6 +1,8 @@
 // The shim's end of the wire (format in wire.go): reading a request buffer,
 // writing a response buffer, and parsing one op of a round (parseOp) into
-// WireOp, the part of an op that travels. Plain C++ with no NDB API header.
+// WireOp, the part of an op that travels. Plain C++ with no NDB API header,
+// so that testdata/shim_wire_test.cpp checks it against Go's encoding with g++
+// alone (make shim-wire-test).
 #ifndef NDBGATE_SHIM_WIRE_H
 #define NDBGATE_SHIM_WIRE_H
 
