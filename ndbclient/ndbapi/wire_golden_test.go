@@ -30,7 +30,13 @@ const (
 	goldenNow  = 1700000000
 )
 
-func goldenOps(t *testing.T) (*tableInfo, []*ndbclient.Op) {
+// goldenOp is an op of the golden round and the flags it must carry.
+type goldenOp struct {
+	op    *ndbclient.Op
+	flags int
+}
+
+func goldenOps(t *testing.T) (*tableInfo, []goldenOp) {
 	ti, err := decodeDescribe("ndbmemcache", "demo_table", 7, demoDescribe())
 	require.NoError(t, err)
 	ti.schema.ExpireColumn = 4 // expire_time: every op but a write and delete_all carries the round's time
@@ -53,12 +59,22 @@ func goldenOps(t *testing.T) (*tableInfo, []*ndbclient.Op) {
 	del := &ndbclient.Op{Kind: ndbclient.OpDelete, Table: ti.schema, Key: key("k7"), Read: []int{1},
 		HasCond: true, CondColumn: 3, CondValue: ndbclient.Uint(1)}
 	flush := &ndbclient.Op{Kind: ndbclient.OpDeleteAll, Table: ti.schema}
-	return ti, []*ndbclient.Op{read, insert, cas, add, app, update, write, del, flush}
+	return ti, []goldenOp{
+		{read, flagTxnWithNext | flagExpiry | flagPartition},
+		{insert, flagExpiry},
+		{cas, flagExpiry},
+		{add, flagHasCond | flagSubtract | flagExpiry},
+		{app, flagPrepend | flagExpiry},
+		{update, flagExpiry},
+		{write, 0},
+		{del, flagHasCond | flagExpiry},
+		{flush, 0},
+	}
 }
 
 // goldenDescribe writes what the shim must read of ops, field by field, in
 // the format testdata/shim_wire_test.cpp prints.
-func goldenDescribe(t *testing.T, ti *tableInfo, ops []*ndbclient.Op, bound uint32) []byte {
+func goldenDescribe(t *testing.T, ti *tableInfo, ops []goldenOp, bound uint32) []byte {
 	var b bytes.Buffer
 	native := func(col int, v ndbclient.Value) string {
 		if v.IsNull() {
@@ -75,32 +91,12 @@ func goldenDescribe(t *testing.T, ti *tableInfo, ops []*ndbclient.Op, bound uint
 		return 0
 	}
 	fmt.Fprintf(&b, "nops %d\n", len(ops))
-	for i, op := range ops {
+	for i, g := range ops {
+		op := g.op
 		kind, ok := wireKind(op.Kind)
 		require.True(t, ok)
-		flags := 0
-		if op.TxnWithNext {
-			flags |= flagTxnWithNext
-		}
-		if op.HasCond {
-			flags |= flagHasCond
-		}
-		if op.Subtract {
-			flags |= flagSubtract
-		}
-		if op.Prepend {
-			flags |= flagPrepend
-		}
-		expiry := op.Kind != ndbclient.OpWrite && op.Kind != ndbclient.OpDeleteAll
-		if expiry {
-			flags |= flagExpiry
-		}
-		partition, hashed := op.KeyPartition()
-		if hashed {
-			flags |= flagPartition
-		}
-		fmt.Fprintf(&b, "op %d\nkind %d\nlock %d\nflags %d\ntable %d\n", i, kind, op.Lock, flags, ti.id)
-		if hashed {
+		fmt.Fprintf(&b, "op %d\nkind %d\nlock %d\nflags %d\ntable %d\n", i, kind, op.Lock, g.flags, ti.id)
+		if partition, hashed := op.KeyPartition(); hashed {
 			fmt.Fprintf(&b, "partition %d\n", partition)
 		}
 		for j, k := range op.Key {
@@ -124,7 +120,7 @@ func goldenDescribe(t *testing.T, ti *tableInfo, ops []*ndbclient.Op, bound uint
 			require.NoError(t, err)
 			fmt.Fprintf(&b, "append %d %d %s\n", op.AppendColumn, len(v), hexOrDash(v))
 		}
-		if expiry {
+		if g.flags&flagExpiry != 0 {
 			fmt.Fprintf(&b, "expiry %d %d\n", op.Table.ExpireColumn, goldenNow)
 		}
 	}
@@ -140,10 +136,14 @@ func hexOrDash(b []byte) string {
 }
 
 func TestGoldenRound(t *testing.T) {
-	ti, ops := goldenOps(t)
+	ti, golden := goldenOps(t)
+	ops := make([]*ndbclient.Op, len(golden))
+	for i, g := range golden {
+		ops[i] = g.op
+	}
 	req, err := encodeRound(nil, ops, nil, func(*ndbclient.Table) (*tableInfo, error) { return ti, nil }, goldenNow)
 	require.NoError(t, err)
-	text := goldenDescribe(t, ti, ops, binary.LittleEndian.Uint32(req[len(req)-4:]))
+	text := goldenDescribe(t, ti, golden, binary.LittleEndian.Uint32(req[len(req)-4:]))
 	if *updateGolden {
 		require.NoError(t, os.WriteFile(filepath.FromSlash(goldenBin), req, 0o644))
 		require.NoError(t, os.WriteFile(filepath.FromSlash(goldenText), text, 0o644))
