@@ -9,7 +9,8 @@
 //                       C++, tested without NDB: testdata/shim_wire_test.cpp)
 //   shim_wire_consts.h  the wire's numbers, generated with wire_consts.go
 //                       (internal/wiregen)
-//   shim_layout.cpp     NdbRecord layouts, and values in their row slots
+//   shim_layout.cpp     NdbRecord layouts and records (values in row slots:
+//                       inline in shim_internal.h)
 //   shim_program.cpp    interpreted programs: CAS, incr/decr, expiry
 //   shim_execute.cpp    running a round: transactions, sync ops, results
 //   shim_conn.cpp       the pool's connections, detach and reattach

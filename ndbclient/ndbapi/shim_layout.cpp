@@ -1,8 +1,8 @@
 //go:build ndbapi
 
 // NdbRecord layouts: where each column of a table sits in the shim's rows
-// (Layout), the key and row records made over it, letting go of records, and
-// putting a value into its column's slot.
+// (Layout), the key and row records made over it, and letting go of records.
+// Putting values into row slots is inline in shim_internal.h.
 
 #include "shim_internal.h"
 
@@ -20,8 +20,6 @@ static int varPrefix(const NdbDictionary::Column *c) {
 static bool isBlob(const NdbDictionary::Column *c) {
   return c->getType() == NdbDictionary::Column::Blob || c->getType() == NdbDictionary::Column::Text;
 }
-
-uint32_t align8(uint32_t n) { return (n + 7) & ~7u; }
 
 bool buildLayout(const NdbDictionary::Table *t, Layout &l) {
   const int n = t->getNoOfColumns();
@@ -116,66 +114,6 @@ void releaseRetired(Conn &c) {
   NdbDictionary::Dictionary *dict = c.dict->getDictionary();
   for (NdbRecord *rec : c.retired) dict->releaseRecord(rec);
   c.retired.clear();
-}
-
-void setBit(unsigned char *mask, uint16_t col) { mask[col >> 3] |= static_cast<unsigned char>(1u << (col & 7)); }
-
-bool isNullIn(const Layout &l, const char *row, uint16_t col) {
-  const int b = l.nullBit[col];
-  return b >= 0 && ((static_cast<unsigned char>(row[b >> 3]) >> (b & 7)) & 1) != 0;
-}
-
-void setNullIn(const Layout &l, char *row, uint16_t col, bool null) {
-  const int b = l.nullBit[col];
-  if (b < 0) return;
-  unsigned char &byte = reinterpret_cast<unsigned char &>(row[b >> 3]);
-  if (null) byte = static_cast<unsigned char>(byte | (1u << (b & 7)));
-  else byte = static_cast<unsigned char>(byte & ~(1u << (b & 7)));
-}
-
-// valueLen: the bytes of col's native value in row, length prefix included.
-uint32_t valueLen(const Layout &l, const char *row, uint16_t col) {
-  const unsigned char *p = reinterpret_cast<const unsigned char *>(row) + l.offset[col];
-  uint32_t n = l.size[col];
-  if (l.prefix[col] == 1) n = 1u + p[0];
-  if (l.prefix[col] == 2) n = 2u + (p[0] | (static_cast<uint32_t>(p[1]) << 8));
-  return n < l.size[col] ? n : l.size[col];
-}
-
-// inRecord: col is a column of the table with a slot in the row record
-// (BLOB/TEXT have none).
-bool inRecord(const Layout &l, uint16_t col) { return col < l.size.size() && l.size[col] > 0; }
-
-// badValue says why a non-NULL value in native format does not fit its
-// column's row slot, or returns null. NDB reads a value's length from its
-// prefix, so the prefix must match the bytes that came. Callers have checked
-// inRecord(l, v.col).
-const char *badValue(const Layout &l, const Value &v) {
-  const uint8_t pre = l.prefix[v.col];
-  if (!v.data || v.len > l.size[v.col]) return "value longer than its column";
-  if (pre == 0 && v.len != l.size[v.col]) return "value of the wrong size for its column";
-  if (pre > 0) {
-    if (v.len < pre) return "value without its length prefix";
-    uint32_t declared = pre == 1 ? v.data[0] : (v.data[0] | (static_cast<uint32_t>(v.data[1]) << 8));
-    if (declared + pre != v.len) return "length prefix does not match the value";
-  }
-  return nullptr;
-}
-
-// putValue copies v into its column's slot of row and marks the column in
-// mask (when given). The message says why a value does not fit.
-const char *putValue(const Layout &l, char *row, const Value &v, unsigned char *mask) {
-  if (!inRecord(l, v.col)) return "column not in the table's row record";
-  if (v.null) {
-    if (l.nullBit[v.col] < 0) return "NULL for a NOT NULL column";
-    setNullIn(l, row, v.col, true);
-  } else {
-    if (const char *bad = badValue(l, v)) return bad;
-    setNullIn(l, row, v.col, false);
-    memcpy(row + l.offset[v.col], v.data, v.len);
-  }
-  if (mask) setBit(mask, v.col);
-  return nullptr;
 }
 
 }  // namespace shim
