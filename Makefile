@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 FUZZTIME ?= 20s
 
-.PHONY: all build build-ndb check-ndb-shim run test test-deps vet unit fuzz fuzz-long e2e deploy-test bench clean proto
+.PHONY: all build build-ndb check-ndb-shim shim-wire-test run test test-deps vet unit fuzz fuzz-long e2e deploy-test bench clean proto
 
 all: build
 
@@ -27,13 +27,21 @@ build-ndb:
 # Syntax-check the C++ shim and vet the cgo side against NDB headers only (no
 # library needed): make check-ndb-shim NDB_INCLUDE=/path/to/storage/ndb/include
 check-ndb-shim:
-	g++ -std=c++17 -fsyntax-only -Wall -Wextra $(NDB_CPPFLAGS) ndbclient/ndbapi/shim.cpp
+	g++ -std=c++17 -fsyntax-only -Wall -Wextra $(NDB_CPPFLAGS) ndbclient/ndbapi/shim*.cpp
 	CGO_ENABLED=1 CGO_CPPFLAGS="$(NDB_CPPFLAGS)" $(GO) vet -tags ndbapi ./ndbclient/ndbapi/ ./cmd/ndbgate/
 
 run: build
 	./$(BIN) serve $(ARGS)
 
-test: test-deps vet unit fuzz e2e deploy-test
+test: test-deps vet unit shim-wire-test fuzz e2e deploy-test
+
+# The shim's request parser (ndbclient/ndbapi/shim_wire.h, plain C++) reads
+# the golden round Go's encoder wrote (wire_golden_test.go) field by field:
+# g++ alone, no NDB.
+shim-wire-test:
+	@mkdir -p bin
+	$(CXX) -std=c++17 -Wall -Wextra -Wshadow -Werror -o bin/shim_wire_test ndbclient/ndbapi/testdata/shim_wire_test.cpp
+	./bin/shim_wire_test ndbclient/ndbapi/testdata/round.golden | diff -u ndbclient/ndbapi/testdata/round.golden.txt -
 
 test-deps:
 	./scripts/install-test-deps.sh

@@ -10,6 +10,7 @@
 # Writes bench/results/api-compare.csv and prints a table. Needs only Go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 ROUNDS=${ROUNDS:-3}
 TIME=${TIME:-5}
 CONNS=${CONNS:-4}
@@ -26,7 +27,7 @@ go build -o bin/ndbgate-bench ./bench/cmd/ndbgate-bench
 bin/ndbgate serve --memcache "$MC" --rest "$REST" --grpc "$GRPC" --log-level warn &
 PID=$!
 trap 'kill $PID 2>/dev/null || true; wait 2>/dev/null || true' EXIT
-for _ in $(seq 100); do (exec 3<>/dev/tcp/${MC%:*}/${MC#*:}) 2>/dev/null && break; sleep 0.05; done
+wait_port "${MC#*:}" "${MC%:*}"
 bin/ndbgate-bench -proto memcache-text -addr "$MC" -keys "$KEYS" -preload -duration 100ms -warmup 0 -quiet >/dev/null
 
 csv=$OUT/api-compare.csv

@@ -25,6 +25,7 @@ declare -A ARGS=(
 )
 WORKLOADS=${WORKLOADS:-"text_p1_1:10_32B binary_p1_1:10_32B text_p16_1:10_32B binary_p16_1:10_32B binary_p16_1:1_32B binary_p16_1:1_1024B"}
 [ $# -ge 2 ] || { echo "usage: $0 TARGET TARGET... (an ndbgate binary's path, or memcached)" >&2; exit 2; }
+. "$(dirname "$0")/lib.sh"
 command -v memtier_benchmark >/dev/null || { echo "compare-builds: memtier_benchmark is not on PATH (see bench/run-memtier.sh)" >&2; exit 2; }
 user_flag=(); [ "$(id -u)" -eq 0 ] && user_flag=(-u nobody)
 pid=""
@@ -35,8 +36,7 @@ start() {
   else
     "$1" serve --memcache "127.0.0.1:$PORT" --rest "" --grpc "" --log-level warn & pid=$!
   fi
-  for _ in $(seq 500); do (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null && return 0; sleep 0.01; done
-  echo "compare-builds: $1 did not listen on $PORT" >&2; exit 1
+  wait_port "$PORT" || { echo "compare-builds: $1 did not listen on $PORT" >&2; exit 1; }
 }
 out=$(mktemp)
 for w in $WORKLOADS; do
@@ -45,8 +45,7 @@ for w in $WORKLOADS; do
   for r in $(seq "$ROUNDS"); do
     for t in "$@"; do
       start "$t"
-      memtier_benchmark -s 127.0.0.1 -p "$PORT" "${a[@]}" --ratio=1:0 --pipeline=16 --hide-histogram -t 2 -c 4 \
-        --key-pattern=P:P --key-maximum="$KEYS" --requests=allkeys >/dev/null 2>&1
+      memtier_preload "$PORT" "$KEYS" "${a[@]}" --pipeline=16 -t 2 -c 4 >/dev/null 2>&1
       memtier_benchmark -s 127.0.0.1 -p "$PORT" "${a[@]}" --hide-histogram -t 2 -c 25 \
         --key-pattern=R:R --key-maximum="$KEYS" --test-time "$TIME" --json-out-file="$out.json" >/dev/null 2>&1
       # ops/s and p99; memtier's own rates divide by a misreported duration (memtier_json.py).

@@ -15,6 +15,7 @@ target=$1 ratio=$2
 TIME=${TIME:-10}
 KEYS=${KEYS:-100000}
 PORT=${PORT:-22800}
+. "$(dirname "$0")/lib.sh"
 command -v memtier_benchmark >/dev/null || { echo "cpu-per-op: memtier_benchmark is not on PATH (see bench/run-memtier.sh)" >&2; exit 2; }
 user_flag=(); [ "$(id -u)" -eq 0 ] && user_flag=(-u nobody)
 if [ "$target" = memcached ]; then
@@ -24,9 +25,9 @@ else
 fi
 out=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$out"' EXIT
-for _ in $(seq 500); do (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null && break; sleep 0.01; done
+wait_port "$PORT"
 args=(-s 127.0.0.1 -p "$PORT" --protocol=memcache_binary -d 32 --pipeline=16 --hide-histogram -t 2)
-memtier_benchmark "${args[@]}" -c 4 --ratio=1:0 --key-pattern=P:P --key-maximum="$KEYS" --requests=allkeys >/dev/null 2>&1
+memtier_preload "$PORT" "$KEYS" "${args[@]}" -c 4 >/dev/null 2>&1
 ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 idle() { awk '/^cpu /{print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
 t0=$(ticks); read -r i0 a0 < <(idle)

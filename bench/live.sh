@@ -51,6 +51,7 @@
 #             against flexAsynch's one-read transactions (2 threads)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 WORKLOADS=${WORKLOADS:-memtier api coalesce pool flex}
 ROUNDS=${ROUNDS:-3}
@@ -109,7 +110,6 @@ trap cleanup EXIT
 
 CS=$NDB_CONNECTSTRING
 NG=$PORT; NGREST=$((PORT + 1)); NGGRPC=$((PORT + 2)); NM=$((PORT + 3))
-wait_port() { for _ in $(seq 600); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 
 # ndbgate on the cluster: pool size, then extra flags.
 start_ndbgate() {
@@ -191,8 +191,7 @@ run_memtier() {
 }
 
 preload() { # every key once, through ndbgate, so that both gateways read the same rows
-  memtier_benchmark -s 127.0.0.1 -p "$NG" --protocol=memcache_text --hide-histogram -d 32 -t 2 -c 4 --pipeline=16 \
-    --ratio=1:0 --key-pattern=P:P --key-minimum=1 --key-maximum="$KEYS" --requests=allkeys >"$tmp/preload.txt" 2>&1 ||
+  memtier_preload "$NG" "$KEYS" --protocol=memcache_text -d 32 -t 2 -c 4 --pipeline=16 --key-minimum=1 >"$tmp/preload.txt" 2>&1 ||
     { echo "live: preload failed:" >&2; tail -5 "$tmp/preload.txt" >&2; exit 1; }
   settle
 }

@@ -12,6 +12,7 @@
 # on the disk you mean to measure, since fsync costs what that disk costs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 ITEMS=${ITEMS:-1000000}
 VALUE=${VALUE:-100}
 ROUNDS=${ROUNDS:-3}
@@ -29,7 +30,6 @@ cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; wait 2>/dev/null || tru
 trap cleanup EXIT
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
-wait_port() { for _ in $(seq 60000); do (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null && return 0; sleep 0.001; done; echo "persist: port $PORT never opened" >&2; return 1; }
 
 # start DATA_DIR [flags...]: serve memcache only; sets pid and listen_ms (exec
 # to accepting connections, loading included).
@@ -38,7 +38,7 @@ start() {
   local t0; t0=$(now_ms)
   bin/ndbgate serve --memcache "127.0.0.1:$PORT" --rest "" --grpc "" ${dir:+--data-dir "$dir"} "$@" >>"$work/ndbgate.log" 2>&1 &
   pid=$!
-  wait_port
+  wait_port "$PORT"
   listen_ms=$(( $(now_ms) - t0 ))
 }
 stop() { kill -TERM "$pid"; wait "$pid" || true; pid=; }

@@ -13,6 +13,7 @@
 # Loading uses memtier_benchmark (see run-memtier.sh for where to get it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 ITEMS=${ITEMS:-1000000}
 STARTS=${STARTS:-10}
 PORT=${PORT:-22136}
@@ -28,7 +29,6 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 
 kib() { awk -v k="$2" '$1 == k":" {print $2}' "/proc/$1/status"; }  # VmRSS / VmHWM in KiB
-wait_port() { for _ in $(seq 2000); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.001; done; return 1; }
 now_ns() { date +%s%N; }
 
 csv=$OUT/resources.csv
@@ -68,8 +68,7 @@ for prefix in $KEY_PREFIXES; do
     fi
     wait_port "$PORT"; sleep 0.5
     before=$(kib "$p" VmRSS)
-    memtier_benchmark -s 127.0.0.1 -p "$PORT" --protocol=memcache_text --hide-histogram -t 2 -c 4 \
-      --ratio=1:0 --key-prefix="$prefix" --key-pattern=P:P --key-minimum=1 --key-maximum="$ITEMS" --requests=allkeys -d "$size" >/dev/null 2>&1
+    memtier_preload "$PORT" "$ITEMS" --protocol=memcache_text -t 2 -c 4 --key-prefix="$prefix" --key-minimum=1 -d "$size" >/dev/null 2>&1
     sleep 2
     items=$(printf 'stats\r\nquit\r\n' | timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT; cat >&3; cat <&3" | awk '$2 == "curr_items" {print $3+0}')
     after=$(kib "$p" VmRSS); hwm=$(kib "$p" VmHWM)

@@ -22,6 +22,7 @@
 # run against ndbgate and memcached only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 WORKLOADS=${WORKLOADS:-default}
 ROUNDS=${ROUNDS:-3}
@@ -80,7 +81,7 @@ pool:
 EOF
 nutcracker -c "$tmp/nutcracker.yml" -o "$tmp/nutcracker.log" -s $((PORT + 3)) & pids+=($!)
 for port in "$NG" "$MC" "$TW"; do
-  for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done
+  wait_port "$port"
 done
 
 # Workloads: name proto ratio size pipeline conns mget
@@ -143,7 +144,7 @@ for w in "${W[@]}"; do
   # (twemproxy reads memcached's items).
   if [ "$size" != "$loaded" ]; then
     for t in "ndbgate:$NG" "memcached:$MC"; do
-      memtier_benchmark "${common[@]}" -p "${t#*:}" -t 1 -c 1 --ratio=1:0 --key-pattern=P:P --requests="$KEYS" >/dev/null 2>&1
+      memtier_preload "${t#*:}" "$KEYS" "${common[@]}" -t 1 -c 1 >/dev/null 2>&1
     done
     loaded=$size
   fi

@@ -9,6 +9,7 @@
 #   bench/sched-threads.sh memcached       # memcached -t 2, for comparison
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 TARGET=${1:-ndbgate}
 PORT=${PORT:-22190}
 for tool in perf memtier_benchmark; do
@@ -30,7 +31,7 @@ pid=$!
 trap 'kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 sleep 0.5
 common=(-s 127.0.0.1 -p "$PORT" --protocol=memcache_text --hide-histogram -d 32 --key-minimum=1 --key-maximum=100000)
-memtier_benchmark "${common[@]}" -t 1 -c 1 --ratio=1:0 --key-pattern=P:P --requests=100000 >/dev/null 2>&1
+memtier_preload "$PORT" 100000 "${common[@]}" -t 1 -c 1 >/dev/null 2>&1
 memtier_benchmark "${common[@]}" -t 2 -c 25 --ratio=1:10 --test-time=6 --key-pattern=R:R >"$tmp/memtier.txt" 2>&1 &
 load=$!
 sleep 1.5

@@ -1,6 +1,7 @@
-// C surface of ndbgate's NDB API shim (shim.cpp). One call per round: the
-// request and the results travel in flat little-endian buffers (format in
-// wire.go); C keeps no Go pointer after a call returns.
+// C surface of ndbgate's NDB API shim (shim*.cpp; shim.cpp lists the
+// files). One call per round: the request and the results travel in flat
+// little-endian buffers (format in wire.go); C keeps no Go pointer after a
+// call returns.
 #ifndef NDBGATE_SHIM_H
 #define NDBGATE_SHIM_H
 

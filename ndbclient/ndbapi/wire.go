@@ -1,5 +1,5 @@
 // Package ndbapi is ndbgate's NDB API driver. The cgo part (driver.go,
-// shim.cpp) builds only with the ndbapi tag; this file, the flat buffer format
+// shim*.cpp) builds only with the ndbapi tag; this file, the flat buffer format
 // between Go and the C++ shim and the mapping of NDB types and errors, is
 // plain Go, so CI tests it without NDB.
 //
@@ -89,16 +89,11 @@ const (
 	classInternalTemp     = 18
 )
 
-// Codes the shim's interpreted programs exit with, and the shim's own.
-const (
-	exitCondFailed = 6000
-	exitNotNumeric = 6001
-	errLinkedSync  = 6002 // append/delete_all linked into a transaction
-	errBadValue    = 6003 // a value that does not fit its column's row slot
-	errClusterFail = 4009 // "Cluster Failure"
-)
-
-const maxMessage = 200 // shim.cpp kMaxMessage
+// The codes the shim's interpreted programs exit with and the shim's own, the
+// op kinds, lock modes and flags, and maxMessage are in wire_consts.go,
+// generated from the one table both sides are made from (internal/wiregen).
+//
+//go:generate go run ./internal/wiregen/gen
 
 // column is what the driver needs of one NDB column.
 type column struct {
@@ -477,29 +472,7 @@ func decodeNative(c *column, b []byte) ndbclient.Value {
 	return ndbclient.Null()
 }
 
-// Request encoding.
-
-const (
-	kindRead = iota + 1
-	kindInsert
-	kindUpdate
-	kindWrite
-	kindDelete
-	kindCondUpdate
-	kindAdd
-	kindAppend
-	kindDeleteAll
-)
-
-const (
-	flagTxnWithNext = 1 << iota
-	flagHasCond
-	flagSubtract
-	flagCreate
-	flagPrepend
-	flagExpiry
-	flagPartition
-)
+// Request encoding (op kinds and flags: wire_consts.go).
 
 // expiring: op kinds that treat an expired row as missing. A write (set)
 // overwrites it either way; delete_all removes every row.

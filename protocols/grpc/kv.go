@@ -19,13 +19,11 @@ const batchWindow = 64
 type kvServer struct {
 	kvpb.UnimplementedKVServer
 	o    Options
-	reqs sync.Pool // *gateway.Request
+	reqs *gateway.KVRequests
 }
 
 func newKVServer(o Options) *kvServer {
-	s := &kvServer{o: o}
-	s.reqs.New = func() any { return o.KV.NewRequest() }
-	return s
+	return &kvServer{o: o, reqs: gateway.NewKVRequests(o.KV)}
 }
 
 // request returns a reset request pinned to container's route, once who may
@@ -41,13 +39,18 @@ func (s *kvServer) request(who *auth.Principal, container string) (*gateway.Requ
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "container %q does not exist", container)
 	}
-	r := s.reqs.Get().(*gateway.Request)
-	r.Reset()
-	r.Route = rt
-	return r, nil
+	return s.reqs.Get(rt), nil
 }
 
-func (s *kvServer) done(r *gateway.Request) { s.reqs.Put(r) }
+// keyRequest is request for a call on one key, which it checks first.
+func (s *kvServer) keyRequest(who *auth.Principal, container string, key []byte) (*gateway.Request, error) {
+	if err := gateway.ValidKey(key); err != nil {
+		return nil, err
+	}
+	return s.request(who, container)
+}
+
+func (s *kvServer) done(r *gateway.Request) { s.reqs.Done(r) }
 
 // authed runs f for the caller the metadata's API key names.
 func authed[Req, Resp any](ctx context.Context, keys *auth.Keys, in Req, f func(*auth.Principal, Req) (Resp, error)) (Resp, error) {
@@ -69,18 +72,12 @@ func (s *kvServer) Get(ctx context.Context, in *kvpb.GetRequest) (*kvpb.GetRespo
 }
 
 func (s *kvServer) get(who *auth.Principal, in *kvpb.GetRequest) (*kvpb.GetResponse, error) {
-	if err := gateway.ValidKey(in.Key); err != nil {
-		return nil, err
-	}
-	r, err := s.request(who, in.Container)
+	r, err := s.keyRequest(who, in.Container, in.Key)
 	if err != nil {
 		return nil, err
 	}
 	defer s.done(r)
-	r.Verb = gateway.VerbGet
-	r.AddKey(in.Key)
-	s.o.KV.Run(r)
-	if _, err := r.Result(); err != nil {
+	if _, err := s.o.KV.RunKey(r, gateway.VerbGet, in.Key); err != nil {
 		return nil, err
 	}
 	if _, err := r.ItemResult(0); err != nil {
@@ -113,31 +110,26 @@ func (s *kvServer) multiGet(who *auth.Principal, in *kvpb.MultiGetRequest) (*kvp
 	// The keys are read in pieces (MultiGetPiece), and
 	// a response is at most MaxMessage bytes, as a request is: a MultiGet
 	// holds no more than that, whatever it asks for.
-	route, piece, size := r.Route, len(in.Keys), 0
-	if piece > 1 {
-		piece = s.o.KV.MultiGetPiece()
-	}
+	size := 0
 	out := &kvpb.MultiGetResponse{Items: make([]*kvpb.Item, 0, len(in.Keys))}
-	for start := 0; start < len(in.Keys); start += piece {
-		r.Reset()
-		r.Route, r.Verb = route, gateway.VerbGet
-		for _, k := range in.Keys[start:min(start+piece, len(in.Keys))] {
-			r.AddKey(k)
-		}
-		s.o.KV.Run(r)
+	err = s.o.KV.GetInPieces(r, len(in.Keys), func(i int) []byte { return in.Keys[i] }, func(_, _ int) error {
 		if _, err := r.Result(); err != nil {
-			return nil, err
+			return err
 		}
 		for i := range r.Items {
 			it := &r.Items[i]
 			if it.Err != nil {
-				return nil, it.Err
+				return it.Err
 			}
 			if size += len(it.Key) + len(it.Value) + 32; size > s.o.MaxMessage {
-				return nil, status.Errorf(codes.ResourceExhausted, "MultiGet: the values of these %d keys come to more than the %d bytes a message may hold (api.limits.max_body); ask for fewer keys", len(in.Keys), s.o.MaxMessage)
+				return status.Errorf(codes.ResourceExhausted, "MultiGet: the values of these %d keys come to more than the %d bytes a message may hold (api.limits.max_body); ask for fewer keys", len(in.Keys), s.o.MaxMessage)
 			}
 			out.Items = append(out.Items, item(it))
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -189,18 +181,12 @@ func (s *kvServer) Delete(ctx context.Context, in *kvpb.DeleteRequest) (*kvpb.De
 }
 
 func (s *kvServer) delete(who *auth.Principal, in *kvpb.DeleteRequest) (*kvpb.DeleteResponse, error) {
-	if err := gateway.ValidKey(in.Key); err != nil {
-		return nil, err
-	}
-	r, err := s.request(who, in.Container)
+	r, err := s.keyRequest(who, in.Container, in.Key)
 	if err != nil {
 		return nil, err
 	}
 	defer s.done(r)
-	r.Verb = gateway.VerbDelete
-	r.AddKey(in.Key)
-	s.o.KV.Run(r)
-	if _, err := r.Result(); err != nil {
+	if _, err := s.o.KV.RunKey(r, gateway.VerbDelete, in.Key); err != nil {
 		return nil, err
 	}
 	return &kvpb.DeleteResponse{}, nil
@@ -211,24 +197,20 @@ func (s *kvServer) Incr(ctx context.Context, in *kvpb.IncrRequest) (*kvpb.IncrRe
 }
 
 func (s *kvServer) incr(who *auth.Principal, in *kvpb.IncrRequest) (*kvpb.IncrResponse, error) {
-	if err := gateway.ValidKey(in.Key); err != nil {
-		return nil, err
-	}
-	r, err := s.request(who, in.Container)
+	r, err := s.keyRequest(who, in.Container, in.Key)
 	if err != nil {
 		return nil, err
 	}
 	defer s.done(r)
-	r.Verb, r.Delta = gateway.VerbIncr, in.Delta
+	verb := gateway.VerbIncr
 	if in.Decrement {
-		r.Verb = gateway.VerbDecr
+		verb = gateway.VerbDecr
 	}
+	r.Delta = in.Delta
 	if in.Initial != nil {
 		r.Create, r.Initial, r.Exptime = true, *in.Initial, in.Ttl
 	}
-	r.AddKey(in.Key)
-	s.o.KV.Run(r)
-	if _, err := r.Result(); err != nil {
+	if _, err := s.o.KV.RunKey(r, verb, in.Key); err != nil {
 		return nil, err
 	}
 	return &kvpb.IncrResponse{Value: r.Number, Cas: r.NewCas}, nil

@@ -8,9 +8,14 @@ import (
 	"github.com/ndbgate/ndbgate/protocols/memcache/transport"
 )
 
-// connState is one client connection: the transport's Session. Everything
-// except pending.state is touched only on the connection's event loop;
-// completions from other goroutines set pending.state and wake the loop.
+// connState is one client connection: the transport's Session. It and its
+// pendings are touched only on the connection's event loop, except where a
+// command completes on another goroutine: the gateway fills in the
+// pending's request (a flush_all's goroutine, its fixed reply), then
+// pending.complete counts down the run's parts, stores pending.state,
+// decrements undone and, unless closed is set, wakes the loop; those four
+// are atomics. The loop reads what was filled in only once it has seen
+// state done.
 //
 // Serving input (serve) takes one command at a time through four steps:
 //   - admission: the per-call command budget, swallowing the data of a

@@ -11,9 +11,9 @@ import "github.com/ndbgate/ndbgate/gateway"
 // own reply, in arrival order (encodeBinaryRun). A command on a key the run
 // already holds, where either writes it, waits for the run (conflicts), so
 // the run's two requests share no key and their order does not matter. A
-// command that cannot join, a piece's worth of keys, setRunBytes of values,
-// the connection's command budget, or the end of its input closes the run,
-// and closing starts its requests.
+// command that cannot join, a meta get without q, a piece's worth of keys,
+// setRunBytes of values, the connection's command budget, or the end of its
+// input closes the run, and closing starts its requests.
 type getRun struct {
 	cs *connState
 	p  *pending // the open run's command; nil: none open
@@ -82,8 +82,10 @@ func (r *getRun) open(cmd *Command) {
 	r.piece = 0
 }
 
-// add adds cmd's key to the run, opening one if none is open; a command
-// that is not quiet, or a full piece, closes it.
+// add adds cmd's key to the run, opening one if none is open. A meta get
+// without q closes it; a binary get, quiet or not, does not (a pipeline's
+// GETs batch as its GETQs do). setRunBytes of values, or a full piece,
+// closes it too.
 func (r *getRun) add(cmd *Command) {
 	if r.p == nil {
 		r.open(cmd)

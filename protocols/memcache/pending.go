@@ -95,7 +95,7 @@ type binKey struct {
 }
 
 // metaReply is per command, or per key of an mg run, its flags and key as
-// sent (meta_conn.go).
+// sent (meta_dispatch.go).
 type metaReply struct {
 	keys []metaKey
 	buf  []byte

@@ -31,8 +31,8 @@ const (
 )
 
 func (h *Handler) routeKV() {
-	h.reqs.New = func() any { return h.o.KV.NewRequest() }
-	get, put, del := newEndpoint("kv_get", h.kvGet), newEndpoint("kv_put", h.kvPut), newEndpoint("kv_delete", h.kvDelete)
+	h.reqs = gateway.NewKVRequests(h.o.KV)
+	get, put, del := newEndpoint("kv_get", h.oneKey(h.kvGet)), newEndpoint("kv_put", h.oneKey(h.kvPut)), newEndpoint("kv_delete", h.oneKey(h.kvDelete))
 	h.routes.kvItem = newResource(get, put, nil, del)
 	// POST /v1/kv/{container}/_mget; "_mget" is a key to the other methods.
 	h.routes.kvMget = newResource(get, put, newEndpoint("kv_mget", h.kvMget), del)
@@ -57,32 +57,33 @@ func (h *Handler) kvRequest(r *http.Request, container, key string) (*gateway.Re
 			return nil, err
 		}
 	}
-	req := h.reqs.Get().(*gateway.Request)
-	req.Reset()
-	req.Route = rt
-	return req, nil
+	return h.reqs.Get(rt), nil
 }
 
 // checkKey applies memcached's key rules, so every key written here can be
 // read over the memcache port.
 func checkKey(key string) error { return gateway.ValidKey([]byte(key)) }
 
-func (h *Handler) done(req *gateway.Request) { h.reqs.Put(req) }
+func (h *Handler) done(req *gateway.Request) { h.reqs.Done(req) }
+
+// oneKey serves a request on one key (GET, PUT, DELETE) with f, given the
+// gateway request kvRequest made for it.
+func (h *Handler) oneKey(f func(w http.ResponseWriter, r *http.Request, req *gateway.Request, key string)) routeFunc {
+	return func(w http.ResponseWriter, r *http.Request, v pathVars) {
+		req, err := h.kvRequest(r, v.container, v.key)
+		if err != nil {
+			h.fail(w, err)
+			return
+		}
+		defer h.done(req)
+		f(w, r, req, v.key)
+	}
+}
 
 func etag(cas uint64) string { return `"` + strconv.FormatUint(cas, 10) + `"` }
 
-func (h *Handler) kvGet(w http.ResponseWriter, r *http.Request, v pathVars) {
-	key := v.key
-	req, err := h.kvRequest(r, v.container, key)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	defer h.done(req)
-	req.Verb = gateway.VerbGet
-	req.AddKey([]byte(key))
-	h.o.KV.Run(req)
-	class, err := req.Result()
+func (h *Handler) kvGet(w http.ResponseWriter, r *http.Request, req *gateway.Request, key string) {
+	class, err := h.o.KV.RunKey(req, gateway.VerbGet, []byte(key))
 	if err == nil {
 		class, err = req.ItemResult(0)
 	}
@@ -108,14 +109,7 @@ func ttlLeft(expire uint32) string {
 	return strconv.FormatInt(max(int64(expire)-time.Now().Unix(), 0), 10)
 }
 
-func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request, v pathVars) {
-	key := v.key
-	req, err := h.kvRequest(r, v.container, key)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	defer h.done(req)
+func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request, req *gateway.Request, key string) {
 	req.Verb = gateway.VerbSet
 	if v := r.Header.Get(headerFlags); v != "" {
 		n, err := strconv.ParseUint(v, 10, 32)
@@ -175,18 +169,8 @@ func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request, v pathVars) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request, v pathVars) {
-	key := v.key
-	req, err := h.kvRequest(r, v.container, key)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	defer h.done(req)
-	req.Verb = gateway.VerbDelete
-	req.AddKey([]byte(key))
-	h.o.KV.Run(req)
-	if class, err := req.Result(); err != nil {
+func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request, req *gateway.Request, key string) {
+	if class, err := h.o.KV.RunKey(req, gateway.VerbDelete, []byte(key)); err != nil {
 		h.kvFail(w, class, err)
 		return
 	}
@@ -261,25 +245,16 @@ func (h *Handler) kvMget(w http.ResponseWriter, r *http.Request, v pathVars) {
 			return
 		}
 	}
-	piece := len(in.Keys)
-	if piece > 1 {
-		piece = h.o.KV.MultiGetPiece()
-	}
-	route, started := req.Route, false
+	started, failed := false, false
 	out := append(body[len(body):], `{"items":[`...)
-	for start := 0; start < len(in.Keys); start += piece {
-		keys := in.Keys[start:min(start+piece, len(in.Keys))]
-		req.Reset()
-		req.Route, req.Verb = route, gateway.VerbGet
-		for _, k := range keys {
-			req.AddKey([]byte(k))
-		}
-		h.o.KV.Run(req)
+	_ = h.o.KV.GetInPieces(req, len(in.Keys), func(i int) []byte { return []byte(in.Keys[i]) }, func(start, end int) error {
+		keys := in.Keys[start:end]
 		items := req.Items
 		if class, err := req.Result(); err != nil {
 			if !started {
 				h.kvFail(w, class, err)
-				return
+				failed = true
+				return err
 			}
 			items = make([]gateway.Item, len(keys))
 			for i, k := range keys {
@@ -287,7 +262,7 @@ func (h *Handler) kvMget(w http.ResponseWriter, r *http.Request, v pathVars) {
 			}
 		}
 		out = appendItems(out, items, start > 0)
-		if len(out) >= streamAt && start+piece < len(in.Keys) {
+		if len(out) >= streamAt && end < len(in.Keys) {
 			if !started {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusOK)
@@ -296,6 +271,10 @@ func (h *Handler) kvMget(w http.ResponseWriter, r *http.Request, v pathVars) {
 			_, _ = w.Write(out)
 			out = out[:0]
 		}
+		return nil
+	})
+	if failed {
+		return
 	}
 	out = append(out, "]}"...)
 	if started {

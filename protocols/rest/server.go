@@ -47,8 +47,8 @@ type Options struct {
 type Handler struct {
 	o      Options
 	routes routes
-	bufs   sync.Pool // *[]byte
-	reqs   sync.Pool // *gateway.Request
+	bufs   sync.Pool           // *[]byte
+	reqs   *gateway.KVRequests // KV API requests (routeKV)
 }
 
 // New builds the handler. It routes on the path as sent (see routes.go): make

@@ -1,3 +1,5 @@
+// Parsing the meta protocol: a meta command's line, flags and data block.
+
 package memcache
 
 import (

@@ -1,0 +1,827 @@
+//go:build ndbapi
+
+// Running a round (ndbgate_execute): rows staged in the connection's arena,
+// transactions started on the key's partition, operations defined and sent
+// together, append/prepend and delete_all run alone, results written back,
+// and transactions NDB never answered left behind (abandoned). Also the
+// partition and primary node of a key (ndbgate_partition,
+// ndbgate_primary_node).
+
+#include "shim_internal.h"
+
+namespace shim {
+
+// expiryValid: the expire column is an INT or BIGINT of the row record
+// (wire.go checks the type).
+static bool expiryValid(const Op &op) {
+  const Layout &l = op.recs->layout;
+  return inRecord(l, op.expireCol) && l.prefix[op.expireCol] == 0 &&
+         (l.size[op.expireCol] == 4 || l.size[op.expireCol] == 8);
+}
+
+// fillRow writes the op's key (every primary-key column, nothing else) and
+// the values it sets into op.in, marking the set columns in op.setMask, and
+// checks the condition value.
+bool fillRow(Op &op, NdbError &err) {
+  const Layout &l = op.recs->layout;
+  memset(op.in, 0, l.nullBytes);
+  const char *bad = nullptr;
+  // The Go side sends every primary-key column, in column order.
+  if (op.key.size() != l.keyCols.size()) bad = "key does not give every primary-key column";
+  for (size_t i = 0; i < op.key.size() && !bad; i++) {
+    const Value &k = op.key[i];
+    // Inserts and writes send the key columns as row data too (the kernel
+    // stores them from there), so they go in the mask.
+    unsigned char *mask = op.kind == kInsert || op.kind == kWrite ? op.setMask : nullptr;
+    if (k.null || k.col != l.keyCols[i]) bad = "key values out of primary-key order";
+    else bad = putValue(l, op.in, k, mask);
+  }
+  // A read's or delete's op.in holds only the key.
+  if (!bad && (op.kind == kRead || op.kind == kDelete) && !op.set.empty()) bad = "reads and deletes set no values";
+  for (const Value &v : op.set) {
+    if (bad) break;
+    if (v.col < l.isKey.size() && l.isKey[v.col]) bad = "a primary-key column cannot be set";
+    else bad = putValue(l, op.in, v, op.setMask);
+  }
+  const bool hasCond = (op.flags & fHasCond) || op.kind == kCondUpdate;
+  if (!bad && hasCond && !inRecord(l, op.cond.col)) bad = "condition column not in the table's row record";
+  if (!bad && hasCond && !op.cond.null) bad = badValue(l, op.cond);  // NDB reads it by its own length
+  if (!bad && (op.flags & fExpiry) && !expiryValid(op)) bad = "the expire column is not an INT or BIGINT";
+  if (bad) shimError(err, kErrBadValue, NdbError::ApplicationError, bad);
+  return bad == nullptr;
+}
+
+// hashKey is Ndb::computeHash into a thread's own buffer: given none, NDB
+// mallocs and frees one per call. NDB sizes its own at the key's length in
+// words plus 8 bytes and never checks; this one holds four times NDB's
+// largest key (a character key's transform may grow it).
+static int hashKey(Uint32 *hash, const NdbRecord *keyRec, const char *keyRow) {
+  thread_local Uint64 buf[(4 * 4 * NDB_MAX_KEYSIZE_IN_WORDS + 8) / sizeof(Uint64)];
+  return Ndb::computeHash(hash, keyRec, keyRow, buf, sizeof(buf));
+}
+
+// startTx starts a transaction on the node holding the key's primary
+// replica, as startTransaction(keyRecord, keyRow) does (Ndb.cpp): the API
+// hashes the distribution-key columns of the key row (hashKey) and the table
+// maps the hash to a partition. Done here, the key is hashed once and the partition is
+// kept for the TC-on-primary count (onPrimary). fillRow has put every
+// primary-key column in op.in (NDB tables always have a primary key, a
+// hidden one if need be). On failure nothing was sent.
+static NdbTransaction *startTx(Ndb *ndb, const Op &op, Uint32 &partition, NdbError &err) {
+  if ((op.flags & fPartition) && op.partition < op.recs->t->getFragmentCount()) {
+    // The dispatcher hashed the key to route the op (ndbgate_partition, the
+    // same computation): the MD5 over the key is not done twice.
+    partition = op.partition;
+  } else {
+    Uint32 hash = 0;
+    if (const int rc = hashKey(&hash, op.recs->key, op.in)) {
+      err = notSent(ndb->getNdbError(rc));
+      return nullptr;
+    }
+    partition = op.recs->t->getPartitionId(hash);
+  }
+  NdbTransaction *tx = ndb->startTransaction(op.recs->t, partition);
+  if (!tx) err = notSent(ndb->getNdbError());
+  return tx;
+}
+
+static NdbOperation::LockMode lockOf(uint8_t l) {
+  switch (l) {
+    case kLockShared: return NdbOperation::LM_Read;
+    case kLockExclusive: return NdbOperation::LM_Exclusive;
+    default: return NdbOperation::LM_CommittedRead;
+  }
+}
+
+// readsRow: the op returns values in its result row (op.out): a read, or a
+// write whose caller wants values back (the new counter, the new CAS).
+static bool readsRow(const Op &op) {
+  return op.kind == kRead || (op.kind != kAppend && op.kind != kDeleteAll && !op.read.empty());
+}
+
+// defineOp adds one operation of a plain transaction (no read-before-write).
+// On a shim-made failure err is set; otherwise the transaction has the error.
+//
+// An update that returns values (the new counter of an incr) gets a second
+// operation in its transaction: an exclusive read of the same key before it.
+// NdbRecord updates take no extra getValues (error 4502), and a read placed
+// after the update in the same batch would not see it: TC gives every
+// operation of one execute the same savepoint, and a read sees the row as it
+// was before its savepoint. The read's lock holds the row until commit, so
+// finishReadBack computes the row after the update exactly (as ndbmemcache
+// does for incr). A delete reads its row through its result row.
+static bool defineOp(NdbTransaction *tx, Op &op, NdbOperation::AbortOption ao, NdbError &err) {
+  // NDB forces AO_IgnoreError on committed reads, so one that fails would
+  // not abort a linked run: inside a run reads take a shared lock.
+  NdbOperation::LockMode lm = lockOf(op.lock);
+  if (ao == NdbOperation::AbortOnError && lm == NdbOperation::LM_CommittedRead) lm = NdbOperation::LM_Read;
+  const TableRecs &r = *op.recs;
+  const Layout &l = r.layout;
+  NdbOperation::OperationOptions opts{};
+  opts.optionsPresent = NdbOperation::OperationOptions::OO_ABORTOPTION;
+  opts.abortOption = ao;
+  const NdbOperation::OperationOptions plain = opts;
+  const Uint32 optsSize = sizeof(opts);
+  if (op.kind == kAdd && !addable(r.t->getColumn(op.addCol))) {
+    shimError(err, kErrBadValue, NdbError::ApplicationError, "atomic add needs an INT or BIGINT column (signed or unsigned)");
+    return false;
+  }
+  if (hasProgram(op) && op.kind != kInsert && !attachProgram(op, opts, err)) return false;
+  if (op.kind == kInsert && (op.flags & fExpiry)) {
+    // An expired row still there would make the insert a duplicate: delete
+    // it first, ignoring the delete's failure when the row is missing or
+    // alive (the insert then answers for the row).
+    NdbOperation::OperationOptions po{};
+    po.optionsPresent = NdbOperation::OperationOptions::OO_ABORTOPTION;
+    po.abortOption = NdbOperation::AO_IgnoreError;
+    if (!attachPurge(op, po, err)) return false;
+    op.purge = tx->deleteTuple(r.key, op.in, r.row, nullptr, nullptr, &po, sizeof(po));
+    if (!op.purge) {
+      err = tx->getNdbError();
+      return false;
+    }
+  }
+  const bool rows = readsRow(op);
+  const bool readBack = rows && op.kind != kRead && op.kind != kDelete;
+  if (readBack && op.kind != kUpdate && op.kind != kCondUpdate && op.kind != kAdd) {
+    shimError(err, kErrBadValue, NdbError::ApplicationError, "only reads, deletes and updates return values");
+    return false;
+  }
+  if (rows) {
+    for (uint16_t c : op.read) {
+      if (!inRecord(l, c)) {
+        shimError(err, kErrBadValue, NdbError::ApplicationError, "read column not in the table's row record");
+        return false;
+      }
+      setBit(op.readMask, c);
+    }
+    // A committed read completes when its row arrives; one that reads no
+    // column gets nothing back and never completes. An existence check
+    // reads the first key column, which writeResult does not return.
+    if (op.kind == kRead && op.read.empty() && !l.keyCols.empty()) setBit(op.readMask, l.keyCols[0]);
+  }
+  if (readBack) {
+    op.readBack = tx->readTuple(r.key, op.in, r.row, op.out, NdbOperation::LM_Exclusive, op.readMask, &plain, optsSize);
+    if (!op.readBack) {
+      err = tx->getNdbError();
+      return false;
+    }
+  }
+  switch (op.kind) {
+    case kRead:
+      op.nop = tx->readTuple(r.key, op.in, r.row, op.out, lm, op.readMask, &opts, optsSize);
+      break;
+    case kInsert:
+      op.nop = tx->insertTuple(r.key, op.in, r.row, op.in, op.setMask, &opts, optsSize);
+      break;
+    case kUpdate:
+    case kCondUpdate:
+    case kAdd:
+      op.nop = tx->updateTuple(r.key, op.in, r.row, op.in, op.setMask, &opts, optsSize);
+      break;
+    case kWrite:
+      op.nop = tx->writeTuple(r.key, op.in, r.row, op.in, op.setMask, &opts, optsSize);
+      break;
+    case kDelete:
+      op.nop = tx->deleteTuple(r.key, op.in, r.row, rows ? op.out : nullptr, rows ? op.readMask : nullptr, &opts,
+                               optsSize);
+      break;
+    default:
+      shimError(err, kErrLinkedSync, NdbError::ApplicationError, "append and delete_all cannot be linked into a transaction");
+      return false;
+  }
+  if (!op.nop) {
+    err = tx->getNdbError();
+    return false;
+  }
+  return true;
+}
+
+// finishReadBack turns the row read before an update (defineOp) into the row
+// after it: the columns the update set take their new values, and an atomic
+// add's column the value the kernel's program wrote. Registers are 64-bit and
+// a 32-bit column is read zero-extended (DbtupExecQuery READ_ATTR_INTO_REG):
+// incr wraps, decr clamps at 0 as unsigned, the result keeps the column's width.
+static void finishReadBack(Op &op) {
+  const Layout &l = op.recs->layout;
+  for (const Value &v : op.set) {
+    setNullIn(l, op.out, v.col, v.null);
+    if (!v.null) memcpy(op.out + l.offset[v.col], op.in + l.offset[v.col], l.size[v.col]);
+  }
+  if (op.kind != kAdd || isNullIn(l, op.out, op.addCol)) return;
+  const uint32_t width = l.size[op.addCol];  // 4 or 8: addable() refused the rest
+  uint64_t old = 0;
+  memcpy(&old, op.out + l.offset[op.addCol], width);  // little endian, zero-extended
+  uint64_t now;
+  if (op.flags & fSubtract) now = old >= op.delta ? old - op.delta : 0;
+  else now = old + op.delta;
+  memcpy(op.out + l.offset[op.addCol], &now, width);
+}
+
+// runAppend: exclusive read of the column, then an update of the joined
+// value, in one transaction. The result goes to op.appended.
+static bool runAppend(Ndb *ndb, Op &op, NdbError &err) {
+  const TableRecs &r = *op.recs;
+  const Layout &l = r.layout;
+  const uint16_t ac = op.appendCol;
+  const bool hasCond = (op.flags & fHasCond) != 0;
+  if (!inRecord(l, ac) || l.isKey[ac] || l.prefix[ac] == 0) {
+    shimError(err, kErrBadValue, NdbError::ApplicationError, "append needs a VARCHAR or VARBINARY column outside the key");
+    return false;
+  }
+  if (!fillRow(op, err)) return false;
+  const bool expiry = (op.flags & fExpiry) != 0;  // fillRow checked the column
+  Uint32 partition = 0;
+  NdbTransaction *tx = startTx(ndb, op, partition, err);
+  if (!tx) return false;
+  setBit(op.readMask, ac);
+  if (expiry) setBit(op.readMask, op.expireCol);
+  const NdbOperation *rd = tx->readTuple(r.key, op.in, r.row, op.out, NdbOperation::LM_Exclusive, op.readMask);
+  // AbortOnError: a missing row (626) fails here, not at the update.
+  if (!rd || tx->execute(NdbTransaction::NoCommit, NdbOperation::AbortOnError) != 0) {
+    err = tx->getNdbError(); ndb->closeTransaction(tx); return false;
+  }
+  if (expiry && !isNullIn(l, op.out, op.expireCol)) {
+    // The row is locked: its expiry cannot change before the update.
+    uint64_t at = 0;
+    memcpy(&at, op.out + l.offset[op.expireCol], l.size[op.expireCol]);
+    if (at != 0 && at <= op.now) {
+      shimError(err, 626, NdbError::NoDataFound, "Tuple did not exist");
+      ndb->closeTransaction(tx);
+      return false;
+    }
+  }
+  const uint32_t pre = l.prefix[ac];
+  const unsigned char *old = nullptr;
+  uint32_t oldLen = 0;
+  if (!isNullIn(l, op.out, ac)) {
+    old = reinterpret_cast<const unsigned char *>(op.out) + l.offset[ac] + pre;
+    uint32_t n = valueLen(l, op.out, ac);
+    oldLen = n >= pre ? n - pre : 0;
+  }
+  // Go encodes the data with the column's prefix.
+  const uint32_t addLen = op.data && op.dataLen >= pre ? op.dataLen - pre : 0;
+  const unsigned char *add = addLen > 0 ? op.data + pre : nullptr;
+  const size_t total = static_cast<size_t>(oldLen) + addLen;
+  // The slot holds the column's longest value with its prefix
+  // (getSizeInBytesForRecord), so it alone bounds the joined value.
+  if (pre + total > l.size[ac]) {
+    // too large: wire.go maps classification ApplicationError + code 1 to TooLarge
+    shimError(err, 1, NdbError::ApplicationError, "appended value longer than the column");
+    ndb->closeTransaction(tx);
+    return false;
+  }
+  op.appended.clear();
+  op.appended.push_back(static_cast<unsigned char>(total & 0xff));
+  if (pre == 2) op.appended.push_back(static_cast<unsigned char>((total >> 8) & 0xff));
+  if (op.flags & fPrepend) {
+    if (add) op.appended.insert(op.appended.end(), add, add + addLen);
+    if (old) op.appended.insert(op.appended.end(), old, old + oldLen);
+  } else {
+    if (old) op.appended.insert(op.appended.end(), old, old + oldLen);
+    if (add) op.appended.insert(op.appended.end(), add, add + addLen);
+  }
+  setNullIn(l, op.in, ac, false);
+  memcpy(op.in + l.offset[ac], op.appended.data(), op.appended.size());
+  setBit(op.setMask, ac);
+  // The condition (CAS) is checked by the kernel, as for a CAS update, so
+  // both compare the same way (character columns by their collation); the
+  // row has been locked since the read. No read back: the transaction
+  // closes below; the caller gets the written value itself (op.appended).
+  NdbOperation::OperationOptions opts{};
+  if (hasCond && !attachProgram(op, opts, err)) {
+    ndb->closeTransaction(tx);
+    return false;
+  }
+  const NdbOperation *up = tx->updateTuple(r.key, op.in, r.row, op.in, op.setMask, &opts, sizeof(opts));
+  if (!up || tx->execute(NdbTransaction::Commit) != 0) { err = tx->getNdbError(); ndb->closeTransaction(tx); return false; }
+  ndb->closeTransaction(tx);
+  return true;
+}
+
+// runDeleteAll: an exclusive scan whose rows are deleted a batch at a time,
+// each batch in a transaction of its own that takes the scan's locks over
+// and commits (as ndbmemcache's flush does): one transaction for the whole
+// table would hold an operation record and a lock per row. deleted counts
+// the rows of committed batches, also when a later batch fails (the caller
+// reports it with the error).
+static bool runDeleteAll(Ndb *ndb, const TableRecs &r, NdbError &err, uint64_t &deleted) {
+  NdbTransaction *tx = ndb->startTransaction();
+  if (!tx) { err = notSent(ndb->getNdbError()); return false; }
+  NdbScanOperation::ScanOptions so{};
+  so.optionsPresent = NdbScanOperation::ScanOptions::SO_SCANFLAGS;
+  so.scan_flags = NdbScanOperation::SF_KeyInfo;  // deleteCurrentTuple needs the keys
+  NdbScanOperation *s = tx->scanTable(r.key, NdbOperation::LM_Exclusive, nullptr, &so, sizeof(so));
+  if (!s || tx->execute(NdbTransaction::NoCommit) != 0) {
+    err = tx->getNdbError(); ndb->closeTransaction(tx); return false;
+  }
+  const char *row = nullptr;
+  int rc;
+  while ((rc = s->nextResult(&row, true, false)) == 0) {
+    NdbTransaction *del = ndb->startTransaction();
+    if (!del) { err = notSent(ndb->getNdbError()); ndb->closeTransaction(tx); return false; }
+    uint64_t batch = 0;
+    do {
+      if (!s->deleteCurrentTuple(del, r.key)) {
+        err = s->getNdbError(); ndb->closeTransaction(del); ndb->closeTransaction(tx); return false;
+      }
+      batch++;
+    } while ((rc = s->nextResult(&row, false, false)) == 0);
+    if (del->execute(NdbTransaction::Commit) != 0) {
+      err = del->getNdbError(); ndb->closeTransaction(del); ndb->closeTransaction(tx); return false;
+    }
+    ndb->closeTransaction(del);
+    deleted += batch;
+    if (rc != 2) break;  // 1: no more rows; -1: error
+  }
+  if (rc == -1) { err = tx->getNdbError(); ndb->closeTransaction(tx); return false; }
+  ndb->closeTransaction(tx);  // the scan read only: nothing to commit
+  return true;
+}
+
+// One transaction of a round. Heap-allocated: a transaction NDB never
+// completes is left open, and its callback may still fire later.
+struct Txn {
+  int first = 0, last = 0;  // ops [first, last]
+  NdbTransaction *tx = nullptr;
+  int result = 0;
+  bool done = false;
+  bool sync = false;    // append/delete_all: run alone
+  bool shared = false;  // independent committed reads (sharedRead) in one transaction
+};
+
+// sharedRead: an op that may share its transaction with the committed reads
+// next to it in the round. Each read a transaction of its own costs the data
+// node a TC record, a TCKEYREQ and a TCKEYCONF per key, and the API a
+// start and a close: most of a multi-get's cost in NDB (flexAsynch reads 4x
+// the keys per CPU second with 100 reads per transaction). Committed reads
+// take no locks and NDB runs them with AO_IgnoreError, so one read's miss or
+// program exit fails only that read; a failure of the transaction (a node
+// failure, a timeout) fails them all, each with a retriable error.
+static bool sharedRead(const Op &op) {
+  return op.kind == kRead && lockOf(op.lock) == NdbOperation::LM_CommittedRead && !(op.flags & fTxnWithNext);
+}
+
+static void onTxnDone(int result, NdbTransaction *, void *arg) {
+  Txn *t = static_cast<Txn *>(arg);
+  t->result = result;
+  t->done = true;
+}
+
+// reapAbandoned closes the abandoned transactions NDB has answered since they
+// were left: their callback ran in a later poll of the same Ndb object, and a
+// completed transaction may be closed (as every answered one is); NDB writes
+// nothing more into its rows after that. An arena goes once none of its
+// transactions is open.
+static void reapAbandoned(Conn &c) {
+  for (size_t i = 0; i < c.abandoned.size();) {
+    std::vector<Txn *> &txns = c.abandoned[i].txns;
+    size_t open = 0;
+    for (Txn *t : txns) {
+      if (t->done) {
+        c.ndb->closeTransaction(t->tx);
+        delete t;
+        c.abandonedTxns--;
+      } else {
+        txns[open++] = t;
+      }
+    }
+    txns.resize(open);
+    if (open > 0) {
+      i++;
+    } else {
+      if (i + 1 < c.abandoned.size()) c.abandoned[i] = std::move(c.abandoned.back());
+      c.abandoned.pop_back();
+    }
+  }
+}
+
+// dropAbandoned forgets the abandoned transactions once their Ndb object has
+// been deleted (which released them; no callback can run after that).
+void dropAbandoned(Conn &c) {
+  for (Parked &p : c.abandoned) {
+    for (Txn *t : p.txns) delete t;
+  }
+  c.abandoned.clear();
+  c.abandonedTxns = 0;
+}
+
+// writeValue writes col of an NdbRecord row as a result value: u8 null,
+// u32 len, the native bytes (length prefix included).
+void writeValue(Writer &w, const Layout &l, const char *row, uint16_t col) {
+  if (isNullIn(l, row, col)) {
+    w.u8(1);
+    w.u32(0);
+    return;
+  }
+  const uint32_t n = valueLen(l, row, col);
+  w.u8(0);
+  w.u32(n);
+  w.put(row + l.offset[col], n);
+}
+
+static void writeResult(Writer &w, Op &op, uint64_t affected) {
+  w.i32(op.failed ? op.err.code : 0);
+  w.u8(op.failed ? static_cast<uint8_t>(op.err.status) : 0);
+  w.u8(op.failed ? static_cast<uint8_t>(op.err.classification) : 0);
+  if (op.failed) {
+    std::string msg = op.err.message ? op.err.message : "";
+    if (msg.size() > kMaxMessage) msg.resize(kMaxMessage);
+    w.u16(0);
+    w.u32(static_cast<uint32_t>(msg.size()));
+    w.put(msg.data(), msg.size());
+    // A failed delete_all has still removed the rows of the batches it
+    // committed; every other failed op changed nothing (0).
+    w.u32(static_cast<uint32_t>(affected));
+    return;
+  }
+  if (readsRow(op)) {
+    const Layout &l = op.recs->layout;
+    w.u16(static_cast<uint16_t>(op.read.size()));
+    for (uint16_t c : op.read) writeValue(w, l, op.out, c);
+  } else {  // append and delete_all return no row (append: the value written, below)
+    w.u16(0);
+  }
+  w.u32(static_cast<uint32_t>(affected));
+  if (op.kind == kAppend) {  // the value written, for the caller's size
+    w.u32(static_cast<uint32_t>(op.appended.size()));
+    w.put(op.appended.data(), op.appended.size());
+  }
+}
+
+static void failOps(std::vector<Op> &ops, const Txn &t, const NdbError &e) {
+  for (int k = t.first; k <= t.last; k++) {
+    Op &op = ops[static_cast<size_t>(k)];
+    op.failed = true;
+    op.err = e;
+  }
+}
+
+// onPrimary: the transaction's TC runs on the node that the dictionary lists
+// first for the key's partition, its primary replica. That list is what
+// startTransaction's hint chooses by, and what the dispatcher's lanes use.
+static bool onPrimary(NdbTransaction *tx, const Op &op, Uint32 partition) {
+  Uint32 nodes[4];
+  if (op.recs->t->getFragmentNodes(partition, nodes, 4) == 0) return false;
+  return nodes[0] == tx->getConnectedNodeId();
+}
+
+// HintCount accumulates a round's onPrimary counts for ndbgate_hint_stats.
+struct HintCount {
+  uint64_t hinted = 0, primary = 0;
+};
+
+// prepare defines a plain transaction and hands it to executeAsynchPrepare.
+// false when nothing was prepared (the ops then carry the error).
+static bool prepare(Ndb *ndb, std::vector<Op> &ops, Txn &t, HintCount &hints) {
+  NdbError e;
+  int head = -1;  // the first op that will run: its key is the hint
+  for (int k = t.first; k <= t.last; k++) {
+    Op &op = ops[static_cast<size_t>(k)];
+    bool ok = op.recs != nullptr;
+    if (!ok) shimError(e, 284, NdbError::SchemaError, "unknown table id in ndbgate request");
+    else ok = fillRow(op, e);
+    if (!ok && !t.shared) { failOps(ops, t, e); return false; }
+    if (!ok) {  // shared reads are independent: only this one fails
+      op.failed = true;
+      op.err = e;
+    } else if (head < 0) {
+      head = k;
+    }
+  }
+  if (head < 0) return false;  // every shared read failed
+  Uint32 partition = 0;
+  t.tx = startTx(ndb, ops[static_cast<size_t>(head)], partition, e);
+  if (!t.tx) {
+    failOps(ops, t, e);
+    return false;
+  }
+  hints.hinted++;
+  if (onPrimary(t.tx, ops[static_cast<size_t>(head)], partition)) hints.primary++;
+  // A transaction of one op, or of shared reads, ignores each op's own
+  // failure; a linked run aborts as a whole.
+  const NdbOperation::AbortOption ao =
+      t.first == t.last || t.shared ? NdbOperation::AO_IgnoreError : NdbOperation::AbortOnError;
+  bool ok = true;
+  int defined = 0;
+  e = NdbError();  // a shared read's refusal above must not pass for a later op's
+  for (int k = t.first; k <= t.last && ok; k++) {
+    Op &op = ops[static_cast<size_t>(k)];
+    if (op.failed) continue;
+    ok = defineOp(t.tx, op, ao, e);
+    if (ok) {
+      defined++;
+    } else if (t.shared && e.code != 0) {  // a shim-made refusal of one read
+      op.failed = true;
+      op.err = e;
+      e = NdbError();
+      ok = true;
+    }
+  }
+  if (ok && defined == 0) {
+    ndb->closeTransaction(t.tx);
+    t.tx = nullptr;
+    return false;
+  }
+  if (!ok) {
+    failOps(ops, t, e.code != 0 ? e : t.tx->getNdbError());
+    ndb->closeTransaction(t.tx);
+    t.tx = nullptr;
+    return false;
+  }
+  t.tx->executeAsynchPrepare(NdbTransaction::Commit, onTxnDone, &t, ao);
+  return true;
+}
+
+// collect sets the results of a completed transaction's ops.
+static void collect(std::vector<Op> &ops, const Txn &t, std::vector<uint64_t> &affected) {
+  const NdbError &te = t.tx->getNdbError();
+  // A purge's failure is ignored by design; the transaction then commits
+  // with an error recorded, so its ops stand if it committed.
+  bool purged = false;
+  for (int k = t.first; k <= t.last; k++) purged = purged || ops[static_cast<size_t>(k)].purge;
+  const bool committed = t.tx->commitStatus() == NdbTransaction::Committed;
+  for (int k = t.first; k <= t.last; k++) {
+    Op &op = ops[static_cast<size_t>(k)];
+    if (op.failed) continue;  // a shared read refused before it was sent
+    if (op.nop && op.nop->getNdbError().code != 0) {
+      op.failed = true;
+      op.err = op.nop->getNdbError();
+    } else if (op.readBack && op.readBack->getNdbError().code != 0) {
+      op.failed = true;
+      op.err = op.readBack->getNdbError();
+    } else if (t.result != 0 && !(purged && committed)) {
+      op.failed = true;
+      op.err = te;
+    } else {
+      if (op.readBack) finishReadBack(op);
+      affected[static_cast<size_t>(k)] = op.kind == kRead ? 0 : 1;
+    }
+  }
+}
+
+static void unknownResult(std::vector<Op> &ops, const Txn &t) {
+  NdbError e;
+  shimError(e, 4012, NdbError::UnknownResultError, "no answer from NDB for this transaction");
+  e.status = NdbError::UnknownResult;  // it may or may not have committed
+  failOps(ops, t, e);
+}
+
+// Staging: an op's share of the arena. Every size is a multiple of 8.
+struct Staged {
+  uint32_t in = 0, out = 0, masks = 0, code = 0;
+};
+
+static Staged stagedSizes(const Op &op) {
+  const Layout &l = op.recs->layout;
+  Staged z;
+  // Reads and deletes name only the key; the rest write values.
+  z.in = op.kind == kRead || op.kind == kDelete ? l.keyLen : l.rowLen;
+  z.out = readsRow(op) || op.kind == kAppend ? l.rowLen : 0;
+  z.masks = align8(2 * l.maskBytes);
+  if (hasProgram(op)) z.code = kCodeObjBytes + align8(programWords(op) * 4);
+  return z;
+}
+
+// stageRows finds each op's records and gives it rows in the connection's
+// arena: a key row (reads and deletes need only the key columns), a result
+// row for ops that return values and for appends, its two column masks, and
+// room for its interpreted program if it has one.
+// Ops of unknown tables keep recs null.
+void stageRows(ndbgate_pool *pool, size_t conn, std::vector<Op> &ops) {
+  size_t total = 0;
+  // A round's ops mostly share a table: look it up (under mu) only when the
+  // table id changes. The records stay put while the caller holds roundMu.
+  const TableRecs *recs = nullptr;
+  uint32_t recsId = 0;
+  bool looked = false;
+  for (Op &op : ops) {
+    if (!looked || op.table != recsId) {
+      recs = tableOf(pool, op.table, conn);
+      recsId = op.table;
+      looked = true;
+    }
+    op.recs = recs;
+    if (!op.recs || op.kind == kDeleteAll) continue;
+    const Staged z = stagedSizes(op);
+    total += size_t{z.in} + z.out + z.masks + z.code;
+  }
+  std::vector<char> &arena = pool->conns[conn].arena;
+  if (arena.size() < total) arena.resize(total);
+  char *p = arena.data();
+  for (Op &op : ops) {
+    if (!op.recs || op.kind == kDeleteAll) continue;
+    const Staged z = stagedSizes(op);
+    op.in = p;
+    p += z.in;
+    if (z.out > 0) {
+      op.out = p;
+      p += z.out;
+    }
+    const uint32_t mb = op.recs->layout.maskBytes;
+    op.setMask = reinterpret_cast<unsigned char *>(p);
+    op.readMask = op.setMask + mb;
+    memset(op.setMask, 0, 2 * size_t{mb});
+    p += z.masks;
+    if (z.code > 0) {
+      op.codeMem = p;
+      op.codeWords = programWords(op);
+      p += z.code;
+    }
+  }
+}
+
+}  // namespace shim
+
+using namespace shim;
+
+extern "C" {
+
+int ndbgate_partition(ndbgate_pool *pool, int table_id, const unsigned char *key, const int *key_lens, int nparts) {
+  std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // no refresh frees the records meanwhile
+  const TableRecs *r = tableOf(pool, static_cast<uint32_t>(table_id), 0);
+  if (!r || nparts <= 0 || static_cast<size_t>(nparts) != r->layout.keyCols.size()) return -1;
+  // key holds the primary-key values in column order. They go into a key
+  // row that NDB hashes through the key record, as startTransaction(keyRecord,
+  // keyRow) does for a transaction's hint (computeHash, then getPartitionId):
+  // the partition the Go side batches by is the one the hint picks.
+  const Layout &l = r->layout;
+  thread_local std::vector<char> row;
+  row.assign(l.keyLen, 0);
+  const unsigned char *p = key;
+  for (size_t j = 0; j < l.keyCols.size(); j++) {
+    if (key_lens[j] < 0) return -1;
+    Value v;
+    v.col = l.keyCols[j];
+    v.data = p;
+    v.len = static_cast<uint32_t>(key_lens[j]);
+    if (putValue(l, row.data(), v, nullptr) != nullptr) return -1;
+    p += key_lens[j];
+  }
+  Uint32 hash = 0;
+  if (hashKey(&hash, r->key, row.data()) != 0) return -1;
+  return static_cast<int>(r->t->getPartitionId(hash));
+}
+
+int ndbgate_primary_node(ndbgate_pool *pool, int table_id, int partition) {
+  std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // no refresh frees t meanwhile
+  const TableRecs *r = tableOf(pool, static_cast<uint32_t>(table_id), 0);
+  if (!r || partition < 0) return -1;
+  Uint32 nodes[4];
+  if (r->t->getFragmentNodes(static_cast<Uint32>(partition), nodes, 4) == 0) return -1;
+  return static_cast<int>(nodes[0]);  // the primary replica comes first
+}
+
+int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int reqlen, unsigned char *resp,
+                    int resplen, char *err, int errlen) {
+  if (conn < 0 || static_cast<size_t>(conn) >= pool->conns.size()) { setErr(err, errlen, "bad connection"); return -1; }
+  const size_t ci = static_cast<size_t>(conn);
+  std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // records stay alive for the round
+  Conn &cn = pool->conns[ci];
+  const bool detached = pool->detached.load() || !cn.ndb;
+  if (!detached) reapAbandoned(cn);
+  if (!detached && cn.abandonedTxns >= kMaxAbandoned) {
+    // Too many slots held by transactions NDB never answered: start over
+    // with a new Ndb object. Deleting the old one releases the transactions
+    // it still has (Ndb::doDisconnect), after which no late result can
+    // arrive into the abandoned rows.
+    Ndb *fresh = new (std::nothrow) Ndb(cn.cluster);
+    if (fresh && fresh->init(kNdbTransactions) == 0) {
+      delete cn.ndb;
+      cn.ndb = fresh;
+      dropAbandoned(cn);
+    } else {
+      delete fresh;
+    }
+  }
+  if (!detached && cn.abandonedTxns == 0 && !cn.retired.empty()) {
+    // No transaction that could unpack through them is left. dict belongs
+    // to describes: if one holds dictMu, try again next round.
+    std::unique_lock<std::mutex> dg(pool->dictMu, std::try_to_lock);
+    if (dg.owns_lock()) releaseRetired(cn);
+  }
+  Ndb *ndb = cn.ndb;
+  Reader r{req, req + reqlen};
+  uint32_t n = r.u32();
+  if (!r.ok || n > static_cast<uint32_t>(reqlen)) { setErr(err, errlen, "malformed request"); return -1; }
+  std::vector<Op> ops(n);
+  LentVectors lent(ops, cn.spare);
+  for (uint32_t i = 0; i < n; i++) {
+    if (!parseOp(r, ops[i])) { setErr(err, errlen, "malformed request"); return -1; }
+  }
+  uint32_t needed = r.u32();  // the caller's bound on the response size
+  if (!r.ok) { setErr(err, errlen, "malformed request"); return -1; }
+  if (needed > static_cast<uint32_t>(resplen)) return -static_cast<int>(needed);
+  if (detached) {
+    // Nothing is sent: 4009 so marked maps to Unavailable (wire.go).
+    NdbError e;
+    shimError(e, kErrClusterFail, NdbError::NodeRecoveryError, "cluster failure: no data node reachable; reconnecting");
+    e.status = NdbError::TemporaryError;
+    Writer w{resp, resp + resplen};
+    for (Op &op : ops) {
+      op.failed = true;
+      op.err = e;
+      writeResult(w, op, 0);
+    }
+    return static_cast<int>(w.needed);
+  }
+  stageRows(pool, ci, ops);
+
+  // Cut the round into transactions.
+  std::vector<Txn *> txns;
+  std::vector<uint64_t> affected(n, 0);
+  for (uint32_t i = 0; i < n;) {
+    uint32_t j = i;
+    while (j + 1 < n && (ops[j].flags & fTxnWithNext)) j++;
+    Txn *t = new Txn();
+    if (j == i && sharedRead(ops[i])) {
+      while (j + 1 < n && j + 1 - i < kMaxSharedReads && sharedRead(ops[j + 1])) j++;
+      t->shared = j > i;
+    }
+    t->first = static_cast<int>(i);
+    t->last = static_cast<int>(j);
+    for (uint32_t k = i; k <= j; k++) t->sync = t->sync || ops[k].kind == kAppend || ops[k].kind == kDeleteAll;
+    txns.push_back(t);
+    i = j + 1;
+  }
+
+  // Results go out in op order, a batch of transactions at a time, before
+  // the batch's transactions close (read-back values live until then).
+  Writer w{resp, resp + resplen};
+  std::vector<Txn *> leftOpen;
+  HintCount hints;
+  size_t i = 0;
+  while (i < txns.size()) {
+    if (txns[i]->sync) {
+      Txn &t = *txns[i];
+      Op &head = ops[static_cast<size_t>(t.first)];
+      NdbError e;
+      if (t.first != t.last) {
+        shimError(e, kErrLinkedSync, NdbError::ApplicationError, "append and delete_all cannot be linked into a transaction");
+        failOps(ops, t, e);
+      } else if (!head.recs) {
+        shimError(e, 284, NdbError::SchemaError, "unknown table id in ndbgate request");
+        failOps(ops, t, e);
+      } else {
+        bool ok = head.kind == kAppend ? runAppend(ndb, head, e)
+                                       : runDeleteAll(ndb, *head.recs, e, affected[static_cast<size_t>(t.first)]);
+        if (!ok) failOps(ops, t, e);
+        else if (head.kind == kAppend) affected[static_cast<size_t>(t.first)] = 1;
+      }
+      for (int k = t.first; k <= t.last; k++) writeResult(w, ops[static_cast<size_t>(k)], affected[static_cast<size_t>(k)]);
+      delete txns[i];
+      txns[i] = nullptr;
+      i++;
+      continue;
+    }
+    // A batch: plain transactions up to the next synchronous one.
+    size_t end = i;
+    int prepared = 0;
+    while (end < txns.size() && !txns[end]->sync && end - i < kMaxInFlight) {
+      if (prepare(ndb, ops, *txns[end], hints)) prepared++;
+      end++;
+    }
+    // One send, then polls until NDB has answered every transaction.
+    int remaining = prepared;
+    for (int polls = 0; remaining > 0 && polls < kMaxPolls; polls++) {
+      int got = polls == 0 ? ndb->sendPollNdb(kPollMs, remaining, 1) : ndb->pollNdb(kPollMs, remaining);
+      if (got < 0) break;
+      remaining = 0;
+      for (size_t k = i; k < end; k++) remaining += (txns[k]->tx && !txns[k]->done) ? 1 : 0;
+    }
+    for (size_t k = i; k < end; k++) {
+      Txn &t = *txns[k];
+      if (t.tx && t.done) collect(ops, t, affected);
+      else if (t.tx) unknownResult(ops, t);
+      for (int o = t.first; o <= t.last; o++) writeResult(w, ops[static_cast<size_t>(o)], affected[static_cast<size_t>(o)]);
+    }
+    for (size_t k = i; k < end; k++) {
+      Txn *t = txns[k];
+      if (t->tx && !t->done) {
+        // Still outstanding: closing it is not allowed yet. Keep it, its
+        // Txn (the callback's argument) and its rows, where no later round
+        // reuses them, until NDB answers (reapAbandoned).
+        leftOpen.push_back(t);
+        continue;
+      }
+      if (t->tx) ndb->closeTransaction(t->tx);
+      delete t;
+      txns[k] = nullptr;
+    }
+    i = end;
+  }
+  pool->hintedTxns.fetch_add(hints.hinted, std::memory_order_relaxed);
+  pool->primaryTxns.fetch_add(hints.primary, std::memory_order_relaxed);
+  if (!leftOpen.empty()) {
+    cn.abandonedTxns += static_cast<int>(leftOpen.size());
+    cn.abandoned.push_back(Parked{std::move(cn.arena), std::move(leftOpen)});
+    cn.arena = std::vector<char>();
+  }
+  if (!w.p) {  // cannot happen within the caller's bound; never ask to run again
+    setErr(err, errlen, "response larger than its bound");
+    return -1;
+  }
+  return static_cast<int>(w.needed);
+}
+
+}  // extern "C"
