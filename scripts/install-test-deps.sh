@@ -3,9 +3,10 @@
 # conformance checker (memccapable), memcached (a reference peer for protocol
 # tests), the Python clients (pymemcache, pylibmc, meta-memcache), Node's memjs
 # (tests/node, from its lock file), podman and runc (tests/deploy builds and
-# runs the container image), helm (pinned, built from its Go module into
-# bin/tools), and the Go dependencies of the repository and of tests/deploy
-# (a module of its own). Idempotent and quiet when everything is already there.
+# runs the container image), helm,
+# Prometheus and promtool (pinned, built from their Go modules into bin/tools),
+# and the Go dependencies of the repository and of tests/deploy (a module of
+# its own). Idempotent and quiet when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,3 +58,21 @@ if ! go version -m bin/tools/helm 2>/dev/null | grep -q "helm.sh/helm/v3[[:space
   echo "install-test-deps: go install helm.sh/helm/v3/cmd/helm@$HELM_VERSION (into bin/tools)"
   GOBIN="$PWD/bin/tools" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 fi
+
+# Prometheus and promtool for tests/deploy, the exact version
+# scripts/tools/prometheus/go.mod pins (its `tool` directives): built from
+# source once, then kept in bin/tools while the pin holds. Not `go install
+# pkg@version`: Prometheus's go.mod has a replace directive. remove_all_sd
+# (Prometheus's own build tag) leaves out the cloud service discoveries, and
+# most of the build time with them: the tests scrape static targets.
+PROMETHEUS_VERSION=$(cd scripts/tools/prometheus && go list -m -f '{{.Version}}' github.com/prometheus/prometheus)
+for t in prometheus promtool; do
+  info=$(go version -m "bin/tools/$t" 2>/dev/null || true)
+  if ! grep -Eq "^[[:space:]]*(mod|dep)[[:space:]]+github.com/prometheus/prometheus[[:space:]]+$PROMETHEUS_VERSION[[:space:]]" <<<"$info" ||
+     ! grep -q -- "-tags=remove_all_sd" <<<"$info"; then
+    echo "install-test-deps: go build prometheus and promtool $PROMETHEUS_VERSION (scripts/tools/prometheus, into bin/tools)"
+    (cd scripts/tools/prometheus && go build -tags remove_all_sd -o ../../../bin/tools/ \
+      github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool)
+    break
+  fi
+done

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -93,4 +94,129 @@ func programs(line string) []string {
 		}
 	}
 	return out
+}
+
+// guideCommands are the command lines of deploy/README.md's sh blocks,
+// continuation lines joined.
+func guideCommands(t *testing.T) []string {
+	t.Helper()
+	guide, err := os.ReadFile(filepath.Join(repoRoot, "deploy/README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []string
+	parts := strings.Split(string(guide), "```sh\n")
+	for i, part := range parts[1:] {
+		block, _, ok := strings.Cut(part, "```")
+		if !ok {
+			t.Fatalf("deploy/README.md: sh block %d is not closed", i+1)
+		}
+		cur := ""
+		for _, l := range strings.Split(block, "\n") {
+			l = strings.TrimSpace(l)
+			if l == "" || strings.HasPrefix(l, "#") {
+				continue
+			}
+			if strings.HasSuffix(l, `\`) {
+				cur += strings.TrimSuffix(l, `\`)
+				continue
+			}
+			cmds = append(cmds, cur+l)
+			cur = ""
+		}
+	}
+	return cmds
+}
+
+// guideNotRun are the guide's commands this test does not run as written,
+// by prefix, with what runs them (or their equivalent) instead.
+var guideNotRun = map[string]string{
+	"deploy/image/build.sh registry.example.com/": "pushes to a registry; TestImage runs deploy/image/build.sh",
+	"deploy/image/build.sh":                       "TestImage runs it, with a tag of its own (not to replace the machine's localhost/ndbgate:latest)",
+	"podman run --rm -p 127.0.0.1:11211:11211":    "TestImage/podman-run runs the image with these listeners, on free ports",
+	"podman volume create ndbgate-sock":           "TestImage/podman-run: the same volume shared, the same users and group",
+	"podman run -d --name ndbgate":                "TestImage/podman-run: the same volume shared, the same users and group",
+	"podman run --rm --user 10001 --group-add":    "TestImage/podman-run runs an app container so (my-app is the reader's)",
+	"helm install":                           "needs a Kubernetes cluster; the same values go through helm template here",
+	"podman kube play":                       "TestPodmanKubePlay plays the same rendering (REST on a free port, an app image of its own)",
+	"podman start kp-ndbgate-sidecar-pod-0-": "TestPodmanKubePlay starts ndbgate first so",
+	"podman pod start":                       "TestPodmanKubePlay starts the app after ndbgate's startup probe",
+	"curl -s http://127.0.0.1:4406/readyz":   "TestPodmanKubePlay runs the probes against the Pod",
+	"podman kube down":                       "TestPodmanKubePlay takes the Pod down so",
+}
+
+// TestDeployGuideCommands runs deploy/README.md's helm and promtool
+// commands as pasted (helm and promtool from bin/tools on PATH, files they
+// write put in a temporary directory): each succeeds, and what helm renders
+// decodes strictly. Every other command of the guide must be listed in
+// guideNotRun with what runs it instead. And helm template without
+// --kube-version, as a newcomer first types it, fails saying what to add.
+func TestDeployGuideCommands(t *testing.T) {
+	helm := helmBin(t)
+	promtool := promtoolBin(t)
+	path := filepath.Dir(helm) + string(os.PathListSeparator) + filepath.Dir(promtool) + string(os.PathListSeparator) + os.Getenv("PATH")
+	dir := t.TempDir()
+	ran := 0
+	for _, line := range guideCommands(t) {
+		prog := strings.Fields(line)[0]
+		if prog != "helm" && prog != "bin/tools/promtool" || strings.HasPrefix(line, "helm install") {
+			found := false
+			for prefix := range guideNotRun {
+				if strings.HasPrefix(line, prefix) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("deploy/README.md: %q is neither run by this test nor listed in guideNotRun", line)
+			}
+			continue
+		}
+		// Files the command writes go to the temporary directory.
+		cmdLine := regexp.MustCompile(`>\s*(\S+)`).ReplaceAllStringFunc(line, func(m string) string {
+			return "> " + filepath.Join(dir, strings.TrimSpace(strings.TrimPrefix(m, ">")))
+		})
+		cmd := exec.Command("sh", "-c", cmdLine)
+		cmd.Dir = repoRoot
+		cmd.Env = append(os.Environ(), "PATH="+path)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Errorf("%q: %v\n%s", line, err, stderr.String())
+			continue
+		}
+		ran++
+		out := stdout.String()
+		if m := regexp.MustCompile(`>\s*(\S+)`).FindStringSubmatch(line); m != nil {
+			b, err := os.ReadFile(filepath.Join(dir, m[1]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = string(b)
+		}
+		if prog == "helm" {
+			objs, err := decodeManifests(out)
+			if err != nil || len(objs) == 0 {
+				t.Errorf("%q: %d objects, %v", line, len(objs), err)
+			}
+			if strings.Contains(line, "prometheusRule.enabled=true") && !strings.Contains(out, "kind: PrometheusRule") {
+				t.Errorf("%q rendered no PrometheusRule", line)
+			}
+		} else if !strings.Contains(out, "SUCCESS") {
+			t.Errorf("%q printed %q", line, out)
+		}
+		t.Logf("ran %s", line)
+	}
+	if ran < 4 {
+		t.Errorf("ran %d of the guide's commands: the helm template and promtool ones are gone", ran)
+	}
+
+	// The first try, without --kube-version.
+	out, err := run(t, time.Minute, helm, "template", "myapp", chartDir)
+	if err == nil {
+		t.Fatalf("helm template without --kube-version rendered (for Kubernetes 1.20):\n%s", out)
+	}
+	if !strings.Contains(out, "add --kube-version") || !strings.Contains(out, "Kubernetes 1.30 or later") {
+		t.Errorf("helm template without --kube-version fails without saying what to do:\n%s", out)
+	}
+	t.Logf("helm template without --kube-version: %s", strings.SplitN(strings.TrimSpace(out), "\n", 2)[0])
 }
