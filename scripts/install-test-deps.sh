@@ -2,8 +2,8 @@
 # Installs what the test suite needs on a fresh Debian machine: libmemcached's
 # conformance checker (memccapable), memcached (a reference peer for protocol
 # tests), the Python clients (pymemcache, pylibmc, meta-memcache), Node's memjs
-# (tests/node, from its lock file), podman and runc (tests/deploy builds and
-# runs the container image), helm,
+# (tests/node, from its lock file), podman, runc and catatonit (tests/deploy
+# builds and runs the container image, and plays the chart's Pod), helm,
 # Prometheus and promtool (pinned, built from their Go modules into bin/tools),
 # and the Go dependencies of the repository and of tests/deploy (a module of
 # its own). Idempotent and quiet when everything is already there.
@@ -24,6 +24,9 @@ command -v memcached >/dev/null 2>&1 || need_apt+=(memcached)
 # (crun refuses hybrid cgroup v1/v2 hosts, such as the build machines).
 command -v podman >/dev/null 2>&1 || need_apt+=(podman)
 command -v runc >/dev/null 2>&1 || need_apt+=(runc)
+# podman kube play makes each Pod an infra container, whose init is catatonit
+# (a podman recommendation, so not installed with --no-install-recommends).
+command -v catatonit >/dev/null 2>&1 || need_apt+=(catatonit)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "install-test-deps: apt-get install ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -499,6 +500,9 @@ func checkObjects(t *testing.T, objs []runtime.Object, c chartCase) {
 		case sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL":
 			t.Errorf("%s: capabilities not dropped", ctr.Name)
 		}
+	}
+	if !slices.Contains(psc.SupplementalGroups, *psc.FSGroup) {
+		t.Errorf("the Pod's supplementalGroups %v lack its fsGroup %d, which podman kube play (ignoring fsGroup) needs for the app", psc.SupplementalGroups, *psc.FSGroup)
 	}
 	if sc := g.SecurityContext; sc != nil && (sc.RunAsGroup == nil || *sc.RunAsGroup != *psc.FSGroup) {
 		t.Errorf("ndbgate's group is not the Pod's fsGroup %d: the socket's group would not be the app's", *psc.FSGroup)
