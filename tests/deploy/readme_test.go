@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -128,21 +129,19 @@ func guideCommands(t *testing.T) []string {
 	return cmds
 }
 
-// guideNotRun are the guide's commands this test does not run as written,
-// by prefix, with what runs them (or their equivalent) instead.
+// guideNotRun are the guide's commands TestDeployGuideCommands does not
+// run, by prefix, with the test that runs them (or their equivalent).
 var guideNotRun = map[string]string{
-	"deploy/image/build.sh registry.example.com/": "pushes to a registry; TestImage runs deploy/image/build.sh",
-	"deploy/image/build.sh":                       "TestImage runs it, with a tag of its own (not to replace the machine's localhost/ndbgate:latest)",
-	"podman run --rm -p 127.0.0.1:11211:11211":    "TestImage/podman-run runs the image with these listeners, on free ports",
-	"podman volume create ndbgate-sock":           "TestImage/podman-run: the same volume shared, the same users and group",
-	"podman run -d --name ndbgate":                "TestImage/podman-run: the same volume shared, the same users and group",
-	"podman run --rm --user 10001 --group-add":    "TestImage/podman-run runs an app container so (my-app is the reader's)",
-	"helm install":                           "needs a Kubernetes cluster; the same values go through helm template here",
-	"podman kube play":                       "TestPodmanKubePlay plays the same rendering (REST on a free port, an app image of its own)",
-	"podman start kp-ndbgate-sidecar-pod-0-": "TestPodmanKubePlay starts ndbgate first so",
-	"podman pod start":                       "TestPodmanKubePlay starts the app after ndbgate's startup probe",
-	"curl -s http://127.0.0.1:4406/readyz":   "TestPodmanKubePlay runs the probes against the Pod",
-	"podman kube down":                       "TestPodmanKubePlay takes the Pod down so",
+	"deploy/image/build.sh registry.example.com/": "pushes to a registry; TestDeployGuidePodman runs deploy/image/build.sh",
+	"deploy/image/build.sh":                       "TestDeployGuidePodman",
+	"podman run ":                                 "TestDeployGuidePodman",
+	"podman volume create ndbgate-sock":           "TestDeployGuidePodman",
+	"helm install":                                "needs a Kubernetes cluster; the same values go through helm template here",
+	"podman kube play":                            "TestPodmanKubePlay plays the same rendering (REST on a free port, an app image of its own)",
+	"podman start kp-ndbgate-sidecar-pod-0-":      "TestPodmanKubePlay starts ndbgate first so",
+	"podman pod start":                            "TestPodmanKubePlay starts the app after ndbgate's startup probe",
+	"curl -s http://127.0.0.1:4406/readyz":        "TestPodmanKubePlay runs the probes against the Pod",
+	"podman kube down":                            "TestPodmanKubePlay takes the Pod down so",
 }
 
 // TestDeployGuideCommands runs deploy/README.md's helm and promtool
@@ -219,4 +218,123 @@ func TestDeployGuideCommands(t *testing.T) {
 		t.Errorf("helm template without --kube-version fails without saying what to do:\n%s", out)
 	}
 	t.Logf("helm template without --kube-version: %s", strings.SplitN(strings.TrimSpace(out), "\n", 2)[0])
+}
+
+// TestDeployGuidePodman runs deploy/README.md's image commands as pasted but
+// for the image's tag, the container's and volume's names and the host
+// ports (not to clash with the machine's own), the app (the reader's
+// my-app is sockclient here), and the options this machine's podman needs
+// (podmanRunOptions). The image is built; run in the foreground it serves
+// memcache and /readyz on the published ports and stops on SIGTERM; run
+// detached with the socket's volume, an app container with ndbgate's group
+// stores and reads back an item through the socket.
+func TestDeployGuidePodman(t *testing.T) {
+	podman := podmanBin(t)
+	var lines []string
+	for _, l := range guideCommands(t) {
+		if l == "deploy/image/build.sh" || strings.HasPrefix(l, "deploy/image/build.sh ") && !strings.Contains(l, "registry.example.com") ||
+			strings.HasPrefix(l, "podman run ") || strings.HasPrefix(l, "podman volume create ") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 5 {
+		t.Fatalf("deploy/README.md's image commands changed (%d, this test knows 5): %q", len(lines), lines)
+	}
+	suffix := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)
+	tag := "localhost/ndbgate:guide-" + suffix
+	mc, rest := freePort(t), freePort(t)
+	names := strings.NewReplacer(
+		"127.0.0.1:11211:11211", fmt.Sprintf("127.0.0.1:%d:11211", mc),
+		"127.0.0.1:4406:4406", fmt.Sprintf("127.0.0.1:%d:4406", rest),
+		"ndbgate-sock", "ndbgate-guide-sock-"+suffix,
+		"--name ndbgate ", "--name ndbgate-guide-"+suffix+" ",
+	)
+	image := func(l string) string {
+		// The image is the last word of a podman run line, or build.sh's tag.
+		return regexp.MustCompile(`localhost/ndbgate$`).ReplaceAllString(l, tag)
+	}
+	sh := func(line string) *exec.Cmd {
+		cmd := exec.Command("sh", "-c", line)
+		cmd.Dir = repoRoot
+		cmd.Env = append(os.Environ(), "VERSION=deploy-test")
+		return cmd
+	}
+
+	// Build.
+	build := strings.TrimSpace(strings.SplitN(lines[0], "#", 2)[0]) + " " + tag
+	if out, err := sh(build).CombinedOutput(); err != nil {
+		t.Fatalf("%q: %v\n%s", build, err, out)
+	}
+	t.Cleanup(func() { _, _ = run(t, time.Minute, podman, "rmi", "-f", tag) })
+	opts := strings.Join(podmanRunOptions(t, podman, tag), " ")
+	withOpts := func(l string) string { return strings.Replace(l, "podman run ", "podman run "+opts+" ", 1) }
+
+	// In the foreground, on the published ports; SIGTERM stops it.
+	fg := withOpts(image(names.Replace(lines[1])))
+	cmd := sh("exec " + fg)
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	gone := func() error {
+		select {
+		case err := <-done:
+			done <- err
+			return fmt.Errorf("podman run exited (%v)", err)
+		default:
+			return nil
+		}
+	}
+	waitOK(t, &http.Client{Timeout: 2 * time.Second}, fmt.Sprintf("http://127.0.0.1:%d/readyz", rest), logs.String, gone)
+	memcacheRoundTrip(t, "tcp", fmt.Sprintf("127.0.0.1:%d", mc), "guide", "pasted")
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("%q after SIGTERM: %v\n%s", fg, err, logs)
+		}
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Errorf("%q did not stop within 20 s of SIGTERM\n%s", fg, logs)
+	}
+	t.Logf("ran %s", fg)
+
+	// Beside an app, sharing the socket's volume.
+	appImage := "localhost/ndbgate-deploy-test-app:guide-" + suffix
+	ctx := openTempDir(t)
+	copyFile(t, sockClientBinary(t), filepath.Join(ctx, "sockclient"), 0o755)
+	if err := os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte("FROM scratch\nCOPY sockclient /sockclient\nENTRYPOINT [\"/sockclient\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, 2*time.Minute, podman, "build", "-q", "-t", appImage, ctx)
+	t.Cleanup(func() { _, _ = run(t, time.Minute, podman, "rmi", "-f", appImage) })
+	vol, ctr := "ndbgate-guide-sock-"+suffix, "ndbgate-guide-"+suffix
+	t.Cleanup(func() {
+		_, _ = run(t, time.Minute, podman, "rm", "-f", "-t", "0", ctr)
+		_, _ = run(t, time.Minute, podman, "volume", "rm", "-f", vol)
+	})
+	for _, l := range lines[2:4] {
+		l = withOpts(image(names.Replace(l)))
+		if out, err := sh(l).CombinedOutput(); err != nil {
+			t.Fatalf("%q: %v\n%s", l, err, out)
+		}
+		t.Logf("ran %s", l)
+	}
+	app := withOpts(strings.Replace(names.Replace(lines[4]), " my-app", " "+appImage+" -unix /run/ndbgate/memcache.sock -key guide -value from-the-app", 1))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, err := sh(app).CombinedOutput()
+		if err == nil && strings.Contains(string(out), `stored and read back "from-the-app"`) {
+			t.Logf("ran %s: %s", app, strings.TrimSpace(string(out)))
+			break
+		}
+		if time.Now().After(deadline) {
+			ctrLogs, _ := run(t, time.Minute, podman, "logs", ctr)
+			t.Fatalf("%q: %v\n%s\nndbgate:\n%s", app, err, out, ctrLogs)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
