@@ -7,14 +7,15 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/prometheus/common/model"
 )
 
 // TestChartPrometheusRule: the chart's copy of the rules is the rules file;
-// with metrics.prometheusRule.enabled it renders a PrometheusRule that
-// decodes strictly into prometheus-operator's type and holds the same
+// with metrics.prometheusRule.enabled it passes `helm lint --strict` and
+// renders a PrometheusRule that decodes strictly into prometheus-operator's type and holds the same
 // groups and rules; without it, none.
 func TestChartPrometheusRule(t *testing.T) {
 	want, err := os.ReadFile(filepath.Join(repoRoot, rulesFile))
@@ -43,7 +44,15 @@ func TestChartPrometheusRule(t *testing.T) {
 		t.Error("a PrometheusRule is rendered without metrics.prometheusRule.enabled")
 	}
 
-	out, err = helmTemplate(t, "rules", "metrics:\n  prometheusRule:\n    enabled: true\n    labels: {release: kube-prometheus-stack}\n")
+	enabled := "metrics:\n  prometheusRule:\n    enabled: true\n    labels: {release: kube-prometheus-stack}\n"
+	f := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(f, []byte(enabled), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustRun(t, 2*time.Minute, helmBin(t), "lint", "--strict", "--kube-version", kubeVersion, chartDir, "--values", f); !strings.Contains(out, "1 chart(s) linted, 0 chart(s) failed") {
+		t.Fatalf("helm lint with the PrometheusRule:\n%s", out)
+	}
+	out, err = helmTemplate(t, "rules", enabled)
 	if err != nil {
 		t.Fatalf("helm template: %v\n%s", err, out)
 	}
