@@ -157,8 +157,22 @@ ndbgate:
 			_, _ = pm(time.Minute, "volume", "rm", "-f", v.Name)
 		}
 	})
-	podName := r.deploy.Name + "-pod-0"
-	names := strings.Fields(mustPM("ps", "-a", "--filter", "pod="+podName, "--format", "{{.Names}}"))
+	// podman prints "Pod:" and the new Pod's ID (it names the Pod after the
+	// Deployment: <name>-pod-0 in podman 4.3), then its containers.
+	podID := ""
+	if _, after, ok := strings.Cut(out, "Pod:"); ok {
+		if f := strings.Fields(after); len(f) > 0 {
+			podID = f[0]
+		}
+	}
+	if podID == "" {
+		t.Fatalf("podman kube play printed no Pod:\n%s", out)
+	}
+	podName := strings.TrimSpace(mustPM("pod", "inspect", "--format", "{{.Name}}", podID))
+	if !strings.HasPrefix(podName, r.deploy.Name) {
+		t.Errorf("pod %s is not named after the Deployment %s", podName, r.deploy.Name)
+	}
+	names := strings.Fields(mustPM("ps", "-a", "--filter", "pod="+podID, "--format", "{{.Names}}"))
 	ctrName := func(c *corev1.Container) string {
 		for _, n := range names {
 			if n == podName+"-"+c.Name {
@@ -178,7 +192,7 @@ ndbgate:
 			Networks map[string]struct{ IPAddress string }
 		}
 	}
-	infraID := strings.TrimSpace(mustPM("pod", "inspect", "--format", "{{.InfraContainerID}}", podName))
+	infraID := strings.TrimSpace(mustPM("pod", "inspect", "--format", "{{.InfraContainerID}}", podID))
 	if err := json.Unmarshal([]byte(mustPM("inspect", infraID)), &infra); err != nil || len(infra) != 1 {
 		t.Fatalf("podman inspect %s: %v", infraID, err)
 	}
