@@ -112,7 +112,11 @@ ndbgate:
 	}
 
 	// Podman's configuration for this machine: runc, and rlimits within the
-	// hard ones (see podmanRunOptions; kube play takes no --ulimit).
+	// hard ones (see podmanRunOptions; kube play takes no --ulimit). Podman
+	// 4.3 has no CONTAINERS_CONF_OVERRIDE: CONTAINERS_CONF replaces the
+	// packaged containers.conf, whose settings are podman's built-in
+	// defaults but for default_capabilities, which the Pod's containers
+	// drop (ALL) anyway.
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		t.Fatal(err)
