@@ -64,8 +64,9 @@ fuzz-long:
 e2e:
 	$(GO) test -count=1 -timeout 10m ./tests/...
 
-# deploy/ checked by the tools users feed it (podman, helm, strict k8s.io/api
-# and Grafana decoding, PromQL); tests/deploy is a module of its own.
+# deploy/ checked by the tools users feed it (podman, podman kube play, helm,
+# strict k8s.io/api, prometheus-operator and Grafana decoding, PromQL,
+# promtool, a real Prometheus); tests/deploy is a module of its own.
 deploy-test:
 	cd tests/deploy && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
 

@@ -2,10 +2,11 @@
 # Installs what the test suite needs on a fresh Debian machine: libmemcached's
 # conformance checker (memccapable), memcached (a reference peer for protocol
 # tests), the Python clients (pymemcache, pylibmc, meta-memcache), Node's memjs
-# (tests/node, from its lock file), podman and runc (tests/deploy builds and
-# runs the container image), helm (pinned, built from its Go module into
-# bin/tools), and the Go dependencies of the repository and of tests/deploy
-# (a module of its own). Idempotent and quiet when everything is already there.
+# (tests/node, from its lock file), podman, runc and catatonit (tests/deploy
+# builds and runs the container image, and plays the chart's Pod), helm,
+# Prometheus and promtool (pinned, built from their Go modules into bin/tools),
+# and the Go dependencies of the repository and of tests/deploy (a module of
+# its own). Idempotent and quiet when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +24,9 @@ command -v memcached >/dev/null 2>&1 || need_apt+=(memcached)
 # (crun refuses hybrid cgroup v1/v2 hosts, such as the build machines).
 command -v podman >/dev/null 2>&1 || need_apt+=(podman)
 command -v runc >/dev/null 2>&1 || need_apt+=(runc)
+# podman kube play makes each Pod an infra container, whose init is catatonit
+# (a podman recommendation, so not installed with --no-install-recommends).
+command -v catatonit >/dev/null 2>&1 || need_apt+=(catatonit)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "install-test-deps: apt-get install ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -57,3 +61,21 @@ if ! go version -m bin/tools/helm 2>/dev/null | grep -q "helm.sh/helm/v3[[:space
   echo "install-test-deps: go install helm.sh/helm/v3/cmd/helm@$HELM_VERSION (into bin/tools)"
   GOBIN="$PWD/bin/tools" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 fi
+
+# Prometheus and promtool for tests/deploy, the exact version
+# scripts/tools/prometheus/go.mod pins (its `tool` directives): built from
+# source once, then kept in bin/tools while the pin holds. Not `go install
+# pkg@version`: Prometheus's go.mod has a replace directive. remove_all_sd
+# (Prometheus's own build tag) leaves out the cloud service discoveries, and
+# most of the build time with them: the tests scrape static targets.
+PROMETHEUS_VERSION=$(cd scripts/tools/prometheus && go list -m -f '{{.Version}}' github.com/prometheus/prometheus)
+for t in prometheus promtool; do
+  info=$(go version -m "bin/tools/$t" 2>/dev/null || true)
+  if ! grep -Eq "^[[:space:]]*(mod|dep)[[:space:]]+github.com/prometheus/prometheus[[:space:]]+$PROMETHEUS_VERSION[[:space:]]" <<<"$info" ||
+     ! grep -q -- "-tags=remove_all_sd" <<<"$info"; then
+    echo "install-test-deps: go build prometheus and promtool $PROMETHEUS_VERSION (scripts/tools/prometheus, into bin/tools)"
+    (cd scripts/tools/prometheus && go build -tags remove_all_sd -o ../../../bin/tools/ \
+      github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool)
+    break
+  fi
+done

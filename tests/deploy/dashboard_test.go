@@ -267,48 +267,10 @@ func TestDashboardQueriesParse(t *testing.T) {
 	}
 }
 
-// guideAlerts are the PromQL blocks of deploy/README.md, the sidecar
-// guide's alerts.
-func guideAlerts(t *testing.T) []query {
-	t.Helper()
-	guide, err := os.ReadFile(filepath.Join(repoRoot, "deploy/README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var qs []query
-	parts := strings.Split(string(guide), "```promql\n")
-	for i, part := range parts[1:] {
-		block, _, ok := strings.Cut(part, "```")
-		if !ok {
-			t.Fatalf("deploy/README.md: promql block %d is not closed", i+1)
-		}
-		var expr []string
-		for _, line := range strings.Split(block, "\n") {
-			if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
-				expr = append(expr, l)
-			}
-		}
-		qs = append(qs, query{fmt.Sprintf("deploy/README.md alert %d", i+1), strings.Join(expr, " ")})
-	}
-	if len(qs) < 5 {
-		t.Fatalf("deploy/README.md has %d promql blocks: the alerts section is missing", len(qs))
-	}
-	return qs
-}
-
-// TestGuideAlertsParse: the guide's alerts are valid PromQL.
-func TestGuideAlertsParse(t *testing.T) {
-	for _, q := range guideAlerts(t) {
-		if _, _, err := selectors(q.expr); err != nil {
-			t.Errorf("%s: %v\n%s", q.where, err, q.expr)
-		}
-	}
-}
-
 // TestDashboardMetricsExported starts the real binary, gives every front
 // end some traffic, scrapes /metrics, and checks that each metric every
-// query (the dashboard's and the guide's alerts) selects is exported, with the labels the query matches and groups
-// by, and a series its matchers select.
+// query (the dashboard's, deploy/prometheus's rules) selects is exported, with the labels the query matches and groups by,
+// and a series its matchers select.
 //
 // All of the dashboard's metrics are exported by the embedded engine too
 // (the NDB ones, data nodes and TC hints, report the engine's simulated
@@ -318,7 +280,14 @@ func TestGuideAlertsParse(t *testing.T) {
 // lanes (round trips, per-node operations, coalescing) are used as on NDB.
 func TestDashboardMetricsExported(t *testing.T) {
 	d := loadDashboard(t)
-	queries := append(dashboardQueries(t, d), guideAlerts(t)...)
+	rules, recorded := ruleQueries(t)
+	queries := append(dashboardQueries(t, d), rules...)
+	// Series Prometheus makes rather than scrapes: up (a scrape's health)
+	// and what the rules record.
+	prometheusMade := map[string]bool{"up": true}
+	for name := range recorded {
+		prometheusMade[name] = true
+	}
 	mc, rest := fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	srv := startServer(t, nil, "serve", "--memcache", mc, "--rest", rest, "--grpc", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		"--memory-limit", "16m", "--nodes", "2", "--simulated-round-trip", "100us")
@@ -356,6 +325,9 @@ func TestDashboardMetricsExported(t *testing.T) {
 			continue
 		}
 		for _, s := range sels {
+			if prometheusMade[s.Name] {
+				continue
+			}
 			series, ok := seriesOf(families, s.Name)
 			if !ok {
 				t.Errorf("%s: %s is not exported by ndbgate", q.where, s.Name)
@@ -413,7 +385,7 @@ func TestDashboardMetricsExported(t *testing.T) {
 		list = append(list, m)
 	}
 	sort.Strings(list)
-	t.Logf("%d queries (the dashboard's and deploy/README.md's alerts), %d metrics, checked against the running binary: %s",
+	t.Logf("%d queries (the dashboard's and the alert rules'), %d metrics, checked against the running binary: %s",
 		len(queries), len(list), strings.Join(list, " "))
 	srv.stop(t)
 }

@@ -13,12 +13,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -41,10 +43,11 @@ const (
 )
 
 // decoder decodes the rendered objects strictly: an unknown or duplicated
-// field is an error, as kubectl's strict field validation makes it.
+// field is an error, as kubectl's strict field validation makes it. The
+// PrometheusRule decodes into prometheus-operator's Go type.
 var decoder = func() runtime.Decoder {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, policyv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, policyv1.AddToScheme, monitoringv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err)
 		}
@@ -497,6 +500,9 @@ func checkObjects(t *testing.T, objs []runtime.Object, c chartCase) {
 		case sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL":
 			t.Errorf("%s: capabilities not dropped", ctr.Name)
 		}
+	}
+	if !slices.Contains(psc.SupplementalGroups, *psc.FSGroup) {
+		t.Errorf("the Pod's supplementalGroups %v lack its fsGroup %d, which podman kube play (ignoring fsGroup) needs for the app", psc.SupplementalGroups, *psc.FSGroup)
 	}
 	if sc := g.SecurityContext; sc != nil && (sc.RunAsGroup == nil || *sc.RunAsGroup != *psc.FSGroup) {
 		t.Errorf("ndbgate's group is not the Pod's fsGroup %d: the socket's group would not be the app's", *psc.FSGroup)

@@ -1,10 +1,14 @@
 // Package deploy tests the deployment artifacts under deploy/ with the tools
 // users feed them: podman builds and runs the image, helm lints and renders
-// the chart (every object decoded strictly into the k8s.io/api types, and
-// the ndbgate container's configuration run by the real binary), the
+// the chart (every object decoded strictly into the k8s.io/api types and
+// prometheus-operator's, and the ndbgate container's configuration run by
+// the real binary), podman kube play runs the chart's Deployment, the
 // Grafana dashboard is decoded strictly by Grafana's own schema types and
 // each query parsed by Prometheus's PromQL parser and checked against a
-// running ndbgate's /metrics, and the README's "Try it" commands are run.
+// running ndbgate's /metrics, promtool checks and unit-tests the alert
+// rules, a real Prometheus scrapes running ndbgates with those rules (the
+// dashboard's queries answered, injected faults alerted), and the READMEs'
+// commands are run.
 //
 // It is a module of its own (k8s.io/api, the PromQL parser and the Grafana
 // schema stay out of ndbgate's go.mod); `make test` runs it (make
@@ -15,7 +19,10 @@
 //	CI=true    a missing tool (podman, helm) fails instead of skipping
 //	HELM       the helm binary (default: bin/tools/helm, then PATH)
 //	PODMAN     the podman binary (default: PATH)
-//	UPDATE=1   rewrite deploy/kubernetes/sidecar.yaml from the chart
+//	PROMTOOL   promtool (default: bin/tools/promtool, then PATH)
+//	PROMETHEUS the Prometheus server (default: bin/tools/prometheus, then PATH)
+//	UPDATE=1   rewrite deploy/kubernetes/sidecar.yaml from the chart, and the
+//	           chart's files/ndbgate-rules.yaml from deploy/prometheus
 //
 // Servers started here listen on 127.0.0.1, ports 23000-23999.
 package deploy

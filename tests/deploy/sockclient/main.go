@@ -1,7 +1,8 @@
 // Command sockclient is the application of the deploy tests' Pods: it
 // stores and reads back one item over memcache on a unix socket (or TCP),
 // and exits 0 only if the value came back. It runs as the app's user in the
-// chart's Pod emulation, and as the app container of the podman test.
+// chart's Pod emulation, and as the app container of the podman tests
+// (with -every, as a long-lived app in the Pod podman kube play runs).
 package main
 
 import (
@@ -19,10 +20,19 @@ func main() {
 	tcp := flag.String("tcp", "", "memcache host:port (when -unix is empty)")
 	key := flag.String("key", "sidecar", "key")
 	value := flag.String("value", "hello from the app", "value")
+	every := flag.Duration("every", 0, "run as a long-lived app: a round trip every interval, forever, reporting each (failures too)")
 	flag.Parse()
 	network, addr := "unix", *unix
 	if addr == "" {
 		network, addr = "tcp", *tcp
+	}
+	for n := 1; *every > 0; n++ {
+		if err := roundTrip(network, addr, *key, *value); err != nil {
+			fmt.Printf("sockclient: round trip %d: %v\n", n, err)
+		} else {
+			fmt.Printf("sockclient: round trip %d: %s %s: stored and read back %q\n", n, network, addr, *value)
+		}
+		time.Sleep(*every)
 	}
 	if err := roundTrip(network, addr, *key, *value); err != nil {
 		fmt.Fprintf(os.Stderr, "sockclient: %v\n", err)

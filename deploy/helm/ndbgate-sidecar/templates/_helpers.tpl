@@ -88,6 +88,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{/* Checks that no schema can express. */}}
 {{- define "ndbgate-sidecar.validate" -}}
 {{- $g := .Values.ndbgate -}}
+{{- if not (semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version) -}}
+{{- fail (printf "ndbgate-sidecar needs Kubernetes 1.30 or later (native sidecars, preStop sleep), and is rendered for %s. helm install and upgrade take the cluster's version; helm template and helm lint assume v1.20.0 unless told: add --kube-version (your cluster's, e.g. --kube-version 1.33)" .Capabilities.KubeVersion.Version) -}}
+{{- end -}}
 {{- if and (eq $g.mode "ndb") (not $g.ndb.connectstring) -}}
 {{- fail "ndbgate.mode=ndb needs ndbgate.ndb.connectstring (the management servers, host:1186[,host:1186])" -}}
 {{- end -}}
