@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"strconv"
 
 	"github.com/ndbgate/ndbgate/ndbclient"
@@ -124,8 +123,7 @@ func (r *Request) invalidateLocal(t keyTarget) {
 	if err != nil {
 		return
 	}
-	b := ndbclient.Batch{Ops: []*ndbclient.Op{o}, Shard: r.Shard}
-	_ = r.svc.local.Execute(context.Background(), &b)
+	r.svc.fills.drop(r.svc.local, t.key, o, r.Shard)
 }
 
 // keyValues converts a memcache key into the container's primary-key values.
@@ -252,6 +250,11 @@ func (r *Request) nextGetPass() {
 		if r.pass == passBackend {
 			cl = r.svc.backend
 			r.backendFrom, r.backendTo = from, n
+			for j := from; j < n; j++ {
+				if t := &r.targets[r.ops[j].Tag]; t.route.Policy.Get == AccessCaching {
+					t.fillGen = r.svc.fills.generation(t.key)
+				}
+			}
 		}
 		r.submit(cl, stageGet, from, n)
 		return
@@ -365,13 +368,13 @@ func (r *Request) getDone() {
 	r.nextGetPass()
 }
 
-// fillLocal copies caching keys found in the backend into the local cache. The
+// fillLocal copies caching keys found in the backend into the local cache,
+// each unless a write dropped the key's copy since the read (fillGuard). The
 // local cache is the embedded engine, which completes inline.
 func (r *Request) fillLocal() {
 	if r.svc.local == nil || r.backendTo == r.backendFrom {
 		return
 	}
-	var b ndbclient.Batch
 	for j := r.backendFrom; j < r.backendTo; j++ {
 		o := &r.ops[j]
 		if o.Kind != ndbclient.OpRead || o.Err != nil {
@@ -386,10 +389,7 @@ func (r *Request) fillLocal() {
 		for k, col := range c.readProj {
 			w.Set = append(w.Set, ndbclient.ColumnValue{Column: col, Value: o.Row[k]})
 		}
-		b.Ops = append(b.Ops, w)
-	}
-	if len(b.Ops) > 0 {
-		_ = r.svc.local.Execute(context.Background(), &b)
+		r.svc.fills.fill(r.svc.local, t.key, t.fillGen, w, r.Shard)
 	}
 }
 

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -117,4 +118,71 @@ func withContainer(h *harness, routes ...gateway.Route) []gateway.Route {
 		routes[i].Container = c
 	}
 	return routes
+}
+
+// heldReads is a driver whose batches apply at once but, once armed, the
+// next batch holding a read completes only when released: a backend read
+// that is slow to answer.
+type heldReads struct {
+	ndbclient.Driver
+	mu      sync.Mutex
+	armed   bool
+	release chan struct{}
+	held    chan struct{}
+}
+
+func (d *heldReads) arm() {
+	d.mu.Lock()
+	d.armed, d.release, d.held = true, make(chan struct{}), make(chan struct{})
+	d.mu.Unlock()
+}
+
+func (d *heldReads) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
+	d.mu.Lock()
+	hold := d.armed && len(b.Ops) > 0 && b.Ops[0].Kind == ndbclient.OpRead
+	release, held := d.release, d.held
+	if hold {
+		d.armed = false
+	}
+	d.mu.Unlock()
+	if !hold {
+		d.Driver.Submit(b, done)
+		return
+	}
+	d.Driver.Submit(b, func(b *ndbclient.Batch, err error) {
+		close(held)
+		go func() { <-release; done(b, err) }()
+	})
+}
+
+// TestCachingFillDoesNotOutliveAWrite: a caching get misses the local copy
+// and reads the backend; before its answer comes, a set through the same
+// gateway writes the backend and drops the copy. The get's old value must
+// not then fill the copy, or the gateway would serve it after its own
+// write. (tests/lin's caching model caught this on a live cluster.)
+func TestCachingFillDoesNotOutliveAWrite(t *testing.T) {
+	var hold *heldReads
+	wrap := func(d ndbclient.Driver) ndbclient.Driver {
+		if hold == nil { // the backend is wrapped first
+			hold = &heldReads{Driver: d}
+			return hold
+		}
+		return d
+	}
+	h := newHarness(t, wrap, gateway.Route{Prefix: "c:", Policy: gateway.PolicyCaching})
+	h.set(t, "c:k", "old")
+	hold.arm()
+	get := h.svc.NewRequest()
+	got := make(chan struct{})
+	get.Done = func(*gateway.Request) { close(got) }
+	get.Verb = gateway.VerbGet
+	get.AddKey([]byte("c:k"))
+	h.svc.Do(get)
+	<-hold.held // the get has read "old" from the backend
+	h.set(t, "c:k", "new")
+	close(hold.release)
+	<-got
+	require.True(t, get.Items[0].Hit)
+	assert.Equal(t, "old", string(get.Items[0].Value), "the get read before the set")
+	assert.Equal(t, "new", h.get(t, "c:k"), "the gateway serves its own write, not the older fill")
 }

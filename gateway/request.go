@@ -152,6 +152,9 @@ type keySet struct {
 type keyTarget struct {
 	route *Route
 	key   []byte // the key with the route's prefix removed
+	// fillGen is the key's fill generation as of the backend read of a
+	// caching get (fillGuard).
+	fillGen uint64
 }
 
 // NewRequest makes a request bound to s.

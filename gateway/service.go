@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,9 @@ type Service struct {
 
 	flushMu    sync.Mutex
 	flushTimer *time.Timer
+
+	// fills orders caching routes' local-copy fills against their drops.
+	fills fillGuard
 }
 
 // routing is what the routes decide: the router, the distinct containers
@@ -117,6 +121,7 @@ func New(o Options) (*Service, error) {
 		o.ItemSizeMax = 1 << 20
 	}
 	s := &Service{backend: o.Backend, local: o.Local, itemMax: o.ItemSizeMax, log: o.Logger, now: o.Now, started: o.Now(), stats: shardmetrics.NewCounters(int(numStats))}
+	s.fills.seed = maphash.MakeSeed()
 	s.routing.Store(rg)
 	// CAS values must differ across restarts of a gateway sharing a persistent
 	// cluster, so there the sequence starts at the clock in microseconds; it then
