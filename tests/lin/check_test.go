@@ -39,7 +39,7 @@ func mustBeLinearizable(t *testing.T, rec *Recorder) []porcupine.Operation {
 		if err := porcupine.VisualizePath(Model, v.Info, path); err != nil {
 			t.Logf("visualization: %v", err)
 		}
-		explain(t, h)
+		explain(t, h, Model)
 		t.Fatalf("the history is not linearizable (%v); visualization: %s", v.Result, path)
 	}
 	if s.ByResult[Ok] == 0 {
@@ -67,9 +67,10 @@ func results(s Summary) string {
 // explain logs, for each key whose history is not linearizable, the
 // operations around the first that no linearization could take: the
 // longest prefix linearized, and the operations called next.
-func explain(t *testing.T, h []porcupine.Operation) {
+func explain(t *testing.T, h []porcupine.Operation, m porcupine.Model) {
 	for _, part := range byKey(h) {
-		v := Check(part, checkTimeout)
+		res, info := porcupine.CheckOperationsVerbose(m, part, checkTimeout)
+		v := Verdict{Result: res, Info: info}
 		if v.Result == porcupine.Ok {
 			continue
 		}
@@ -105,5 +106,5 @@ func opLine(op porcupine.Operation) string {
 	if op.Return != never {
 		ret = time.Duration(op.Return).String()
 	}
-	return fmt.Sprintf("client %d [%v, %s] %s", op.ClientId, time.Duration(op.Call), ret, describe(op.Input.(Input), op.Output.(Output)))
+	return fmt.Sprintf("client %d g%d [%v, %s] %s", op.ClientId, op.Input.(Input).Gateway, time.Duration(op.Call), ret, describe(op.Input.(Input), op.Output.(Output)))
 }

@@ -26,6 +26,8 @@ type Client interface {
 	Do(in Input) (out Output, attempted bool, unexpected string)
 	// CanIncr reports whether the client's API has incr.
 	CanIncr() bool
+	// Gateway is the number of the gateway the client speaks to.
+	Gateway() int
 	Close()
 }
 
@@ -34,12 +36,15 @@ type Client interface {
 type MetaClient struct {
 	Addr    string
 	Timeout time.Duration
+	Via     int // the gateway's number
 	conn    net.Conn
 	r       *bufio.Reader
 	buf     []byte
 }
 
 func (c *MetaClient) CanIncr() bool { return true }
+
+func (c *MetaClient) Gateway() int { return c.Via }
 
 func (c *MetaClient) Close() {
 	if c.conn != nil {
@@ -156,9 +161,9 @@ func casFlag(flags []string) uint64 {
 
 // RESTClient speaks the REST KV API: ETag is the cas token, If-Match a CAS.
 type RESTClient struct {
-	Base      string // http://host:port/v1/kv/<container>/
-	HTTP      *http.Client
-	Container string
+	Base string // http://host:port/v1/kv/<container>/
+	HTTP *http.Client
+	Via  int // the gateway's number
 }
 
 // NewRESTClient is a client of addr's KV API on container, with its own
@@ -171,6 +176,8 @@ func NewRESTClient(addr, container string, timeout time.Duration) *RESTClient {
 }
 
 func (c *RESTClient) CanIncr() bool { return false }
+
+func (c *RESTClient) Gateway() int { return c.Via }
 
 func (c *RESTClient) Close() { c.HTTP.CloseIdleConnections() }
 

@@ -175,10 +175,12 @@ func freePort(t testing.TB) string {
 func clients(gws []*gateway, meta, rest int, timeout time.Duration) []Client {
 	var cs []Client
 	for i := 0; i < meta; i++ {
-		cs = append(cs, &MetaClient{Addr: gws[i%len(gws)].memcache, Timeout: timeout})
+		cs = append(cs, &MetaClient{Addr: gws[i%len(gws)].memcache, Timeout: timeout, Via: i % len(gws)})
 	}
 	for i := 0; i < rest; i++ {
-		cs = append(cs, NewRESTClient(gws[i%len(gws)].rest, "default", timeout))
+		c := NewRESTClient(gws[i%len(gws)].rest, "default", timeout)
+		c.Via = i % len(gws)
+		cs = append(cs, c)
 	}
 	return cs
 }
@@ -187,9 +189,9 @@ func clients(gws []*gateway, meta, rest int, timeout time.Duration) []Client {
 // that the history ends with what each one serves.
 func finalReads(rec *Recorder, first int, gws []*gateway, keys []string, timeout time.Duration) {
 	for i, g := range gws {
-		c := &MetaClient{Addr: g.memcache, Timeout: timeout}
+		c := &MetaClient{Addr: g.memcache, Timeout: timeout, Via: i}
 		for _, k := range keys {
-			in := Input{Kind: Get, Key: k}
+			in := Input{Kind: Get, Key: k, Gateway: i}
 			call := rec.Now()
 			out, attempted, unexpected := c.Do(in)
 			if unexpected != "" {

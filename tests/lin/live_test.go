@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/anishathalye/porcupine"
 
 	"github.com/ndbgate/ndbgate/tests/internal/ndbproc"
 )
@@ -58,14 +62,26 @@ type scenario struct {
 	// fault breaks something and returns once it has healed; its argument
 	// is the gateways, for the scenarios that break one.
 	fault func(t *testing.T, gws []*gateway)
+	// caching serves every key under the caching policy, and checks the
+	// history with CachingModel.
+	caching bool
 }
 
 func (sc scenario) run(t *testing.T) {
 	cs := liveOnly(t)
 	createLiveTables(t, cs)
+	var args []string
+	if sc.caching {
+		cfg := filepath.Join(t.TempDir(), "caching.yaml")
+		yaml := "key_prefixes:\n  - {prefix: \"\", container: default, policy: caching}\n"
+		if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = []string{"--config", cfg}
+	}
 	var gws []*gateway
 	for i := 0; i < sc.gateways; i++ {
-		gws = append(gws, startGateway(t))
+		gws = append(gws, startGateway(t, args...))
 	}
 	rec := NewRecorder()
 	w := Workload{Keys: keys(4), Weights: DefaultWeights, Pause: time.Millisecond}
@@ -87,7 +103,44 @@ func (sc scenario) run(t *testing.T) {
 	if sc.fault != nil {
 		t.Logf("fault healed %v after it began; %s", time.Duration(healed-faultAt).Round(time.Millisecond), errorWindow(rec, faultAt))
 	}
+	if sc.caching {
+		mustFitCaching(t, rec)
+		return
+	}
 	mustBeLinearizable(t, rec)
+}
+
+// mustFitCaching checks a caching history against CachingModel, and says
+// whether it is linearizable as well (the stale reads the policy allows
+// make it not, when they happen).
+func mustFitCaching(t *testing.T, rec *Recorder) {
+	t.Helper()
+	h := rec.History()
+	if errs := rec.Errors(); len(errs) > 0 {
+		t.Errorf("%d replies fitted no outcome, the first: %s", len(errs), errs[0])
+	}
+	s := Summarize(h)
+	v := CheckCaching(h, checkTimeout)
+	lin := Check(h, checkTimeout).Result
+	t.Logf("caching history: %d operations (%s), %d ambiguous; the caching model: %v; linearizable: %v",
+		s.Ops, kinds(s), s.Ambiguous, v.Result, lin)
+	if v.Result != porcupine.Ok {
+		path := filepath.Join(t.TempDir(), "caching.html")
+		if dir := os.Getenv("NDBGATE_LIN_REPORT"); dir != "" {
+			path = filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+".html")
+		}
+		_ = porcupine.VisualizePath(CachingModel, v.Info, path)
+		explain(t, h, CachingModel)
+		t.Fatalf("the history does not fit the caching policy (%v); visualization: %s", v.Result, path)
+	}
+}
+
+// TestLiveCaching: two gateways serve every key under the caching policy.
+// Their combined history must fit CachingModel: writes linearizable, reads
+// possibly stale, never invented, and never older than the reader's own
+// gateway's last write.
+func TestLiveCaching(t *testing.T) {
+	scenario{gateways: 2, meta: 6, rest: 2, before: 10 * time.Second, caching: true}.run(t)
 }
 
 // errorWindow describes the failed operations from the fault on.

@@ -42,6 +42,9 @@ type Input struct {
 	Value string // Set, Cas
 	Cas   uint64 // Cas: the token compared
 	Delta uint64 // Incr
+	// Gateway is which gateway the client spoke to (CachingModel; Model
+	// ignores it).
+	Gateway int
 }
 
 // Result is how an operation ended.

@@ -125,3 +125,67 @@ func TestModel(t *testing.T) {
 		})
 	}
 }
+
+// at is an op through gateway g.
+func at(g int, in Input) Input { in.Gateway = g; return in }
+
+func TestCachingModel(t *testing.T) {
+	cases := []struct {
+		name string
+		h    []porcupine.Operation
+		want porcupine.CheckResult
+	}{
+		{"a gateway may serve a version another gateway replaced", []porcupine.Operation{
+			op(0, at(0, set("k", "1")), 0, ok(1), 10),
+			op(1, at(1, get("k")), 20, hit("1", 1), 30),
+			op(0, at(0, set("k", "2")), 40, ok(2), 50),
+			op(1, at(1, get("k")), 60, hit("1", 1), 70),
+		}, porcupine.Ok},
+		{"a gateway reads its own writes", []porcupine.Operation{
+			op(0, at(0, set("k", "1")), 0, ok(1), 10),
+			op(0, at(0, get("k")), 20, hit("1", 1), 30),
+			op(0, at(0, set("k", "2")), 40, ok(2), 50),
+			op(0, at(0, get("k")), 60, hit("1", 1), 70),
+		}, porcupine.Illegal},
+		{"a version no write made", []porcupine.Operation{
+			op(0, at(0, set("k", "1")), 0, ok(1), 10),
+			op(1, at(1, get("k")), 20, hit("9", 1), 30),
+		}, porcupine.Illegal},
+		{"a version with another token", []porcupine.Operation{
+			op(0, at(0, set("k", "1")), 0, ok(1), 10),
+			op(1, at(1, get("k")), 20, hit("1", 2), 30),
+		}, porcupine.Illegal},
+		{"a delete another gateway has not seen", []porcupine.Operation{
+			op(0, at(0, set("k", "1")), 0, ok(1), 10),
+			op(0, at(0, del("k")), 20, ok(0), 30),
+			op(1, at(1, get("k")), 40, hit("1", 1), 50),
+			op(0, at(0, get("k")), 60, miss, 70),
+		}, porcupine.Ok},
+		{"CAS is checked against the backend, not a stale copy", []porcupine.Operation{
+			op(0, at(0, set("k", "1")), 0, ok(1), 10),
+			op(1, at(1, get("k")), 20, hit("1", 1), 30),
+			op(0, at(0, set("k", "2")), 40, ok(2), 50),
+			op(1, at(1, cas("k", "3", 1)), 60, ok(3), 70),
+		}, porcupine.Illegal},
+		{"incr adds to the backend's value", []porcupine.Operation{
+			op(0, at(0, set("k", "10")), 0, ok(1), 10),
+			op(1, at(1, get("k")), 20, hit("10", 1), 30),
+			op(0, at(0, set("k", "20")), 40, ok(2), 50),
+			op(1, at(1, incr("k", 1)), 60, hit("21", 3), 70),
+			op(1, at(1, get("k")), 80, hit("21", 3), 90),
+		}, porcupine.Ok},
+		{"after its incr a gateway does not read the older copy", []porcupine.Operation{
+			op(0, at(0, set("k", "10")), 0, ok(1), 10),
+			op(1, at(1, get("k")), 20, hit("10", 1), 30),
+			op(1, at(1, incr("k", 1)), 60, hit("11", 3), 70),
+			op(1, at(1, get("k")), 80, hit("10", 1), 90),
+		}, porcupine.Illegal},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := CheckCaching(tc.h, 10*time.Second).Result; got != tc.want {
+				t.Fatalf("checker says %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -45,7 +45,7 @@ func (w Workload) client(ctx context.Context, rec *Recorder, id int, c Client) {
 		total += x
 	}
 	for seq := 1; ctx.Err() == nil; seq++ {
-		in := Input{Key: w.Keys[rng.IntN(len(w.Keys))]}
+		in := Input{Key: w.Keys[rng.IntN(len(w.Keys))], Gateway: c.Gateway()}
 		pick := rng.IntN(total)
 		for k, x := range w.Weights {
 			if pick < x {
