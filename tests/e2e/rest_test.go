@@ -10,9 +10,11 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
 	"github.com/getkin/kin-openapi/openapi3"
@@ -550,4 +552,33 @@ func TestRESTKeysAsSent(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 	assert.Contains(t, response{body: []byte(body)}.errorMessage(t), "NotFound: no route")
+}
+
+// TestRowAPIInsertIntoTheDefaultContainersTable: a pk-insert into the
+// default container's table gets the columns the container keeps (its cas)
+// from ndbgate, as a pk-write does, on the embedded engine and on NDB; the
+// client may not name them. The row is then a memcache item.
+func TestRowAPIInsertIntoTheDefaultContainersTable(t *testing.T) {
+	s := startServer(t)
+	c := newSpecClient(t, s)
+	key := fmt.Sprintf("ins-%d", time.Now().UnixNano())
+	insert := func(k string, extra string) response {
+		return c.post("/0.1.0/ndbmemcache/demo_table/pk-insert", `{"filters":[{"column":"mkey","value":"`+k+`"}],`+
+			`"values":[{"column":"string_value","value":"aGk="},{"column":"flags","value":3},{"column":"expire_time","value":0}`+extra+`]}`)
+	}
+	r := insert(key, "")
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	r = insert(key, "")
+	assert.Equal(t, http.StatusConflict, r.status, "%s", r.body)
+	r = insert(key+"-b", `,{"column":"cas_value","value":7}`)
+	assert.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
+	assert.Contains(t, string(r.body), "cas_value")
+
+	mc := dialRaw(t, s.memcacheAddr)
+	defer mc.close()
+	mc.send("mg " + key + " v c f\r\n")
+	m := mc.readLineMatch(regexp.MustCompile(`^VA 2 ([^\r\n]*)`))
+	assert.Contains(t, " "+m[1]+" ", " f3 ", "the flags the insert gave")
+	assert.Regexp(t, ` c[1-9][0-9]* `, " "+m[1]+" ", "the cas ndbgate gave the row")
+	assert.Equal(t, "hi\r\n", mc.readLine())
 }
