@@ -3,6 +3,7 @@ package lin
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,9 +38,12 @@ type MetaClient struct {
 	Addr    string
 	Timeout time.Duration
 	Via     int // the gateway's number
-	conn    net.Conn
-	r       *bufio.Reader
-	buf     []byte
+	// Dial, when set, makes the connection (from another network
+	// namespace, say).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	conn net.Conn
+	r    *bufio.Reader
+	buf  []byte
 }
 
 func (c *MetaClient) CanIncr() bool { return true }
@@ -55,7 +59,13 @@ func (c *MetaClient) Close() {
 
 func (c *MetaClient) Do(in Input) (Output, bool, string) {
 	if c.conn == nil {
-		conn, err := net.DialTimeout("tcp", c.Addr, c.Timeout)
+		dial := c.Dial
+		if dial == nil {
+			dial = (&net.Dialer{}).DialContext
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
+		conn, err := dial(ctx, "tcp", c.Addr)
+		cancel()
 		if err != nil {
 			return Output{}, false, ""
 		}

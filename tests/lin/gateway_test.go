@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,13 +66,24 @@ type gateway struct {
 	cmd            *exec.Cmd
 	done           chan struct{}
 	log            *os.File
+	// launcher runs the binary (ip netns exec <ns>, say); hc asks /readyz
+	// (from where the clients are). Both are nil for a gateway on loopback.
+	launcher []string
+	hc       *http.Client
+	// dial reaches the gateway from where the clients are; nil on loopback.
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // startGateway starts ndbgate serve with args on free loopback ports and
 // waits until it is ready; the test's end stops it.
 func startGateway(t testing.TB, args ...string) *gateway {
 	t.Helper()
-	g := &gateway{t: t, args: args, memcache: freePort(t), rest: freePort(t)}
+	return launch(t, &gateway{t: t, args: args, memcache: freePort(t), rest: freePort(t)})
+}
+
+// launch starts g and registers its stop at the test's end.
+func launch(t testing.TB, g *gateway) *gateway {
+	t.Helper()
 	f, err := os.CreateTemp(t.TempDir(), "ndbgate-*.log")
 	if err != nil {
 		t.Fatal(err)
@@ -100,10 +112,14 @@ func tail(b []byte, n int) []byte {
 func (g *gateway) start() {
 	g.t.Helper()
 	args := append([]string{"serve", "--memcache", g.memcache, "--rest", g.rest, "--grpc", ""}, g.args...)
-	if cs := liveCluster(); cs != "" {
+	if cs := liveCluster(); cs != "" && g.launcher == nil {
 		args = append(args, "--ndb-connectstring", cs)
 	}
-	cmd := exec.Command(ndbgateBin, args...)
+	name := ndbgateBin
+	if g.launcher != nil {
+		name, args = g.launcher[0], append(append(slices.Clone(g.launcher[1:]), ndbgateBin), args...)
+	}
+	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = g.log, g.log
 	if err := cmd.Start(); err != nil {
 		g.t.Fatal(err)
@@ -113,7 +129,7 @@ func (g *gateway) start() {
 	g.mu.Lock()
 	g.cmd, g.done = cmd, done
 	g.mu.Unlock()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(120 * time.Second)
 	for !g.ready() {
 		select {
 		case <-done:
@@ -121,7 +137,7 @@ func (g *gateway) start() {
 		default:
 		}
 		if time.Now().After(deadline) {
-			g.t.Fatalf("ndbgate not ready after 60s")
+			g.t.Fatalf("ndbgate not ready after 120s")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -129,7 +145,10 @@ func (g *gateway) start() {
 
 // ready reports whether /readyz answers 200.
 func (g *gateway) ready() bool {
-	hc := http.Client{Timeout: time.Second}
+	hc := g.hc
+	if hc == nil {
+		hc = &http.Client{Timeout: time.Second}
+	}
 	resp, err := hc.Get("http://" + g.rest + "/readyz")
 	if err != nil {
 		return false
@@ -175,11 +194,16 @@ func freePort(t testing.TB) string {
 func clients(gws []*gateway, meta, rest int, timeout time.Duration) []Client {
 	var cs []Client
 	for i := 0; i < meta; i++ {
-		cs = append(cs, &MetaClient{Addr: gws[i%len(gws)].memcache, Timeout: timeout, Via: i % len(gws)})
+		g := gws[i%len(gws)]
+		cs = append(cs, &MetaClient{Addr: g.memcache, Timeout: timeout, Via: i % len(gws), Dial: g.dial})
 	}
 	for i := 0; i < rest; i++ {
-		c := NewRESTClient(gws[i%len(gws)].rest, "default", timeout)
+		g := gws[i%len(gws)]
+		c := NewRESTClient(g.rest, "default", timeout)
 		c.Via = i % len(gws)
+		if g.dial != nil {
+			c.HTTP.Transport = &http.Transport{DialContext: g.dial, MaxIdleConnsPerHost: 1}
+		}
 		cs = append(cs, c)
 	}
 	return cs
@@ -189,7 +213,7 @@ func clients(gws []*gateway, meta, rest int, timeout time.Duration) []Client {
 // that the history ends with what each one serves.
 func finalReads(rec *Recorder, first int, gws []*gateway, keys []string, timeout time.Duration) {
 	for i, g := range gws {
-		c := &MetaClient{Addr: g.memcache, Timeout: timeout, Via: i}
+		c := &MetaClient{Addr: g.memcache, Timeout: timeout, Via: i, Dial: g.dial}
 		for _, k := range keys {
 			in := Input{Kind: Get, Key: k, Gateway: i}
 			call := rec.Now()
