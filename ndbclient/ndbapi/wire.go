@@ -702,7 +702,7 @@ func decodeResults(b []byte, ops []*ndbclient.Op, extra []stateExtra, tables fun
 		op.Row = op.Row[:0]
 		if code != 0 || status != 0 {
 			msg := string(r.bytes(int(r.u32())))
-			op.Err = mapError(int(code), status, class, msg)
+			op.Err = mapOpError(op.Kind, int(code), status, class, msg)
 			// A delete_all that failed part way has removed some rows.
 			if affected := r.u32(); op.Kind != ndbclient.OpRead {
 				op.Affected = uint64(affected)
@@ -762,6 +762,27 @@ func decodeResults(b []byte, ops []*ndbclient.Op, extra []stateExtra, tables fun
 		return ndbclient.Errorf(ndbclient.CodeInternal, "malformed response from the NDB shim")
 	}
 	return nil
+}
+
+// errLostCoordinator is the NDB API's own "Node failure caused abort of
+// transaction": it lost the connection to the transaction's coordinator,
+// whatever state the transaction was in (Ndb::abortTransactionsAfterNodeFailure).
+const errLostCoordinator = 4010
+
+// mapOpError is mapError for one op's error. A write that lost its
+// coordinator may have committed: NDB reports 4010 even when the commit had
+// gone out with the operations (execute(Commit) sends them together), and a
+// coordinator that is still up (only the API's link to it broke), or the
+// one that took over from it, then commits it. tests/lin found such a write,
+// refused as "temporary" and retried, whose value a later read returned
+// (a gateway cut from one data node). So it is UnknownResult, never
+// retried; a read that lost its coordinator did nothing and stays Temporary.
+func mapOpError(kind ndbclient.OpKind, code int, status, class uint8, msg string) error {
+	if code == errLostCoordinator && kind != ndbclient.OpRead {
+		return &ndbclient.Error{Code: ndbclient.CodeUnknownResult, NativeCode: code,
+			Message: msg + "; the write may have been applied"}
+	}
+	return mapError(code, status, class, msg)
 }
 
 // mapError turns an NdbError into a canonical error, keeping NDB's code and

@@ -289,10 +289,25 @@ func TestMapError(t *testing.T) {
 	} {
 		err := mapError(tc.code, tc.status, tc.class, "m")
 		assert.Equal(t, tc.want, ndbclient.CodeOf(err), "ndb %d", tc.code)
+		assert.Equal(t, tc.want, ndbclient.CodeOf(mapOpError(ndbclient.OpRead, tc.code, tc.status, tc.class, "m")), "a read's ndb %d", tc.code)
 		var e *ndbclient.Error
 		require.ErrorAs(t, err, &e)
 		assert.Equal(t, tc.code, e.NativeCode, "NDB's own code is kept for logs")
 	}
+}
+
+// A write that lost its coordinator (4010) may have committed: it is
+// UnknownResult, not retried; a read is Temporary, retried.
+func TestLostCoordinatorWriteIsUnknown(t *testing.T) {
+	for _, k := range []ndbclient.OpKind{ndbclient.OpWrite, ndbclient.OpInsert, ndbclient.OpUpdate, ndbclient.OpDelete} {
+		err := mapOpError(k, errLostCoordinator, statusTemporary, classNodeRecovery, "Node failure caused abort of transaction")
+		assert.Equal(t, ndbclient.CodeUnknownResult, ndbclient.CodeOf(err), "%v", k)
+		assert.False(t, ndbclient.Retryable(err))
+	}
+	err := mapOpError(ndbclient.OpRead, errLostCoordinator, statusTemporary, classNodeRecovery, "m")
+	assert.Equal(t, ndbclient.CodeTemporary, ndbclient.CodeOf(err))
+	err = mapOpError(ndbclient.OpWrite, 286, statusTemporary, classNodeRecovery, "m")
+	assert.Equal(t, ndbclient.CodeTemporary, ndbclient.CodeOf(err), "the coordinator itself aborted it: retried")
 }
 
 // FuzzDecode: the shim's outputs are decoded without panicking whatever they
