@@ -134,18 +134,34 @@ func notBlocked(t *testing.T, what string, f func()) bool {
 	}
 }
 
+// gated is an engine on a data dir with fsync always whose fsyncs the test
+// holds and releases (gate), with a memcache table, and what reopens it.
+type gated struct {
+	e     *Engine
+	gate  *syncGate
+	tbl   *ndbclient.Table
+	dir   string
+	clock *testClock
+	logs  *logBuffer
+}
+
+func gatedAlways(t *testing.T) gated {
+	g := gated{gate: newSyncGate(), dir: memDir(t), clock: newClock(), logs: &logBuffer{}}
+	cfg := persistCfg(g.dir, FsyncAlways, g.clock, g.logs)
+	cfg.logFileHook = g.gate.hook
+	g.e = openT(t, cfg)
+	g.tbl = mustCreate(t, g.e, memcacheTable("items", 64))
+	return g
+}
+
 // TestPersistClearDoesNotHoldTheTableThroughFsync: with fsync always, while
 // a delete_all's frame is being fsynced, other clients read and write the
 // table (the old delete_all held every partition until the fsync was done).
 // A read that saw the clear completes only once the clear is durable, so
 // that a crash cannot take back what it returned.
 func TestPersistClearDoesNotHoldTheTableThroughFsync(t *testing.T) {
-	dir, clock, logs := memDir(t), newClock(), &logBuffer{}
-	gate := newSyncGate()
-	cfg := persistCfg(dir, FsyncAlways, clock, logs)
-	cfg.logFileHook = gate.hook
-	e := openT(t, cfg)
-	tbl := mustCreate(t, e, memcacheTable("items", 64))
+	g := gatedAlways(t)
+	e, gate, tbl, dir, clock, logs := g.e, g.gate, g.tbl, g.dir, g.clock, g.logs
 	for i := range 40 {
 		put(t, e, tbl, fmt.Sprint("k", i), item{value: "old"})
 	}
@@ -252,12 +268,8 @@ func TestPersistFailedClearPutsRowsBack(t *testing.T) {
 // or a failing disk can never take back what a read returned. (Found by
 // tests/lin: reads saw an incr still in flight, then a kill -9 lost it.)
 func TestPersistReadWaitsForTheChangeItSaw(t *testing.T) {
-	dir, clock, logs := memDir(t), newClock(), &logBuffer{}
-	gate := newSyncGate()
-	cfg := persistCfg(dir, FsyncAlways, clock, logs)
-	cfg.logFileHook = gate.hook
-	e := openT(t, cfg)
-	tbl := mustCreate(t, e, memcacheTable("items", 64))
+	g := gatedAlways(t)
+	e, gate, tbl := g.e, g.gate, g.tbl
 	put(t, e, tbl, "k", item{value: "durable"})
 
 	for _, step := range []struct {

@@ -184,14 +184,7 @@ func TestLiveDataNodeKilled(t *testing.T) {
 	}
 	scenario{gateways: 2, meta: 6, rest: 2, before: 5 * time.Second, after: 5 * time.Second,
 		fault: func(t *testing.T, _ []*gateway) {
-			worker, angel, err := ndbproc.DataNode(victim)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := syscall.Kill(worker.PID, syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			if err := ndbproc.WaitRestarted(cs, victim, angel, 5*time.Minute); err != nil {
+			if err := ndbproc.KillDataNode(cs, victim, 5*time.Minute); err != nil {
 				t.Fatal(err)
 			}
 		}}.run(t)

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -118,15 +117,7 @@ func soakFault(t *testing.T, g *gateway, cs string, w int) {
 		g.start()
 		return
 	}
-	victim := 1 + (w/2)%2
-	worker, angel, err := ndbproc.DataNode(victim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(worker.PID, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	if err := ndbproc.WaitRestarted(cs, victim, angel, 5*time.Minute); err != nil {
+	if err := ndbproc.KillDataNode(cs, 1+(w/2)%2, 5*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -24,9 +24,12 @@ type Proc struct {
 	Dir       string // its working directory
 }
 
-// Procs lists the processes whose program is name.
+// Procs lists the processes whose program is name, in this process's
+// network namespace: a cluster a test built in namespaces of its own (whose
+// node ids may be the same) is not this one.
 func Procs(name string) []Proc {
 	var out []Proc
+	netns, _ := os.Readlink("/proc/self/ns/net")
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -39,6 +42,9 @@ func Procs(name string) []Proc {
 		}
 		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
 		if filepath.Base(args[0]) != name {
+			continue
+		}
+		if ns, _ := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "net")); ns != netns {
 			continue
 		}
 		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
@@ -134,6 +140,19 @@ func WaitRestarted(cs string, id int, angel Proc, timeout time.Duration) error {
 		time.Sleep(500 * time.Millisecond)
 	}
 	return nil
+}
+
+// KillDataNode kills data node id with SIGKILL and waits until it is
+// started again.
+func KillDataNode(cs string, id int, timeout time.Duration) error {
+	worker, angel, err := DataNode(id)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(worker.PID, syscall.SIGKILL); err != nil {
+		return err
+	}
+	return WaitRestarted(cs, id, angel, timeout)
 }
 
 // Management is the one ndb_mgmd of this machine.
