@@ -450,7 +450,7 @@ func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 // finishes one, where two each sleep and wake per round. On NDB 7.5.0 (two
 // data nodes, pool 2) this gave 1.15x ops/s at pipeline 1 (1.08-1.54 over
 // 5 rounds) and left pipeline 16 and 100-key gets level or better (1.03x);
-// bench/RESULTS.md, session 20.
+// bench/HISTORY.md, "Session 20".
 // Past smallRoundsQueued waiting on the first executor (more rounds in
 // flight than the default one per data node), small rounds spread too.
 const (
