@@ -11,7 +11,7 @@ import (
 
 // ndbmemcache's configuration, as ndb-create-tables --ndbmemcache-config
 // writes it: valid tables, and rows that fit them. (Run live against
-// ndbmemcache's own memcached: README, "Beside ndbmemcache".)
+// ndbmemcache's own memcached: docs/RUNNING-ON-NDB.md, "Beside ndbmemcache".)
 func TestNdbmemcacheConfig(t *testing.T) {
 	rows := DemoRows("127.0.0.1:1186")
 	seen := map[string]bool{}

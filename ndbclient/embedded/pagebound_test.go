@@ -11,7 +11,7 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
-// The bound on arena pages under a memory limit (README, memory_limit): one
+// The bound on arena pages under a memory limit (docs/CONFIGURATION.md, memory_limit): one
 // and a half times the limit, plus 64 KiB per table partition (plus, for a
 // moment, one page that a compaction copies rows into).
 

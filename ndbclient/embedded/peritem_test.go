@@ -101,7 +101,7 @@ func TestBytesPerItem(t *testing.T) {
 // Slot arrays and indexes are charged as they are, so with the rows' chunks
 // they stay within the limit (but for each partition's first metaFree
 // bytes), and come off the pages' cap: pages, slot arrays and indexes
-// together stay within it (README, memory_limit). They shrink when mostly
+// together stay within it (docs/CONFIGURATION.md, memory_limit). They shrink when mostly
 // empty, so a table whose rows were evicted gives their memory back. With
 // these rows (32-byte chunks) that is also under two thirds of the limit.
 func checkMetaBound(t *testing.T, e *Engine, limit int64, what string) {

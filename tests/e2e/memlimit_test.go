@@ -61,7 +61,7 @@ func pipelineSets(t *testing.T, addr, prefix string, size, total int, allowOOM b
 
 // memLimitProcess is what the test allows the process besides the embedded
 // engine's arena pages, whose documented bound under --memory-limit L is
-// 1.5 L plus 64 KiB per table partition (README, docs/ARCHITECTURE.md): the
+// 1.5 L plus 64 KiB per table partition (docs/CONFIGURATION.md, docs/ARCHITECTURE.md): the
 // runtime, code, connection buffers, rows' slots and index (charged to L),
 // and the Go heap's slack.
 const memLimitProcess = 64 << 20

@@ -53,7 +53,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/* The container's memory (MiB) for a memory limit M: arena pages, slot
      arrays and indexes together stay within 1.5 M plus 68 KiB per partition
-     and table and 1 MiB while a compaction runs (README,
+     and table and 1 MiB while a compaction runs (docs/CONFIGURATION.md,
      embedded.memory_limit); values still arriving take up to min(M/4, 64
      MiB); the process itself about 30 MiB, which leaves the last 64 MiB room
      for those 68 KiBs (1.1 MiB per 16-partition table). NDB alone: 256 MiB. */}}
