@@ -7,8 +7,96 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
-// Memcached speaks bytes; containers may map keys and values onto typed columns.
-// Several columns are joined with tabs, as in ndbmemcache.
+// A container's column mapping: memcache keys and values to column values
+// and back. Memcached speaks bytes; containers may map keys and values onto
+// typed columns. Several columns are joined with tabs, as in ndbmemcache.
+
+// keyValues converts a memcache key into the container's primary-key values.
+func (r *Request) keyValues(c *Container, key []byte, dst []ndbclient.Value) ([]ndbclient.Value, error) {
+	if c.simple {
+		return append(dst, ndbclient.Bytes(key)), nil
+	}
+	r.fields = splitFields(r.fields, key, len(c.KeyColumns))
+	for i, col := range c.KeyColumns {
+		v, err := textToValue(&c.Table.Columns[col], r.fields[i])
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, v)
+	}
+	return dst, nil
+}
+
+// setValueColumns appends the value columns' assignments for text.
+func (r *Request) setValueColumns(c *Container, o *ndbclient.Op, text []byte) error {
+	if len(c.ValueColumns) == 1 && isBytesColumn(c.Table.Columns[c.ValueColumns[0]].Type) {
+		o.Set = append(o.Set, ndbclient.ColumnValue{Column: c.ValueColumns[0], Value: ndbclient.Bytes(text)})
+		return nil
+	}
+	r.fields = splitFields(r.fields, text, len(c.ValueColumns))
+	for i, col := range c.ValueColumns {
+		v, err := textToValue(&c.Table.Columns[col], r.fields[i])
+		if err != nil {
+			return err
+		}
+		o.Set = append(o.Set, ndbclient.ColumnValue{Column: col, Value: v})
+	}
+	return nil
+}
+
+// setMath mirrors a canonical number into the math column, or NULLs it.
+func setMath(c *Container, o *ndbclient.Op, text []byte) {
+	if c.MathColumn < 0 {
+		return
+	}
+	v := ndbclient.Null()
+	if n, ok := parseCanonicalUint(text); ok {
+		v = ndbclient.Uint(n)
+	}
+	o.Set = append(o.Set, ndbclient.ColumnValue{Column: c.MathColumn, Value: v})
+}
+
+func setUint(o *ndbclient.Op, col int, v uint64) {
+	if col >= 0 {
+		o.Set = append(o.Set, ndbclient.ColumnValue{Column: col, Value: ndbclient.Uint(v)})
+	}
+}
+
+// decodeText appends the memcache value of a row read with c.readProj. A
+// non-NULL math column is authoritative: incr/decr change only it.
+func decodeText(c *Container, row []ndbclient.Value, dst []byte) []byte {
+	if c.MathColumn >= 0 {
+		if m := row[len(row)-1]; !m.IsNull() {
+			return strconv.AppendUint(dst, m.Uint(), 10)
+		}
+	}
+	for i := range c.ValueColumns {
+		if i > 0 {
+			dst = append(dst, '\t')
+		}
+		dst = appendValueText(dst, row[i], c.Table.Columns[c.ValueColumns[i]].Type)
+	}
+	return dst
+}
+
+// rowMeta returns flags, cas and expiry (unix seconds, 0 never) of a row read
+// with c.readProj.
+func rowMeta(c *Container, row []ndbclient.Value) (flags uint32, cas uint64, expire uint32) {
+	i := len(c.ValueColumns)
+	flags = c.StaticFlags
+	if c.FlagsColumn >= 0 {
+		flags = uint32(row[i].Uint())
+		i++
+	}
+	if c.CasColumn >= 0 {
+		cas = row[i].Uint()
+		i++
+	}
+	if c.ExpireColumn >= 0 {
+		expire = uint32(row[i].Uint())
+	}
+	return flags, cas, expire
+}
 
 // textToValue converts one memcache text field into a column value.
 func textToValue(col *ndbclient.Column, text []byte) (ndbclient.Value, error) {

@@ -9,6 +9,9 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
+// Access policies, containers and key-prefix routes. How a container maps
+// memcache keys and values onto its columns is in columns.go.
+
 // Access is where one kind of operation of a key prefix goes: the values
 // of ndbmemcache's get_policy, set_policy and delete_policy.
 type Access uint8

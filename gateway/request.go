@@ -6,6 +6,9 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
+// What a request is: verbs, outcomes, items, and the reusable Request with
+// its inputs, outputs and buffers.
+
 // Verb is a protocol-neutral key-value request kind with memcached's meaning.
 type Verb uint8
 

@@ -13,6 +13,9 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
+// The Service: its options, routes, cas sequence, expiry clock and
+// flush_all. A request's run starts at Do (stages.go).
+
 // Options wires a Service.
 type Options struct {
 	// Backend serves ndb-only and caching routes: the NDB cluster, or the embedded
@@ -325,60 +328,6 @@ func (s *Service) flushNow() error {
 	return first
 }
 
-// Do runs r and calls r.Done exactly once, inline or later from another goroutine.
-func (s *Service) Do(r *Request) {
-	r.svc = s
-	r.Outcome, r.Err, r.Number, r.NewCas = OutcomeNone, nil, 0, 0
-	if len(r.keyEnds) == 0 {
-		r.fail(ndbclient.Errorf(ndbclient.CodeInvalidArgument, "no key"))
-		r.finish()
-		return
-	}
-	r.targets = r.targets[:0]
-	rtr := s.routing.Load().router
-	for i := range r.keyEnds {
-		k := r.Key(i)
-		rt, stripped := r.Route, k
-		if rt == nil {
-			rt, stripped = rtr.match(k)
-		}
-		if rt == nil && r.Verb != VerbGet && r.Verb != VerbGat && len(r.sets) == 0 {
-			r.fail(errNoRoute)
-			r.finish()
-			return
-		}
-		r.targets = append(r.targets, keyTarget{route: rt, key: stripped})
-	}
-	if len(r.targets) == 1 && r.targets[0].route != nil && r.targets[0].route.Refused != nil && r.Verb != VerbGet && r.Verb != VerbGat {
-		r.fail(r.targets[0].route.Refused)
-		r.finish()
-		return
-	}
-	if r.disabledByPolicy() {
-		r.finish()
-		return
-	}
-	switch r.Verb {
-	case VerbGet, VerbGat:
-		r.startGet()
-	case VerbSet:
-		if len(r.sets) > 0 {
-			r.startSets()
-		} else {
-			r.startWrite()
-		}
-	case VerbAdd, VerbReplace, VerbCas, VerbDelete, VerbTouch, VerbUnlink:
-		r.startWrite()
-	case VerbAppend, VerbPrepend:
-		r.startAppend()
-	case VerbIncr, VerbDecr:
-		r.startIncr()
-	default:
-		r.fail(ndbclient.Errorf(ndbclient.CodeInvalidArgument, "unknown verb"))
-		r.finish()
-	}
-}
-
 // RouteOf returns the route that serves container name: the first route, by
 // longest prefix, that maps to it. A KV request pinned to it sees the same rows
 // the memcache port sees under that prefix.
@@ -400,8 +349,6 @@ func (s *Service) Run(r *Request) {
 	s.Do(r)
 	<-ch
 }
-
-var errNoRoute = &ndbclient.Error{Code: ndbclient.CodeInvalidArgument, Message: "no container for this key prefix"}
 
 // DriverStats sums the engine figures of the backend and the local cache.
 func (s *Service) DriverStats() ndbclient.DriverStats {

@@ -6,9 +6,9 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
-// writeClient is where a single-key write goes: caching keys are written to the
-// backend (finish then drops the local copy).
-func (r *Request) writeClient() *ndbclient.Client { return r.clientOf(&r.targets[0]) }
+// The write stages: plain stores and deletes, the invalidating cas store,
+// append and incr with their read-modify-write and create fallbacks, and a
+// set of several keys; first the single-key helpers they share.
 
 // firstOp prepares op 0 for the request's single key.
 func (r *Request) firstOp(kind ndbclient.OpKind) (*ndbclient.Op, *Container, bool) {
@@ -609,45 +609,6 @@ var errMixedSets = ndbclient.Errorf(ndbclient.CodeInvalidArgument, "keys of one 
 
 // errSetDisabled refuses a key of a set of several whose policy disables sets.
 var errSetDisabled = ndbclient.Errorf(ndbclient.CodeInvalidArgument, "the key prefix's policy disables sets")
-
-// clientOf is the client a write of target t goes to.
-func (r *Request) clientOf(t *keyTarget) *ndbclient.Client {
-	if t.route.Policy.writeAccess(r.Verb) == AccessLocal {
-		return r.svc.local
-	}
-	return r.svc.backend
-}
-
-// disabledByPolicy answers a single-key write whose policy disables it, as
-// ndbmemcache does: NOT_FOUND for a delete or touch, NOT_STORED otherwise.
-// Gets need no check (a disabled get is in no pass: a miss), and a
-// multi-key set has no such key (SetsCanShareABatch).
-func (r *Request) disabledByPolicy() bool {
-	if r.Verb == VerbGet || r.Verb == VerbGat || len(r.sets) > 0 || len(r.targets) != 1 {
-		return false
-	}
-	t := &r.targets[0]
-	if t.route == nil || t.route.Policy.writeAccess(r.Verb) != AccessDisabled {
-		return false
-	}
-	switch r.Verb {
-	case VerbDelete, VerbUnlink, VerbTouch:
-		r.Outcome = OutcomeNotFound
-	default:
-		r.Outcome = OutcomeNotStored
-	}
-	return true
-}
-
-// dropsLocalCopy: a write of target t went to the backend while the
-// policy may hold a copy of the key in the local cache.
-func (r *Request) dropsLocalCopy(t *keyTarget) bool {
-	if t.route == nil || !t.route.Policy.UsesLocal() {
-		return false
-	}
-	a := t.route.Policy.writeAccess(r.Verb)
-	return a == AccessNDB || a == AccessCaching
-}
 
 func (r *Request) setsDone() {
 	for _, o := range r.batch.Ops {
