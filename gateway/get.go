@@ -50,7 +50,7 @@ func (r *Request) nextGetPass() {
 			r.backendFrom, r.backendTo = from, n
 			for j := from; j < n; j++ {
 				if t := &r.targets[r.ops[j].Tag]; t.route.Policy.Get == AccessCaching {
-					t.fillGen = r.svc.fills.generation(t.key)
+					t.fillStripe, t.fillGen = r.svc.fills.generation(t.key)
 				}
 			}
 		}
@@ -173,6 +173,7 @@ func (r *Request) fillLocal() {
 	if r.svc.local == nil || r.backendTo == r.backendFrom {
 		return
 	}
+	var fills []pendingFill
 	for j := r.backendFrom; j < r.backendTo; j++ {
 		o := &r.ops[j]
 		if o.Kind != ndbclient.OpRead || o.Err != nil {
@@ -187,7 +188,10 @@ func (r *Request) fillLocal() {
 		for k, col := range c.readProj {
 			w.Set = append(w.Set, ndbclient.ColumnValue{Column: col, Value: o.Row[k]})
 		}
-		r.svc.fills.fill(r.svc.local, t.key, t.fillGen, w, r.Shard)
+		fills = append(fills, pendingFill{stripe: t.fillStripe, gen: t.fillGen, op: w})
+	}
+	if len(fills) > 0 {
+		r.svc.fills.fill(r.svc.local, fills, r.Shard)
 	}
 }
 

@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -31,24 +33,47 @@ type fillStripe struct {
 	_   [48]byte // one stripe a cache line
 }
 
-func (g *fillGuard) stripe(key []byte) *fillStripe {
-	return &g.stripes[maphash.Bytes(g.seed, key)%fillStripes]
+func (g *fillGuard) stripeOf(key []byte) int { return int(maphash.Bytes(g.seed, key) % fillStripes) }
+
+func (g *fillGuard) stripe(key []byte) *fillStripe { return &g.stripes[g.stripeOf(key)] }
+
+// generation is the key's stripe and its generation, taken before the
+// backend read whose result may fill the local copy.
+func (g *fillGuard) generation(key []byte) (stripe int, gen uint64) {
+	i := g.stripeOf(key)
+	return i, g.stripes[i].gen.Load()
 }
 
-// generation is the key's stripe generation, taken before the backend read
-// whose result may fill the local copy.
-func (g *fillGuard) generation(key []byte) uint64 { return g.stripe(key).gen.Load() }
+// pendingFill is a write of a local copy, with the stripe generation from
+// before the backend read it copies.
+type pendingFill struct {
+	stripe int
+	gen    uint64
+	op     *ndbclient.Op
+}
 
-// fill runs op (a write of the local copy) unless a drop of the key's
-// stripe came after gen.
-func (g *fillGuard) fill(local *ndbclient.Client, key []byte, gen uint64, op *ndbclient.Op, shard int) {
-	s := g.stripe(key)
-	s.mu.Lock()
-	if s.gen.Load() == gen {
-		b := ndbclient.Batch{Ops: []*ndbclient.Op{op}, Shard: shard}
+// fill runs, as one batch, the fills whose stripe no drop has advanced
+// since their read. It holds their stripes, taken in ascending order (a
+// drop holds one), so no drop slips between the check and the write.
+func (g *fillGuard) fill(local *ndbclient.Client, fills []pendingFill, shard int) {
+	slices.SortFunc(fills, func(a, b pendingFill) int { return cmp.Compare(a.stripe, b.stripe) })
+	b := ndbclient.Batch{Shard: shard}
+	for i, f := range fills {
+		if i == 0 || fills[i-1].stripe != f.stripe {
+			g.stripes[f.stripe].mu.Lock()
+		}
+		if g.stripes[f.stripe].gen.Load() == f.gen {
+			b.Ops = append(b.Ops, f.op)
+		}
+	}
+	if len(b.Ops) > 0 {
 		_ = local.Execute(context.Background(), &b)
 	}
-	s.mu.Unlock()
+	for i, f := range fills {
+		if i == 0 || fills[i-1].stripe != f.stripe {
+			g.stripes[f.stripe].mu.Unlock()
+		}
+	}
 }
 
 // drop runs op (a delete of the local copy) and advances the stripe's

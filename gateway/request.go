@@ -155,9 +155,10 @@ type keySet struct {
 type keyTarget struct {
 	route *Route
 	key   []byte // the key with the route's prefix removed
-	// fillGen is the key's fill generation as of the backend read of a
-	// caching get (fillGuard).
-	fillGen uint64
+	// fillStripe and fillGen are the key's fill stripe and its generation
+	// as of the backend read of a caching get (fillGuard).
+	fillStripe int
+	fillGen    uint64
 }
 
 // NewRequest makes a request bound to s.
