@@ -12,10 +12,14 @@ import (
 // Submit through the dispatcher (dispatch.go). The gateway's view of it stays
 // Execute and Submit.
 type Client struct {
-	driver   Driver
-	cfg      DispatchConfig
-	nodes    int
-	lanes    []*lane
+	driver Driver
+	cfg    DispatchConfig
+	nodes  int
+	// lanes is one per data node the driver's NodeOf names, made on demand
+	// (lane) so that data nodes added while serving get theirs; nil with
+	// lanes off. Copy-on-write: send loads it without a lock.
+	lanes    atomic.Pointer[[]*lane]
+	lanesMu  sync.Mutex       // serialises growing lanes
 	inline   bool             // the driver completes every Submit inline (InlineDriver)
 	batcher  PartitionBatcher // nil if the driver has none
 	inFlight atomic.Int64
@@ -36,12 +40,34 @@ func NewClientWith(d Driver, cfg DispatchConfig) *Client {
 	c.scratch.New = func() any { s := make([]*round, 0, 8); return &s }
 	liveClients.add(c)
 	if cfg.Lanes {
-		c.lanes = make([]*lane, c.nodes)
-		for i := range c.lanes {
-			c.lanes[i] = &lane{c: c, node: i, nodeOps: dispatchNodeOps.WithLabelValues(fmt.Sprint(i))}
-		}
+		c.lane(c.nodes - 1)
 	}
 	return c
+}
+
+// maxLanes bounds the lanes a driver's NodeOf may ask for (NDB has at most
+// 144 data nodes, RonDB included); a larger answer goes to lane 0.
+const maxLanes = 256
+
+// lane returns lane i, making lanes up to it first if need be.
+func (c *Client) lane(i int) *lane {
+	if ls := c.lanes.Load(); ls != nil && i < len(*ls) {
+		return (*ls)[i]
+	}
+	c.lanesMu.Lock()
+	defer c.lanesMu.Unlock()
+	var grown []*lane
+	if ls := c.lanes.Load(); ls != nil {
+		if i < len(*ls) {
+			return (*ls)[i]
+		}
+		grown = append(grown, *ls...)
+	}
+	for n := len(grown); n <= i; n++ {
+		grown = append(grown, &lane{c: c, node: n, nodeOps: dispatchNodeOps.WithLabelValues(fmt.Sprint(n))})
+	}
+	c.lanes.Store(&grown)
+	return grown[i]
 }
 
 // liveClients lets the in-flight gauge sum every client at scrape time without

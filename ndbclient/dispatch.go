@@ -291,8 +291,10 @@ func (c *Client) nodeOf(op *Op) (node int, hint bool) {
 			op.SetKeyPartition(p)
 		}
 	}
+	// Past the nodes known at start: data nodes added while serving, whose
+	// lanes are made when first used.
 	n := c.driver.NodeOf(op.Table, p)
-	if n < 0 || n >= c.nodes {
+	if n < 0 || n >= maxLanes {
 		return 0, true
 	}
 	return n, true
@@ -306,7 +308,7 @@ func (c *Client) send(r *round) {
 		runFlights(f)
 		return
 	}
-	c.lanes[r.node].enqueue(r)
+	c.lane(r.node).enqueue(r)
 }
 
 func (c *Client) newFlight(l *lane) *flight {

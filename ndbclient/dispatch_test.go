@@ -599,3 +599,54 @@ func TestDispatchBatchesPartitions(t *testing.T) {
 		})
 	}
 }
+
+// startsSmaller is a driver that knew fewer data nodes when the client was
+// made than its NodeOf names now: data nodes added while serving.
+type startsSmaller struct {
+	*recorder
+	atStart int
+}
+
+func (s startsSmaller) Stats() ndbclient.DriverStats {
+	st := s.recorder.Stats()
+	st.Nodes = s.atStart
+	return st
+}
+
+// TestDispatchLanesForAddedNodes: a node the driver names past those it had
+// at start gets a lane of its own, so its rounds neither queue behind another
+// node's flight nor leave on another node's lane.
+func TestDispatchLanesForAddedNodes(t *testing.T) {
+	e, tbl := newEngine(t, 4, 100)
+	rec := &recorder{Driver: e, hold: make(chan struct{})}
+	c := ndbclient.NewClientWith(startsSmaller{recorder: rec, atStart: 2},
+		ndbclient.DispatchConfig{Lanes: true, RoundSize: 1000, RoundsPerNode: 1})
+	var b ndbclient.Batch
+	for i := 0; i < 100; i++ {
+		b.Ops = append(b.Ops, readOp(tbl, fmt.Sprintf("k%d", i)))
+	}
+	ch := make(chan error, 1)
+	c.Submit(&b, func(_ *ndbclient.Batch, err error) { ch <- err })
+	// Every round is held in the driver: one flight per lane is in it.
+	var nodeSets []map[int]bool
+	require.Eventually(t, func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.nodeSets) >= 4
+	}, 5*time.Second, time.Millisecond, "a flight on each of the 4 nodes' lanes at once")
+	close(rec.hold)
+	require.NoError(t, <-ch)
+	_, nodeSets = rec.take()
+	seen := map[int]bool{}
+	for _, s := range nodeSets {
+		require.Len(t, s, 1, "each round holds one node's keys: %v", nodeSets)
+		for n := range s {
+			seen[n] = true
+		}
+	}
+	assert.Equal(t, map[int]bool{0: true, 1: true, 2: true, 3: true}, seen)
+	for i, op := range b.Ops {
+		require.NoError(t, op.Err)
+		assert.Equal(t, fmt.Sprintf("v%d", i), string(op.Row[0].B))
+	}
+}
