@@ -126,6 +126,11 @@ type DriverStats struct {
 	// holding the key's primary replica (NDB; 0 on the embedded engine).
 	HintedTransactions    uint64
 	TransactionsOnPrimary uint64
+	// ConnectionsRemade counts pooled connections made again to learn data
+	// nodes added to the cluster; TablesRedescribed counts tables described
+	// again after NDB reported them altered or reorganised (NDB).
+	ConnectionsRemade uint64
+	TablesRedescribed uint64
 	// The embedded engine's data dir (0 without one): bytes of log since the
 	// last snapshot, snapshots taken, and failed log writes or fsyncs.
 	LogBytes       uint64

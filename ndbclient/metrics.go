@@ -88,6 +88,9 @@ var (
 	descLive  = prometheus.NewDesc("ndbgate_backend_live_data_nodes", "Data nodes the driver can reach now; below ndbgate_backend_data_nodes during a node failure.", nil, nil)
 	descConn  = prometheus.NewDesc("ndbgate_backend_connects_total", "Attachments to the cluster: the first, and one per recovery after every data node was lost.", nil, nil)
 	descHint  = prometheus.NewDesc("ndbgate_backend_hinted_transactions_total", "Transactions started with their key as the TC hint (NDB).", nil, nil)
+	descParts = prometheus.NewDesc("ndbgate_backend_partitions", "Partitions of the tables in use, summed (NDB: fragments; they change when a table is reorganised).", nil, nil)
+	descRemad = prometheus.NewDesc("ndbgate_backend_connections_remade_total", "Pooled NDB connections made again to learn data nodes added to the cluster.", nil, nil)
+	descRedes = prometheus.NewDesc("ndbgate_backend_tables_redescribed_total", "Tables described again after NDB reported them altered or reorganised.", nil, nil)
 	descOnPri = prometheus.NewDesc("ndbgate_backend_transactions_on_primary_total", "Hinted transactions whose TC ran on the data node holding the key's primary replica (NDB).", nil, nil)
 	descLogB  = prometheus.NewDesc("ndbgate_engine_log_bytes", "Bytes of the embedded engine's log since its last snapshot (0 without a data dir).", nil, nil)
 	descSnaps = prometheus.NewDesc("ndbgate_engine_snapshots_total", "Snapshots the embedded engine wrote to its data dir.", nil, nil)
@@ -110,6 +113,9 @@ func (c *driverCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descConn
 	ch <- descHint
 	ch <- descOnPri
+	ch <- descParts
+	ch <- descRemad
+	ch <- descRedes
 	ch <- descLogB
 	ch <- descSnaps
 	ch <- descLogE
@@ -129,6 +135,9 @@ func (c *driverCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descConn, prometheus.CounterValue, float64(s.Connects))
 	ch <- prometheus.MustNewConstMetric(descHint, prometheus.CounterValue, float64(s.HintedTransactions))
 	ch <- prometheus.MustNewConstMetric(descOnPri, prometheus.CounterValue, float64(s.TransactionsOnPrimary))
+	ch <- prometheus.MustNewConstMetric(descParts, prometheus.GaugeValue, float64(s.Partitions))
+	ch <- prometheus.MustNewConstMetric(descRemad, prometheus.CounterValue, float64(s.ConnectionsRemade))
+	ch <- prometheus.MustNewConstMetric(descRedes, prometheus.CounterValue, float64(s.TablesRedescribed))
 	ch <- prometheus.MustNewConstMetric(descLogB, prometheus.GaugeValue, float64(s.LogBytes))
 	ch <- prometheus.MustNewConstMetric(descSnaps, prometheus.CounterValue, float64(s.Snapshots))
 	ch <- prometheus.MustNewConstMetric(descLogE, prometheus.CounterValue, float64(s.LogWriteErrors))

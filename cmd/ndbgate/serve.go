@@ -245,7 +245,8 @@ func opsHandlers(reg *prometheus.Registry, svc *gateway.Service) map[string]http
 			// Ready with data nodes down is still ready (replicas cover them);
 			// say how many are live so an operator sees a degraded cluster.
 			st := svc.DriverStats()
-			_, _ = fmt.Fprintf(w, `{"status":"ready","data_nodes":%d,"live_data_nodes":%d,"connects":%d}`, st.Nodes, st.LiveNodes, st.Connects)
+			_, _ = fmt.Fprintf(w, `{"status":"ready","data_nodes":%d,"live_data_nodes":%d,"partitions":%d,"connects":%d}`,
+				st.Nodes, st.LiveNodes, st.Partitions, st.Connects)
 		}),
 	}
 }

@@ -75,10 +75,15 @@ type Config struct {
 // shim prepares the round's transactions with executeAsynchPrepare and sends
 // them with one sendPollNdb; Submit only queues to an executor.
 type Driver struct {
-	pool  *C.ndbgate_pool
-	nodes int
+	pool *C.ndbgate_pool
+	// nodes is the data nodes the pool's connections know; it grows when
+	// they are made again after data nodes were added (follow.go).
+	nodes atomic.Int32
 	execs []*executor
-	next  atomic.Uint32
+	// connectstring and timeoutSec make connections again (follow.go).
+	connectstring string
+	timeoutSec    int
+	next          atomic.Uint32
 	// releaseProcs gives back the Ps reserved for the executors.
 	releaseProcs func()
 	mu           sync.RWMutex // guards byName, refreshing, and writes of bySch
@@ -101,9 +106,14 @@ type Driver struct {
 	detachedAt atomic.Int64
 	backAt     atomic.Int64
 	reconnects atomic.Uint64
-	stopWatch  chan struct{}
-	watching   sync.WaitGroup
-	log        *slog.Logger
+	// connectionsRemade counts pooled connections made again to learn added
+	// data nodes; redescribed counts tables described again after NDB
+	// reported them altered or reorganised (follow.go).
+	connectionsRemade atomic.Uint64
+	redescribed       atomic.Uint64
+	stopWatch         chan struct{}
+	watching          sync.WaitGroup
+	log               *slog.Logger
 }
 
 type work struct {
@@ -142,9 +152,10 @@ func Open(cfg Config) (*Driver, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	d := &Driver{pool: p, nodes: int(C.ndbgate_data_nodes(p)),
+	d := &Driver{pool: p, connectstring: cfg.Connectstring, timeoutSec: cfg.TimeoutSec,
 		byName: map[string]*tableInfo{}, refreshing: map[*tableInfo]bool{},
 		stopWatch: make(chan struct{}), log: cfg.Log}
+	d.nodes.Store(int32(C.ndbgate_data_nodes(p)))
 	d.watching.Add(1)
 	go d.watch()
 	for i := 0; i < cfg.PoolSize; i++ {
@@ -160,6 +171,8 @@ func Open(cfg Config) (*Driver, error) {
 	// none spare, the runtime takes it back on every wait. On NDB 7.5.0 this
 	// cut the gateway's CPU per op by about 15 % with 64 clients.
 	d.releaseProcs = procs.Reserve(len(d.execs))
+	d.watching.Add(1)
+	go d.follow()
 	return d, nil
 }
 
@@ -386,7 +399,12 @@ func (d *Driver) describeAgain(ti *tableInfo) error {
 	} else {
 		// A reorganisation (ALTER TABLE ... REORGANIZE PARTITION) changes the
 		// partition count and where the primaries are.
+		if before := int(ti.partitionCount.Load()); before != cur.schema.Partitions {
+			d.log.LogAttrs(context.Background(), slog.LevelInfo, "NDB: table reorganised; routing by its new partitions",
+				slog.String("table", db+"."+name), slog.Int("partitions_before", before), slog.Int("partitions", cur.schema.Partitions))
+		}
 		d.storeLanes(ti, cur.schema.Partitions)
+		d.redescribed.Add(1)
 	}
 	if gone != nil {
 		ti.gone.Store(&goneTable{err: gone, at: time.Now()})
@@ -734,6 +752,7 @@ func (d *Driver) NodeOf(t *ndbclient.Table, partition int) int {
 func (d *Driver) storeLanes(ti *tableInfo, n int) {
 	lanes := d.primaryLanes(ti.id, n)
 	ti.lanes.Store(&lanes)
+	ti.partitionCount.Store(int32(n))
 	// A reorganisation moves keys between partitions: forget them all.
 	ti.partitions.Store(newPartitionMemo(partitionMemoEntries))
 }
@@ -745,7 +764,8 @@ func (d *Driver) storeLanes(ti *tableInfo, n int) {
 // primaries may move, which only makes the lane a worse hint (NDB still
 // routes right).
 func (d *Driver) primaryLanes(id, n int) []int {
-	if n <= 0 || d.nodes <= 1 {
+	nodes := int(d.nodes.Load())
+	if n <= 0 || nodes <= 1 {
 		return nil
 	}
 	ids := make([]int, n)
@@ -760,7 +780,7 @@ func (d *Driver) primaryLanes(id, n int) []int {
 	lanes := make([]int, n)
 	for p, id := range ids {
 		if i := slices.Index(distinct, id); i >= 0 {
-			lanes[p] = i % d.nodes
+			lanes[p] = i % nodes
 		}
 	}
 	return lanes
@@ -777,8 +797,10 @@ func (d *Driver) Stats() ndbclient.DriverStats {
 	d.mu.RLock()
 	tables := len(d.byName)
 	ids := make([]int, 0, len(d.tables()))
+	partitions := 0
 	for _, ti := range d.tables() {
 		ids = append(ids, ti.id)
+		partitions += int(ti.partitionCount.Load())
 	}
 	d.mu.RUnlock()
 	var items uint64
@@ -789,8 +811,9 @@ func (d *Driver) Stats() ndbclient.DriverStats {
 			items += uint64(rows)
 		}
 	}
-	return ndbclient.DriverStats{Nodes: d.nodes, Tables: tables, LiveNodes: live, Connects: 1 + d.reconnects.Load(),
-		HintedTransactions: uint64(hinted), TransactionsOnPrimary: uint64(onPrimary), Items: items}
+	return ndbclient.DriverStats{Nodes: int(d.nodes.Load()), Tables: tables, Partitions: partitions, LiveNodes: live,
+		Connects: 1 + d.reconnects.Load(), HintedTransactions: uint64(hinted), TransactionsOnPrimary: uint64(onPrimary),
+		ConnectionsRemade: d.connectionsRemade.Load(), TablesRedescribed: d.redescribed.Load(), Items: items}
 }
 
 // ScanRows reads every row of t (ndbclient.RowScanner) with one
@@ -988,5 +1011,5 @@ var (
 
 // String is for logs.
 func (d *Driver) String() string {
-	return fmt.Sprintf("ndbapi(%d connections, %d data nodes)", len(d.execs), d.nodes)
+	return fmt.Sprintf("ndbapi(%d connections, %d data nodes)", len(d.execs), d.nodes.Load())
 }

@@ -14,6 +14,8 @@
 //   shim_program.cpp    interpreted programs: CAS, incr/decr, expiry
 //   shim_execute.cpp    running a round: transactions, sync ops, results
 //   shim_conn.cpp       the pool's connections, detach and reattach
+//   shim_follow.cpp     following a changing cluster: tables reorganised,
+//                       data nodes added (a connection made again)
 //   shim_table.cpp      describing, creating, dropping and altering tables
 //   shim_scan.cpp       counting and scanning a table's rows
 //   shim.cpp            this overview, and helpers they all use (errors, tableOf)

@@ -42,6 +42,21 @@ void ndbgate_detach(ndbgate_pool *pool);
 int ndbgate_reattach(ndbgate_pool *pool, char *err, int errlen);
 void ndbgate_resume(ndbgate_pool *pool);
 
+// Following a changing cluster (shim_follow.cpp). ndbgate_table_altered: 1
+// when NDB has told the API that table_id was altered or reorganised since
+// it was described (describe it again: ndbgate_refresh). ndbgate_config_data_nodes:
+// the data nodes in the management server's configuration, or -1 with the
+// reason in err. ndbgate_conn_data_nodes: the data nodes connection conn
+// knows (its configuration when it connected). ndbgate_roll_connection
+// replaces connection conn with a new one (a new API node id, the current
+// configuration) with the same tables, waiting only for the rounds in flight
+// when it swaps them; 0, or -1 with the reason in err (the old one stays).
+int ndbgate_table_altered(ndbgate_pool *pool, int table_id);
+int ndbgate_config_data_nodes(const char *connectstring, int timeout_ms, char *err, int errlen);
+int ndbgate_conn_data_nodes(ndbgate_pool *pool, int conn);
+int ndbgate_roll_connection(ndbgate_pool *pool, int conn, const char *connectstring, int timeout_s, char *err,
+                            int errlen);
+
 // ndbgate_describe writes a table's shape into out (wire.go: describe
 // format) and returns its id for later calls; negative on error.
 int ndbgate_describe(ndbgate_pool *pool, const char *db, const char *table,

@@ -8,29 +8,36 @@
 
 namespace shim {
 
-// dropNdbs deletes connection i's Ndb objects and everything made through
-// them. Callers hold roundMu exclusively and dictMu, or are ndbgate_close.
-static void dropNdbs(ndbgate_pool *pool, size_t i) {
-  Conn &c = pool->conns[i];
-  // First the executor's Ndb: deleting it releases the transactions it
-  // still has (abandoned ones too), so nothing can unpack through the
-  // records or write into c.abandoned after this.
+// dropConnNdbs deletes c's Ndb objects and the records in recs, made through
+// them. First the executor's Ndb: deleting it releases the transactions it
+// still has (abandoned ones too), so nothing can unpack through the records
+// or write into c.abandoned after this. Then every record, through the
+// dictionary of the still-alive dict that made them, and only then dict
+// itself (which drops the table objects). Callers hold roundMu exclusively
+// and dictMu, or own c alone (ndbgate_close, a replaced connection).
+void dropConnNdbs(Conn &c, const std::vector<TableRecs *> &recs) {
   delete c.ndb;
   c.ndb = nullptr;
   dropAbandoned(c);
   if (!c.dict) return;
-  // Then every record, through the dictionary of the still-alive dict that
-  // made them, and only then dict itself (which drops the table objects).
-  for (std::vector<TableRecs> &byConn : pool->tables) {
-    if (i < byConn.size()) freeRecs(c, byConn[i]);
-  }
+  for (TableRecs *r : recs) freeRecs(c, *r);
   releaseRetired(c);
   delete c.dict;
   c.dict = nullptr;
 }
 
+// dropNdbs deletes connection i's Ndb objects and everything made through
+// them.
+static void dropNdbs(ndbgate_pool *pool, size_t i) {
+  std::vector<TableRecs *> recs;
+  for (std::vector<TableRecs> &byConn : pool->tables) {
+    if (i < byConn.size()) recs.push_back(&byConn[i]);
+  }
+  dropConnNdbs(pool->conns[i], recs);
+}
+
 // makeNdbs gives connection c a new executor Ndb and dictionary Ndb.
-static bool makeNdbs(Conn &c, char *err, int errlen) {
+bool makeNdbs(Conn &c, char *err, int errlen) {
   c.ndb = new Ndb(c.cluster);
   c.dict = new Ndb(c.cluster);
   if (c.ndb->init(kNdbTransactions) == 0 && c.dict->init(4) == 0) return true;
@@ -94,6 +101,7 @@ void ndbgate_hint_stats(ndbgate_pool *pool, unsigned long long *hinted, unsigned
 }
 
 int ndbgate_live_nodes(ndbgate_pool *pool) {
+  std::shared_lock<std::shared_mutex> g(pool->mu);  // no roll replaces a cluster object meanwhile
   int live = -1;
   for (Conn &c : pool->conns) {
     const int r = c.cluster->get_no_ready();
@@ -132,6 +140,7 @@ void ndbgate_resume(ndbgate_pool *pool) {
 }
 
 int ndbgate_ready(ndbgate_pool *pool, char *err, int errlen) {
+  std::shared_lock<std::shared_mutex> g(pool->mu);
   for (Conn &c : pool->conns) {
     // wait_until_ready: 0 all nodes live, > 0 at least one, < 0 none.
     if (c.cluster->wait_until_ready(0, 0) < 0) {
@@ -143,10 +152,12 @@ int ndbgate_ready(ndbgate_pool *pool, char *err, int errlen) {
 }
 
 int ndbgate_data_nodes(ndbgate_pool *pool) {
+  std::shared_lock<std::shared_mutex> g(pool->mu);
   return pool->conns.empty() ? 0 : static_cast<int>(pool->conns[0].cluster->no_db_nodes());
 }
 
 int ndbgate_node_id(ndbgate_pool *pool) {
+  std::shared_lock<std::shared_mutex> g(pool->mu);
   return pool->conns.empty() ? 0 : static_cast<int>(pool->conns[0].cluster->node_id());
 }
 

@@ -461,6 +461,10 @@ static void failOps(std::vector<Op> &ops, const Txn &t, const NdbError &e) {
 // first for the key's partition, its primary replica. That list is what
 // startTransaction's hint chooses by, and what the dispatcher's lanes use.
 static bool onPrimary(NdbTransaction *tx, const Op &op, Uint32 partition) {
+  // A table reorganised since it was described: its partitions and primaries
+  // here are the old ones, so the hint may well have missed. Not counted as
+  // on the primary until the driver describes it again.
+  if (op.recs->t->getObjectStatus() != NdbDictionary::Object::Retrieved) return false;
   Uint32 nodes[4];
   if (op.recs->t->getFragmentNodes(partition, nodes, 4) == 0) return false;
   return nodes[0] == tx->getConnectedNodeId();

@@ -18,6 +18,7 @@
 #include <new>
 #include <shared_mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace shim {
@@ -258,7 +259,9 @@ class LentVectors {
 
 }  // namespace shim
 
-// Lock order: roundMu, then dictMu, then mu.
+// Lock order: roundMu, then dictMu, then mu. A connection's cluster object
+// is replaced (ndbgate_roll_connection) under all three: rounds, describes
+// and the readers of its node counts (under mu) never see it go.
 struct ndbgate_pool {
   std::vector<shim::Conn> conns;
   // detached: every data node was lost and the Ndb objects, table objects and
@@ -278,6 +281,9 @@ struct ndbgate_pool {
   // its own dictionary (held by that connection's dict Ndb). An inner vector
   // is replaced only under roundMu held exclusively.
   std::vector<std::vector<shim::TableRecs>> tables;
+  // names[id]: the database and table name of tables[id], for describing it
+  // on a connection made again (ndbgate_roll_connection). Guarded by mu.
+  std::vector<std::pair<std::string, std::string>> names;
 };
 
 namespace shim {
@@ -304,6 +310,13 @@ bool hasProgram(const Op &op);
 uint32_t programWords(const Op &op);
 bool attachPurge(Op &op, NdbOperation::OperationOptions &opts, NdbError &err);
 bool attachProgram(Op &op, NdbOperation::OperationOptions &opts, NdbError &err);
+
+// shim_conn.cpp
+bool makeNdbs(Conn &c, char *err, int errlen);
+void dropConnNdbs(Conn &c, const std::vector<TableRecs *> &recs);
+
+// shim_table.cpp
+bool describeOn(Conn &c, const char *db, const char *table, bool invalidate, TableRecs &r, std::string &err);
 
 // shim_execute.cpp
 bool fillRow(Op &op, NdbError &err);

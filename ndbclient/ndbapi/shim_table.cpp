@@ -8,12 +8,41 @@
 
 namespace shim {
 
-// describeInto looks the table up in every connection's dictionary (dropping
-// the cached copy first when invalidate is set), makes each connection's
-// records, writes the table's shape into out and returns the records; empty
-// on error. Called with dictMu held.
+// describeOn looks the table up in connection c's dictionary (dropping the
+// cached copy first when invalidate is set) and makes c's records for it
+// into r. On failure err says why, and r holds what must still be freed
+// (freeRecs). Callers hold dictMu, or own c alone.
+bool describeOn(Conn &c, const char *db, const char *table, bool invalidate, TableRecs &r, std::string &err) {
+  if (!c.dict) {
+    err = "the cluster is unreachable: every data node was lost";
+    return false;
+  }
+  c.dict->setDatabaseName(db);
+  NdbDictionary::Dictionary *dict = c.dict->getDictionary();
+  if (invalidate) dict->invalidateTable(table);
+  r.t = dict->getTable(table);
+  if (!r.t) {
+    err = std::string(db) + "." + table + ": " + ndbErrText(dict->getNdbError());
+    return false;
+  }
+  if (!buildLayout(r.t, r.layout)) {
+    err = std::string(db) + "." + table + ": no columns, or more than NDB allows";
+    return false;
+  }
+  r.key = makeRecord(dict, r.t, r.layout, true);
+  r.row = makeRecord(dict, r.t, r.layout, false);
+  if (!r.key || !r.row) {
+    err = std::string(db) + "." + table + ": createRecord: " + ndbErrText(dict->getNdbError());
+    return false;
+  }
+  return true;
+}
+
+// describeInto describes the table on every connection (describeOn), writes
+// its shape into out and returns the records; empty on error. Called with
+// dictMu held.
 static std::vector<TableRecs> describeInto(ndbgate_pool *pool, const char *db, const char *table, bool invalidate,
-                                    unsigned char *out, int outlen, char *err, int errlen) {
+                                           unsigned char *out, int outlen, char *err, int errlen) {
   std::vector<TableRecs> byConn;
   auto fail = [&](const std::string &msg) {
     setErr(err, errlen, msg);
@@ -22,21 +51,12 @@ static std::vector<TableRecs> describeInto(ndbgate_pool *pool, const char *db, c
     return std::vector<TableRecs>();
   };
   for (Conn &c : pool->conns) {
-    if (!c.dict) return fail("the cluster is unreachable: every data node was lost");
-    c.dict->setDatabaseName(db);
-    NdbDictionary::Dictionary *dict = c.dict->getDictionary();
-    if (invalidate) dict->invalidateTable(table);
-    TableRecs r;
-    r.t = dict->getTable(table);
-    if (!r.t) return fail(std::string(db) + "." + table + ": " + ndbErrText(dict->getNdbError()));
-    if (!byConn.empty() && r.t->getObjectVersion() != byConn[0].t->getObjectVersion()) {
+    byConn.emplace_back();
+    std::string msg;
+    if (!describeOn(c, db, table, invalidate, byConn.back(), msg)) return fail(msg);
+    if (byConn.size() > 1 && byConn.back().t->getObjectVersion() != byConn[0].t->getObjectVersion()) {
       return fail(std::string(db) + "." + table + " changed while it was being described; try again");
     }
-    if (!buildLayout(r.t, r.layout)) return fail(std::string(db) + "." + table + ": no columns, or more than NDB allows");
-    r.key = makeRecord(dict, r.t, r.layout, true);
-    r.row = makeRecord(dict, r.t, r.layout, false);
-    byConn.push_back(r);
-    if (!r.key || !r.row) return fail(std::string(db) + "." + table + ": createRecord: " + ndbErrText(dict->getNdbError()));
   }
   const NdbDictionary::Table *t = byConn[0].t;
   Writer w{out, out + outlen};
@@ -103,6 +123,7 @@ int ndbgate_describe(ndbgate_pool *pool, const char *db, const char *table, unsi
   if (byConn.empty()) return -1;
   std::unique_lock<std::shared_mutex> tg(pool->mu);
   pool->tables.push_back(std::move(byConn));
+  pool->names.emplace_back(db, table);
   return static_cast<int>(pool->tables.size() - 1);
 }
 

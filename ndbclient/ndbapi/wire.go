@@ -126,6 +126,8 @@ type tableInfo struct {
 	// partitions remembers the partitions of recently routed keys
 	// (partmemo.go); replaced with the lanes.
 	partitions atomic.Pointer[partitionMemo]
+	// partitionCount is the table's partitions when the lanes were made.
+	partitionCount atomic.Int32
 	// gone: the dictionary no longer has the table in a shape the gateway
 	// can serve (driver.go refresh); nil while it can.
 	gone atomic.Pointer[goneTable]

@@ -99,20 +99,25 @@ func TestHTTPEndpoints(t *testing.T) {
 	assert.Equal(t, 200, code, "/healthz")
 	code, body := s.httpGet(t, "/readyz")
 	assert.Equal(t, 200, code, "/readyz")
+	var ready struct {
+		Status     string `json:"status"`
+		DataNodes  int    `json:"data_nodes"`
+		LiveNodes  int    `json:"live_data_nodes"`
+		Partitions int    `json:"partitions"`
+		Connects   int    `json:"connects"`
+	}
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&ready), body)
+	assert.Equal(t, "ready", ready.Status, body)
+	assert.Equal(t, ready.DataNodes, ready.LiveNodes, body)
+	assert.Equal(t, 1, ready.Connects, body)
+	// The tables in use (the default container's at least) have partitions.
+	assert.GreaterOrEqual(t, ready.Partitions, 1, body)
 	if liveCluster() == "" {
-		assert.JSONEq(t, `{"status":"ready","data_nodes":1,"live_data_nodes":1,"connects":1}`, body)
+		assert.Equal(t, 1, ready.DataNodes, body)
 	} else {
-		var ready struct {
-			Status    string `json:"status"`
-			DataNodes int    `json:"data_nodes"`
-			LiveNodes int    `json:"live_data_nodes"`
-			Connects  int    `json:"connects"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(body), &ready), body)
-		assert.Equal(t, "ready", ready.Status, body)
 		assert.GreaterOrEqual(t, ready.DataNodes, 1, body)
-		assert.Equal(t, ready.DataNodes, ready.LiveNodes, body)
-		assert.Equal(t, 1, ready.Connects, body)
 	}
 	code, _ = s.httpGet(t, "/no-such-page")
 	assert.Equal(t, 404, code, "unknown path")
