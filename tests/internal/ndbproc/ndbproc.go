@@ -175,3 +175,74 @@ func WaitManagement(cs string, timeout time.Duration) error {
 	}
 	return nil
 }
+
+// RestartDataNode restarts data node id through the management server (a
+// node restart, as in a rolling restart) and waits until it is started
+// again.
+func RestartDataNode(cs string, id int, timeout time.Duration) error {
+	_, angel, err := DataNode(id)
+	if err != nil {
+		return err
+	}
+	out := Mgm(cs, fmt.Sprintf("%d restart", id))
+	if !strings.Contains(out, "restarted") && !strings.Contains(out, "restarting") {
+		return fmt.Errorf("ndb_mgm %d restart: %s", id, out)
+	}
+	return WaitRestarted(cs, id, angel, timeout)
+}
+
+// StartNewDataNode starts data node id for the first time (--initial), as
+// the data node like, with its angel, was started.
+func StartNewDataNode(like Proc, id int) error {
+	p := like
+	p.Args = nil
+	for _, a := range like.Args {
+		switch {
+		case strings.HasPrefix(a, "--ndb-nodeid="):
+			a = fmt.Sprintf("--ndb-nodeid=%d", id)
+		case a == "--initial":
+			continue
+		}
+		p.Args = append(p.Args, a)
+	}
+	cmd := exec.Command(p.Args[0], append(p.Args[1:], "--initial")...)
+	cmd.Dir = p.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	return cmd.Run()
+}
+
+// ReloadManagement restarts the management server m with the configuration
+// file config (--reload: it takes the file's changes) and waits until it
+// answers.
+func ReloadManagement(cs string, m Proc, config string, timeout time.Duration) error {
+	if err := syscall.Kill(m.PID, syscall.SIGTERM); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(timeout); Alive(m.PID); {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("ndb_mgmd %d did not stop within %v", m.PID, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p := m
+	p.Args = []string{m.Args[0]}
+	for i := 1; i < len(m.Args); i++ {
+		a := m.Args[i]
+		switch {
+		case a == "-f" || a == "--config-file":
+			i++ // and its value
+			continue
+		case strings.HasPrefix(a, "--config-file=") || a == "--reload" || a == "--initial":
+			continue
+		}
+		p.Args = append(p.Args, a)
+	}
+	p.Args = append(p.Args, "--config-file="+config, "--reload")
+	cmd := exec.Command(p.Args[0], p.Args[1:]...)
+	cmd.Dir = p.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("starting ndb_mgmd with %s: %w", config, err)
+	}
+	return WaitManagement(cs, timeout)
+}
