@@ -96,8 +96,8 @@ type Embedded struct {
 // Dispatch tunes the backend dispatcher (ndbclient); zero values mean
 // ndbclient's defaults. Coalesce is a pointer: nil means true.
 type Dispatch struct {
-	RoundSize, RoundsPerNode, MaxInFlight, MaxRetries int
-	Coalesce                                          *bool
+	RoundSize, FlightsPerNode, MaxInFlight, MaxRetries int
+	Coalesce                                           *bool
 }
 
 // Table declares a table of the embedded engine, for the row API (REST, gRPC).

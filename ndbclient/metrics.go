@@ -66,7 +66,7 @@ func observeBatch(b *Batch) {
 	batchOps.Observe(b.Shard, 0, int64(len(b.Ops)))
 }
 
-func observeRound(shard, ops int) {
+func observeFlight(shard, ops int) {
 	dispatchRoundTrips.Add(shard, 0, 1)
 	dispatchRoundOps.Observe(shard, 0, int64(ops))
 }

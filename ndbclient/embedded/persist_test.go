@@ -665,7 +665,7 @@ func TestPersistExecuteWaitsInAlwaysMode(t *testing.T) {
 }
 
 // TestPersistFlushUnderLoadAlwaysAnswers runs writers and delete_alls
-// through the dispatcher with lanes (one round per node, as serve.go once
+// through the dispatcher with lanes (one flight per node, as serve.go once
 // configured them for fsync always): a delete_all queued behind a write was
 // submitted from the log writer when that write became durable, and waited
 // for the writer, i.e. for itself. Every op must now complete.
@@ -675,7 +675,7 @@ func TestPersistFlushUnderLoadAlwaysAnswers(t *testing.T) {
 			dir, clock, logs := memDir(t), newClock(), &logBuffer{}
 			e := openT(t, persistCfg(dir, FsyncAlways, clock, logs))
 			tbl := mustCreate(t, e, memcacheTable("items", 64))
-			c := ndbclient.NewClientWith(e, ndbclient.DispatchConfig{Lanes: lanes, RoundsPerNode: 1, Coalesce: true})
+			c := ndbclient.NewClientWith(e, ndbclient.DispatchConfig{Lanes: lanes, FlightsPerNode: 1, Coalesce: true})
 			submit := func(op *ndbclient.Op) error {
 				ch := make(chan error, 1)
 				c.Submit(&ndbclient.Batch{Ops: []*ndbclient.Op{op}}, func(b *ndbclient.Batch, err error) {
