@@ -9,7 +9,7 @@
 namespace shim {
 
 // dropNdbs deletes connection i's Ndb objects and everything made through
-// them. Callers hold roundMu exclusively and dictMu, or are ndbgate_close.
+// them. Callers hold flightMu exclusively and dictMu, or are ndbgate_close.
 static void dropNdbs(ndbgate_pool *pool, size_t i) {
   Conn &c = pool->conns[i];
   // First the executor's Ndb: deleting it releases the transactions it
@@ -103,7 +103,7 @@ int ndbgate_live_nodes(ndbgate_pool *pool) {
 }
 
 void ndbgate_detach(ndbgate_pool *pool) {
-  std::unique_lock<std::shared_mutex> rg(pool->roundMu);  // waits for rounds in flight
+  std::unique_lock<std::shared_mutex> rg(pool->flightMu);  // waits for the flights under way
   std::lock_guard<std::mutex> g(pool->dictMu);
   std::unique_lock<std::shared_mutex> tg(pool->mu);
   pool->detached.store(true);
@@ -111,7 +111,7 @@ void ndbgate_detach(ndbgate_pool *pool) {
 }
 
 int ndbgate_reattach(ndbgate_pool *pool, char *err, int errlen) {
-  std::unique_lock<std::shared_mutex> rg(pool->roundMu);
+  std::unique_lock<std::shared_mutex> rg(pool->flightMu);
   std::lock_guard<std::mutex> g(pool->dictMu);
   for (Conn &c : pool->conns) {
     if (c.cluster->get_no_ready() <= 0) {
@@ -127,7 +127,7 @@ int ndbgate_reattach(ndbgate_pool *pool, char *err, int errlen) {
 }
 
 void ndbgate_resume(ndbgate_pool *pool) {
-  std::unique_lock<std::shared_mutex> rg(pool->roundMu);
+  std::unique_lock<std::shared_mutex> rg(pool->flightMu);
   pool->detached.store(false);
 }
 
