@@ -1083,8 +1083,8 @@ func TestPersistCloseWaitsForApplyingBatches(t *testing.T) {
 }
 
 // TestPersistEverySecFsyncsOncePerTick: under a steady stream of writes,
-// everysec fsyncs once per tick (here every 20ms), not once per round of
-// frames the writer takes.
+// everysec fsyncs once per tick (here every 20ms), not once per pass over
+// the frames the writer takes.
 func TestPersistEverySecFsyncsOncePerTick(t *testing.T) {
 	dir, clock, logs := memDir(t), newClock(), &logBuffer{}
 	e := openT(t, persistCfg(dir, FsyncEverySec, clock, logs))
