@@ -77,8 +77,8 @@ type Embedded struct {
 	Partitions   int
 	Nodes        int
 	ReapInterval Duration
-	// SimulatedRoundTrip delays every backend round, as a data node round
-	// trip would: for measuring batching on one machine. Benchmarks only.
+	// SimulatedRoundTrip delays every flight (backend round trip), as a data
+	// node would: for measuring batching on one machine. Benchmarks only.
 	SimulatedRoundTrip Duration
 	// DataDir keeps the tables and rows there (a log and snapshots), so that
 	// they come back after a restart or a crash. Empty: memory only.

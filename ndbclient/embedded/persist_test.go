@@ -1003,7 +1003,7 @@ func TestPersistWriteRacingCloseIsLoggedOrRefused(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			total := 0
 			defer func() { assert.Positive(t, total, "no write was acknowledged") }()
-			for round := range 20 {
+			for trial := range 20 {
 				dir, clock, logs := memDir(t), newClock(), &logBuffer{}
 				e := openT(t, persistCfg(dir, mode, clock, logs))
 				tbl := mustCreate(t, e, memcacheTable("items", 64))
@@ -1026,14 +1026,14 @@ func TestPersistWriteRacingCloseIsLoggedOrRefused(t *testing.T) {
 						}
 					})
 				}
-				time.Sleep(time.Duration(round%5) * time.Millisecond)
+				time.Sleep(time.Duration(trial%5) * time.Millisecond)
 				require.NoError(t, e.Close())
 				wg.Wait()
 				total += len(acked)
 				e2 := openT(t, persistCfg(dir, mode, clock, logs))
 				for _, k := range acked {
 					if _, ok := getValue(t, e2, tbl, k); !ok {
-						t.Fatalf("round %d: %s was acknowledged and is not in the data dir (%d acknowledged)", round, k, len(acked))
+						t.Fatalf("trial %d: %s was acknowledged and is not in the data dir (%d acknowledged)", trial, k, len(acked))
 					}
 				}
 				e2.crash()
