@@ -50,6 +50,7 @@ vet:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	cd tests/internal/harness && $(GO) vet ./...
 
 unit:
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /tests/)
