@@ -36,12 +36,12 @@ run: build
 test: test-deps vet unit shim-wire-test fuzz e2e deploy-test
 
 # The shim's request parser (ndbclient/ndbapi/shim_wire.h, plain C++) reads
-# the golden round Go's encoder wrote (wire_golden_test.go) field by field:
+# the golden flight Go's encoder wrote (wire_golden_test.go) field by field:
 # g++ alone, no NDB.
 shim-wire-test:
 	@mkdir -p bin
 	$(CXX) -std=c++17 -Wall -Wextra -Wshadow -Werror -o bin/shim_wire_test ndbclient/ndbapi/testdata/shim_wire_test.cpp
-	./bin/shim_wire_test ndbclient/ndbapi/testdata/round.golden | diff -u ndbclient/ndbapi/testdata/round.golden.txt -
+	./bin/shim_wire_test ndbclient/ndbapi/testdata/flight.golden | diff -u ndbclient/ndbapi/testdata/flight.golden.txt -
 
 test-deps:
 	./scripts/install-test-deps.sh
@@ -50,6 +50,7 @@ vet:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	cd tests/internal/harness && $(GO) vet ./...
 
 unit:
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /tests/)

@@ -46,3 +46,9 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 )
+
+// The end-to-end suites' shared harness, a module of its own so that
+// tests/deploy's module can use it too without joining this module graph.
+require github.com/ndbgate/ndbgate/tests/internal/harness v0.0.0-00010101000000-000000000000
+
+replace github.com/ndbgate/ndbgate/tests/internal/harness => ./tests/internal/harness

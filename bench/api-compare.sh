@@ -4,14 +4,14 @@
 # (multi-get), REST (RonDB batch of pk-reads; KV _mget) and gRPC (KV MultiGet;
 # RonDBREST Batch), on the embedded engine, with the same connections.
 #
-#   bench/api-compare.sh                  # ROUNDS=3 TIME=5 CONNS=4 BATCH=100
+#   bench/api-compare.sh                  # TRIALS=3 TIME=5 CONNS=4 BATCH=100
 #   BATCHES="1 10 100" bench/api-compare.sh   # more points for the keys/s vs batch plot
 #
 # Writes bench/results/api-compare.csv and prints a table. Needs only Go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-ROUNDS=${ROUNDS:-3}
+TRIALS=${TRIALS:-${ROUNDS:-3}} # ROUNDS is its old name
 TIME=${TIME:-5}
 CONNS=${CONNS:-4}
 BATCH=${BATCH:-100}
@@ -31,9 +31,9 @@ wait_port "${MC#*:}" "${MC%:*}"
 bin/ndbgate-bench -proto memcache-text -addr "$MC" -keys "$KEYS" -preload -duration 100ms -warmup 0 -quiet >/dev/null
 
 csv=$OUT/api-compare.csv
-echo "round,proto,batch,keys_per_s,ops_per_s,p50_us,p99_us,server_cpu_s,keys_per_cpu_s" > "$csv"
+echo "trial,proto,batch,keys_per_s,ops_per_s,p50_us,p99_us,server_cpu_s,keys_per_cpu_s" > "$csv"
 cases=("memcache-text $MC" "memcache-binary $MC" "rest-pkread $REST" "rest-batch $REST" "rest-kv $REST" "grpc-kv $GRPC" "grpc-rondb $GRPC")
-for round in $(seq "$ROUNDS"); do
+for trial in $(seq "$TRIALS"); do
   for c in "${cases[@]}"; do
     set -- $c
     for batch in $BATCHES; do
@@ -41,7 +41,7 @@ for round in $(seq "$ROUNDS"); do
       [ "$1" = rest-batch ] && [ "$batch" = 1 ] && continue
       bin/ndbgate-bench -proto "$1" -addr "$2" -conns "$CONNS" -batch "$batch" -keys "$KEYS" -ratio 0:1 \
         -duration "${TIME}s" -warmup 500ms -server-pid "$PID" -quiet -json "$OUT/.run.json"
-      python3 - "$round" "$OUT/.run.json" >> "$csv" <<'PY'
+      python3 - "$trial" "$OUT/.run.json" >> "$csv" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[2])); s = r.get("server") or {}
 print(f'{sys.argv[1]},{r["proto"]},{r["batch"]},{r["keys_per_s"]:.0f},{r["ops_per_s"]:.0f},{r["latency_us"]["P50"]:.0f},{r["latency_us"]["P99"]:.0f},{s.get("cpu_s",0):.2f},{s.get("keys_per_cpu_s",0):.0f}')

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Alternates memtier_benchmark runs against several ndbgate binaries (two
 # commits, say, before and after a change) and memcached: per workload and
-# round, each target is started afresh, preloaded, and measured in turn.
-# Prints one line per run (workload round target ops/s p99-ms), then the
-# median of the per-round ratios of each target to the first one.
+# trial, each target is started afresh, preloaded, and measured in turn.
+# Prints one line per run (workload trial target ops/s p99-ms), then the
+# median of the per-trial ratios of each target to the first one.
 #
 #   bench/compare-builds.sh /tmp/ndbgate-old /tmp/ndbgate-new memcached
-#   ROUNDS=4 TIME=6 WORKLOADS="text_p16_1:10_32B" bench/compare-builds.sh B A
+#   TRIALS=4 TIME=6 WORKLOADS="text_p16_1:10_32B" bench/compare-builds.sh B A
 #
 # Reverse the targets' order in a second run to see any effect of position.
 # Measure only on a quiet machine.
 set -euo pipefail
-ROUNDS=${ROUNDS:-3}
+TRIALS=${TRIALS:-${ROUNDS:-3}} # ROUNDS is its old name
 TIME=${TIME:-8}
 PORT=${PORT:-22700}
 KEYS=${KEYS:-100000}
@@ -42,7 +42,7 @@ out=$(mktemp)
 for w in $WORKLOADS; do
   args=${ARGS[$w]:?unknown workload $w}
   read -r -a a <<< "$args"
-  for r in $(seq "$ROUNDS"); do
+  for r in $(seq "$TRIALS"); do
     for t in "$@"; do
       start "$t"
       memtier_preload "$PORT" "$KEYS" "${a[@]}" --pipeline=16 -t 2 -c 4 >/dev/null 2>&1
@@ -63,10 +63,10 @@ for line in open(path):
     w, r, t, ops = line.split()[:4]
     runs[(w, r)][t] = float(ops)
 for w in dict.fromkeys(k[0] for k in runs):
-    rounds = [v for k, v in runs.items() if k[0] == w]
+    trials = [v for k, v in runs.items() if k[0] == w]
     parts = []
     for t in targets[1:]:
-        ratios = sorted(v[t] / v[targets[0]] for v in rounds if t in v and targets[0] in v)
+        ratios = sorted(v[t] / v[targets[0]] for v in trials if t in v and targets[0] in v)
         parts.append(f"{t} / {targets[0]}: {statistics.median(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f})")
     print(w, "|", " | ".join(parts))
 EOF

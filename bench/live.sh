@@ -25,8 +25,8 @@
 # demo_table and ndbmemcache's configuration tables are dropped and made
 # again at the start, so every run starts from the same empty table.
 #
-#   bench/live.sh                                   # every group, 3 rounds of 10 s
-#   WORKLOADS="memtier flex" ROUNDS=5 bench/live.sh # named groups
+#   bench/live.sh                                   # every group, 3 trials of 10 s
+#   WORKLOADS="memtier flex" TRIALS=5 bench/live.sh # named groups
 #   MEMTIER="get1_p16" FLEX_THREADS=2 BATCHES=1 WORKLOADS="memtier flex" bench/live.sh
 #                                                   # reads against flexAsynch only
 #
@@ -54,7 +54,7 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 
 WORKLOADS=${WORKLOADS:-memtier api coalesce pool flex}
-ROUNDS=${ROUNDS:-3}
+TRIALS=${TRIALS:-${ROUNDS:-3}} # ROUNDS is its old name
 TIME=${TIME:-10}
 KEYS=${KEYS:-100000}
 PORT=${PORT:-22330}
@@ -166,28 +166,28 @@ measured() {
 }
 
 csv=$OUT/live.csv
-[ -f "$csv" ] || echo "date,group,workload,target,config,batch,round,ops_per_s,keys_per_s,hit_ratio,p50_ms,p99_ms,p999_ms,secs,gw_cpu_s,ndbd_cpu_s,host_cpu_s" >"$csv"
+[ -f "$csv" ] || echo "date,group,workload,target,config,batch,trial,ops_per_s,keys_per_s,hit_ratio,p50_ms,p99_ms,p999_ms,secs,gw_cpu_s,ndbd_cpu_s,host_cpu_s" >"$csv"
 stamp=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-row() { # group workload target config batch round ops keys hit p50 p99 p999
+row() { # group workload target config batch trial ops keys hit p50 p99 p999
   echo "$stamp,$1,$2,$3,$4,$5,$6,$7,$8,$9,${10},${11},${12},$SECS,$GW_CPU,$NDBD_CPU,$HOST_CPU" >>"$csv"
   printf '  %-22s %-12s %-14s r%s: %s ops/s, %s keys/s, p99 %s ms; CPU s: gateway %s, data nodes %s, host %s in %s s\n' \
     "$2" "$3" "$4" "$6" "$7" "$8" "${11}" "$GW_CPU" "$NDBD_CPU" "$HOST_CPU" "$SECS"
 }
 
-# run_memtier GROUP WORKLOAD TARGET CONFIG BATCH ROUND PID PORT ARGS...: one measured run.
+# run_memtier GROUP WORKLOAD TARGET CONFIG BATCH TRIAL PID PORT ARGS...: one measured run.
 run_memtier() {
-  local group=$1 name=$2 target=$3 config=$4 batch=$5 round=$6 pid=$7 port=$8
+  local group=$1 name=$2 target=$3 config=$4 batch=$5 trial=$6 pid=$7 port=$8
   shift 8
   if ! measured "$pid" memtier_benchmark -s 127.0.0.1 -p "$port" --protocol=memcache_text --hide-histogram \
     -d 32 --key-minimum=1 --key-maximum="$KEYS" --test-time="$TIME" --key-pattern="${KEY_PATTERN:-R:R}" \
     --distinct-client-seed --randomize --json-out-file="$tmp/run.json" "$@" >"$tmp/run.txt" 2>&1; then
-    echo "live: $name round $round $target failed:" >&2; tail -5 "$tmp/run.txt" >&2; return 0
+    echo "live: $name trial $trial $target failed:" >&2; tail -5 "$tmp/run.txt" >&2; return 0
   fi
   local fields
   # memtier's own rates divide by a misreported duration (memtier_json.py).
   fields=$(python3 bench/memtier_json.py "$tmp/run.json" "$TIME" "$batch")
   # shellcheck disable=SC2086
-  row "$group" "$name" "$target" "$config" "$batch" "$round" $fields
+  row "$group" "$name" "$target" "$config" "$batch" "$trial" $fields
 }
 
 preload() { # every key once, through ndbgate, so that both gateways read the same rows
@@ -249,13 +249,13 @@ if want memtier; then
     read -r name ratio pl threads conns batch <<<"$w"
     [ -n "$MEMTIER" ] && case " $MEMTIER " in *" $name "*) ;; *) continue ;; esac
     extra=(); [ "$batch" -gt 1 ] && extra=(--multi-key-get="$batch")
-    for round in $(seq "$ROUNDS"); do
+    for trial in $(seq "$TRIALS"); do
       start_ndbgate 2
-      run_memtier memtier "$name" ndbgate pool=2 "$batch" "$round" "$gw_pid" "$NG" \
+      run_memtier memtier "$name" ndbgate pool=2 "$batch" "$trial" "$gw_pid" "$NG" \
         -t "$threads" -c "$conns" --ratio="$ratio" --pipeline="$pl" "${extra[@]}"
       stop gw_pid
       start_ndbmemcache
-      run_memtier memtier "$name" ndbmemcache threads=2 "$batch" "$round" "$nm_pid" "$NM" \
+      run_memtier memtier "$name" ndbmemcache threads=2 "$batch" "$trial" "$nm_pid" "$NM" \
         -t "$threads" -c "$conns" --ratio="$ratio" --pipeline="$pl" "${extra[@]}"
       stop nm_pid
     done
@@ -267,7 +267,7 @@ if want api; then
   go build -o bin/ndbgate-bench ./bench/cmd/ndbgate-bench
   start_ndbgate 2
   want memtier || preload
-  for round in $(seq "$ROUNDS"); do
+  for trial in $(seq "$TRIALS"); do
     for c in "rest-pkread $NGREST" "rest-batch $NGREST" "rest-kv $NGREST" "grpc-kv $NGGRPC" "grpc-rondb $NGGRPC"; do
       read -r proto addr <<<"$c"
       for batch in $BATCHES; do
@@ -278,7 +278,7 @@ if want api; then
           echo "live: $proto batch $batch failed:" >&2; tail -5 "$tmp/run.txt" >&2; continue
         fi
         # shellcheck disable=SC2046
-        row api "$proto" ndbgate pool=2 "$batch" "$round" $(python3 - "$tmp/run.json" <<'PY'
+        row api "$proto" ndbgate pool=2 "$batch" "$trial" $(python3 - "$tmp/run.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); l = r["latency_us"]
 hit = r["hits"] / (r["hits"] + r["misses"]) if r["hits"] + r["misses"] else 0
@@ -296,11 +296,11 @@ fi
 if want coalesce; then
   printf 'dispatch:\n  coalesce: false\n' >"$tmp/coalesce-off.yaml"
   printf 'dispatch:\n  coalesce: true\n' >"$tmp/coalesce-on.yaml"
-  for round in $(seq "$ROUNDS"); do
+  for trial in $(seq "$TRIALS"); do
     for mode in on off; do
       start_ndbgate 2 --config "$tmp/coalesce-$mode.yaml"
-      [ "$round$mode" = 1on ] && ! want memtier && ! want api && preload
-      run_memtier coalesce set1:get10_p1_c64 ndbgate "coalesce=$mode" 1 "$round" "$gw_pid" "$NG" \
+      [ "$trial$mode" = 1on ] && ! want memtier && ! want api && preload
+      run_memtier coalesce set1:get10_p1_c64 ndbgate "coalesce=$mode" 1 "$trial" "$gw_pid" "$NG" \
         -t 2 -c 32 --ratio=1:10 --pipeline=1
     done
   done
@@ -308,12 +308,12 @@ fi
 
 # --- cluster connections in the pool -----------------------------------------------
 if want pool; then
-  for round in $(seq "$ROUNDS"); do
+  for trial in $(seq "$TRIALS"); do
     for pool in 1 2 4; do
       start_ndbgate "$pool"
-      [ "$round$pool" = 11 ] && ! want memtier && ! want api && ! want coalesce && preload
+      [ "$trial$pool" = 11 ] && ! want memtier && ! want api && ! want coalesce && preload
       for pl in 1 16; do
-        run_memtier pool "set1:get10_p$pl" ndbgate "pool=$pool" 1 "$round" "$gw_pid" "$NG" \
+        run_memtier pool "set1:get10_p$pl" ndbgate "pool=$pool" 1 "$trial" "$gw_pid" "$NG" \
           -t 2 -c 8 --ratio=1:10 --pipeline="$pl"
       done
     done
@@ -332,7 +332,7 @@ flex_load() {
     { echo "live: flexAsynch ${args[*]} could not load its table:" >&2; tail -5 "$tmp/flex.txt" >&2; return 1; }
 }
 flex_drop() { (cd "$tmp" && "$FLEXASYNCH" "${args[@]}" -drop_table >/dev/null 2>&1) || true; }
-# run_flex GROUP WORKLOAD THREADS BATCH ROUND: one measured read run, with
+# run_flex GROUP WORKLOAD THREADS BATCH TRIAL: one measured read run, with
 # the table flex_load made.
 run_flex() {
   # flexAsynch is its own client: its CPU (warm-up and cool-down
@@ -353,8 +353,8 @@ if want flex; then
     for batch in $BATCHES; do
       flex_args "$threads" "$batch"
       flex_load || continue
-      for round in $(seq "$ROUNDS"); do
-        run_flex flex "reads_t$threads" "$threads" "$batch" "$round"
+      for trial in $(seq "$TRIALS"); do
+        run_flex flex "reads_t$threads" "$threads" "$batch" "$trial"
       done
       flex_drop
     done
@@ -369,12 +369,12 @@ if want likeflex; then
   want memtier || want api || want coalesce || want pool || { start_ndbgate 2; preload; stop gw_pid; }
   flex_args 2 100
   if flex_load; then
-    for round in $(seq "$ROUNDS"); do
-      run_flex likeflex mget100 2 100 "$round"
+    for trial in $(seq "$TRIALS"); do
+      run_flex likeflex mget100 2 100 "$trial"
       for run in "flexlike P:P" "flexlike R:R" "demo_table P:P" "demo_table R:R"; do
         read -r table pattern <<<"$run"
         if [ "$table" = flexlike ]; then start_ndbgate 2 --config "$tmp/likeflex.yaml"; else start_ndbgate 2; fi
-        KEY_PATTERN=$pattern run_memtier likeflex "mget100" ndbgate "table=$table keys=$pattern" 100 "$round" "$gw_pid" "$NG" \
+        KEY_PATTERN=$pattern run_memtier likeflex "mget100" ndbgate "table=$table keys=$pattern" 100 "$trial" "$gw_pid" "$NG" \
           -t 2 -c 8 --ratio=0:100 --pipeline=1 --multi-key-get=100
         stop gw_pid
       done
@@ -385,10 +385,10 @@ if want likeflex; then
   # a transaction needs a table loaded with those arguments.
   flex_args 2 1
   if flex_load; then
-    for round in $(seq "$ROUNDS"); do
-      run_flex likeflex get1 2 1 "$round"
+    for trial in $(seq "$TRIALS"); do
+      run_flex likeflex get1 2 1 "$trial"
       start_ndbgate 2 --config "$tmp/likeflex.yaml"
-      KEY_PATTERN=P:P run_memtier likeflex get1_p16 ndbgate "table=flexlike keys=P:P" 1 "$round" "$gw_pid" "$NG" \
+      KEY_PATTERN=P:P run_memtier likeflex get1_p16 ndbgate "table=flexlike keys=P:P" 1 "$trial" "$gw_pid" "$NG" \
         -t 2 -c 8 --ratio=0:1 --pipeline=16
       stop gw_pid
     done

@@ -5,8 +5,8 @@
 # what each --fsync policy costs sets, against no data dir. Prints a table
 # and writes bench/results/persist.csv. Needs only Go and bash.
 #
-#   bench/persist.sh                                  # ITEMS=1000000 VALUE=100 ROUNDS=3 WRITE_SECS=10
-#   ITEMS=20000 ROUNDS=1 WRITE_SECS=1 bench/persist.sh # a quick check that it works
+#   bench/persist.sh                                  # ITEMS=1000000 VALUE=100 TRIALS=3 WRITE_SECS=10
+#   ITEMS=20000 TRIALS=1 WRITE_SECS=1 bench/persist.sh # a quick check that it works
 #
 # DIR is where the data dirs go (default: a temporary dir under TMPDIR; put it
 # on the disk you mean to measure, since fsync costs what that disk costs).
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 ITEMS=${ITEMS:-1000000}
 VALUE=${VALUE:-100}
-ROUNDS=${ROUNDS:-3}
+TRIALS=${TRIALS:-${ROUNDS:-3}} # ROUNDS is its old name
 WRITE_SECS=${WRITE_SECS:-10}
 PORT=${PORT:-22137}
 OUT=${OUT:-bench/results}
@@ -81,7 +81,7 @@ echo "measure,target,value" >"$csv"
 row() { echo "$1,$2,$3" >>"$csv"; printf '%-44s %-22s %s\n' "$1" "$2" "$3"; }
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-echo "persist: $ITEMS items of $VALUE bytes, $ROUNDS rounds, data dirs under $work"
+echo "persist: $ITEMS items of $VALUE bytes, $TRIALS trials, data dirs under $work"
 
 # 1. Graceful: load, stop (the stop writes a snapshot), start again.
 start "$work/graceful" --fsync everysec
@@ -90,7 +90,7 @@ check_items "after loading"
 t0=$(now_ms); stop; row "graceful stop ms (writes the snapshot)" everysec $(( $(now_ms) - t0 ))
 row "snapshot bytes" everysec "$(du -cb "$work"/graceful/snap-* | tail -1 | cut -f1)"
 listens=(); loads=()
-for _ in $(seq "$ROUNDS"); do
+for _ in $(seq "$TRIALS"); do
   start "$work/graceful" --fsync everysec
   check_items "after a graceful restart"
   listens+=("$listen_ms"); loads+=("$(loaded_ms)")
@@ -100,14 +100,14 @@ row "restart from snapshot: exec to listening ms" median "$(median "${listens[@]
 row "restart from snapshot: load ms" median "$(median "${loads[@]}")"
 
 # 2. Crash: load with no snapshot at all, kill -9, start again (the log alone
-#    is replayed; kill -9 again each round, so no snapshot is ever written).
+#    is replayed; kill -9 again each trial, so no snapshot is ever written).
 start "$work/crash" --fsync everysec --snapshot-interval 0 --snapshot-log-size 0
 load
 check_items "after loading"
 crash
 row "log bytes" everysec "$(du -cb "$work"/crash/log-* | tail -1 | cut -f1)"
 listens=(); loads=()
-for _ in $(seq "$ROUNDS"); do
+for _ in $(seq "$TRIALS"); do
   start "$work/crash" --fsync everysec --snapshot-interval 0 --snapshot-log-size 0
   check_items "after kill -9"
   listens+=("$listen_ms"); loads+=("$(loaded_ms)")

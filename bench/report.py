@@ -38,7 +38,11 @@ def read_csv(name):
     if not os.path.exists(path):
         return []
     with open(path) as f:
-        return list(csv.DictReader(f))
+        rows = list(csv.DictReader(f))
+    for r in rows:  # a CSV written before the column was renamed says round
+        if "round" in r and "trial" not in r:
+            r["trial"] = r.pop("round")
+    return rows
 
 
 def machine():
@@ -88,14 +92,14 @@ def memtier_section(rows):
             order.append(r["workload"])
     out = ["Each workload: memtier_benchmark with identical settings against each",
            "target, alternated within one run (A B C A B C), key space preloaded.",
-           "Medians of the rounds, with the min-max spread of the ratios.", ""]
+           "Medians of the trials, with the min-max spread of the ratios.", ""]
     out.append("| workload | target | ops/s | keys/s | p50 ms | p99 ms | p99.9 ms | ndbgate / peer, throughput | ndbgate / peer, p99 |")
     out.append("|---|---|---|---|---|---|---|---|---|")
     for w in order:
         wr = [r for r in rows if r["workload"] == w]
         by = {}
         for r in wr:
-            by.setdefault(r["target"], {}).setdefault(int(r["round"]), r)
+            by.setdefault(r["target"], {}).setdefault(int(r["trial"]), r)
         ng = by.get("ndbgate", {})
         for target in ("ndbgate", "memcached", "twemproxy"):
             runs = by.get(target)
@@ -234,10 +238,10 @@ def by_key(rows, *fields):
     return out
 
 
-def round_ratios(a, b, field="keys_per_s"):
-    """Per-round ratios a/b of two targets' runs, matched by round."""
-    bb = {r["round"]: float(r[field]) for r in b}
-    return [float(r[field]) / bb[r["round"]] for r in a if r["round"] in bb and bb[r["round"]]]
+def trial_ratios(a, b, field="keys_per_s"):
+    """Per-trial ratios a/b of two targets' runs, matched by trial."""
+    bb = {r["trial"]: float(r[field]) for r in b}
+    return [float(r[field]) / bb[r["trial"]] for r in a if r["trial"] in bb and bb[r["trial"]]]
 
 
 def live_section(rows):
@@ -245,7 +249,7 @@ def live_section(rows):
         return ["No live-cluster runs recorded yet: `bench/live.sh` (see bench/README.md).", ""]
     out = []
     groups = by_key(rows, "group")
-    out += ["Medians of the rounds. CPU is per key served: the gateway's (ndbgate or",
+    out += ["Medians of the trials. CPU is per key served: the gateway's (ndbgate or",
             "ndbmemcache; for flexAsynch its own process, warm-up included) and the data",
             "nodes' (both ndbd processes). Keys per CPU-second counts both.", ""]
     mem = groups.get(("memtier",), [])
@@ -266,8 +270,8 @@ def live_section(rows):
                     continue
                 ratio = p99r = cpur = ""
                 if target == "ndbmemcache":
-                    ratio = spread(round_ratios(ng, runs))
-                    p99r = spread(round_ratios(ng, runs, "p99_ms"))
+                    ratio = spread(trial_ratios(ng, runs))
+                    p99r = spread(trial_ratios(ng, runs, "p99_ms"))
                     cpur = spread([a / b for a, b in zip(kpcpu(ng), kpcpu(runs)) if b])
                 out.append(f"| {w} | {target} | {med([float(r['ops_per_s']) for r in runs]):,.0f} | {med([float(r['keys_per_s']) for r in runs]):,.0f} | "
                            f"{med([float(r['p50_ms']) for r in runs]):.3f} | {med([float(r['p99_ms']) for r in runs]):.3f} | "
@@ -290,7 +294,7 @@ def live_section(rows):
                                       ("REST KV _mget vs GET", ("rest-kv", "1"), ("rest-kv", top)),
                                       ("gRPC KV MultiGet vs Get", ("grpc-kv", "1"), ("grpc-kv", top)),
                                       ("gRPC RonDB Batch vs PKRead", ("grpc-rondb", "1"), ("grpc-rondb", top))):
-            out.append(f"| {name} | {spread(round_ratios(wb.get(batched, []), wb.get(single, [])))} |")
+            out.append(f"| {name} | {spread(trial_ratios(wb.get(batched, []), wb.get(single, [])))} |")
         out.append("")
     co = groups.get(("coalesce",), [])
     if co:
@@ -302,7 +306,7 @@ def live_section(rows):
             if runs:
                 out.append(f"| {name} | {med([float(r['ops_per_s']) for r in runs]):,.0f} | {med([float(r['p50_ms']) for r in runs]):.3f} | "
                            f"{med([float(r['p99_ms']) for r in runs]):.3f} | {fmt_us([per_key_us(r, 'gw_cpu_s') for r in runs])} | {fmt_us([per_key_us(r, 'ndbd_cpu_s') for r in runs])} |")
-        out += ["", f"On against off, ops/s: {spread(round_ratios(on, off))}.", ""]
+        out += ["", f"On against off, ops/s: {spread(trial_ratios(on, off))}.", ""]
     po = groups.get(("pool",), [])
     if po:
         out += ["#### Cluster connections in the pool (memtier 1:10, 32 B, 16 connections)", "",
@@ -321,7 +325,7 @@ def live_section(rows):
         out.append("")
     lf = groups.get(("likeflex",), [])
     if lf:
-        out += ["#### Reads like for like with flexAsynch (alternated, one round each in turn)", "",
+        out += ["#### Reads like for like with flexAsynch (alternated, one trial each in turn)", "",
                 "flexAsynch: 2 threads, 32 transactions in flight each, of 100 committed reads (against",
                 "ndbgate's 100-key gets) or of one (against single gets at pipeline 16), on its own table",
                 "(a two-word key, one 32-byte attribute), each thread reading its rows in sequence. ndbgate:",
@@ -342,7 +346,7 @@ def live_section(rows):
                            f"{fmt_us([per_key_us(r, 'gw_cpu_s') for r in flex])} | {fmt_us([per_key_us(r, 'ndbd_cpu_s') for r in flex])} | |")
             for (cfg,), runs in by_key(mine, "config").items():
                 table, keys = (kv.split("=")[1] for kv in cfg.split())
-                share = [100 * x for x in round_ratios(runs, flex)]
+                share = [100 * x for x in trial_ratios(runs, flex)]
                 pct = f"**{med(share):.1f} %** ({min(share):.1f}-{max(share):.1f})" if share else ""
                 out.append(f"| {label} | ndbgate | {table}, {keys} | {med([float(r['keys_per_s']) for r in runs]):,.0f} | "
                            f"{fmt_us([per_key_us(r, 'gw_cpu_s') for r in runs])} | {fmt_us([per_key_us(r, 'ndbd_cpu_s') for r in runs])} | {pct} |")

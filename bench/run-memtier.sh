@@ -5,8 +5,8 @@
 # preloaded first. Appends one CSV row per run to $OUT/memtier.csv, then
 # regenerates the memtier section of bench/RESULTS.md (bench/report.py).
 #
-#   bench/run-memtier.sh                          # the default workload, 3 rounds of 15 s
-#   WORKLOADS=all ROUNDS=3 TIME=15 bench/run-memtier.sh   # the whole matrix (about 3 hours)
+#   bench/run-memtier.sh                          # the default workload, 3 trials of 15 s
+#   WORKLOADS=all TRIALS=3 TIME=15 bench/run-memtier.sh   # the whole matrix (about 3 hours)
 #   WORKLOADS="default conns sizes" bench/run-memtier.sh  # named groups, see below
 #   RESUME=1 WORKLOADS=all bench/run-memtier.sh    # only workloads with no rows in the CSV yet
 #
@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 
 WORKLOADS=${WORKLOADS:-default}
-ROUNDS=${ROUNDS:-3}
+TRIALS=${TRIALS:-${ROUNDS:-3}} # ROUNDS is its old name
 TIME=${TIME:-15}
 KEYS=${KEYS:-100000}
 PORT=${PORT:-22130}
@@ -130,9 +130,9 @@ if [ "${RESUME:-}" = 1 ] && [ -f "$csv" ]; then
   for w in "${W[@]}"; do cut -d, -f2 "$csv" | grep -qxF "${w%% *}" || todo+=("$w"); done
   W=("${todo[@]}")
 fi
-[ -f "$csv" ] || echo "date,workload,proto,ratio,size,pipeline,conns,mget,round,target,ops_per_s,keys_per_s,p50_ms,p99_ms,p999_ms" > "$csv"
+[ -f "$csv" ] || echo "date,workload,proto,ratio,size,pipeline,conns,mget,trial,target,ops_per_s,keys_per_s,p50_ms,p99_ms,p999_ms" > "$csv"
 stamp=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-echo "run-memtier: ${#W[@]} workloads x $ROUNDS rounds x ${TIME}s; results in $csv"
+echo "run-memtier: ${#W[@]} workloads x $TRIALS trials x ${TIME}s; results in $csv"
 loaded=""
 for w in "${W[@]}"; do
   read -r name proto ratio size pl conns mget <<<"$w"
@@ -150,17 +150,17 @@ for w in "${W[@]}"; do
   fi
   run=(-t "$threads" -c "$per" --ratio="$ratio" --pipeline="$pl" --test-time="$TIME" --key-pattern=R:R --distinct-client-seed --randomize)
   [ "$mget" != 0 ] && run+=(--multi-key-get="$mget")
-  for round in $(seq "$ROUNDS"); do
+  for trial in $(seq "$TRIALS"); do
     for t in "${targets[@]}"; do
       target=${t%%:*}; port=${t#*:}
       json=$tmp/run.json
       if ! memtier_benchmark "${common[@]}" -p "$port" "${run[@]}" --json-out-file="$json" >"$tmp/run.txt" 2>&1; then
-        echo "run-memtier: $name round $round $target failed:" >&2; tail -5 "$tmp/run.txt" >&2; continue
+        echo "run-memtier: $name trial $trial $target failed:" >&2; tail -5 "$tmp/run.txt" >&2; continue
       fi
       # memtier's own rates divide by a misreported duration (memtier_json.py).
       read -r ops keys _ p50 p99 p999 < <(python3 bench/memtier_json.py "$json" "$TIME" "$([ "$mget" = 0 ] && echo 1 || echo "$mget")")
-      echo "$stamp,$name,$proto,$ratio,$size,$pl,$conns,$mget,$round,$target,$ops,$keys,$p50,$p99,$p999" >> "$csv"
-      echo "  $name r$round $target: $(tail -1 "$csv" | cut -d, -f11-)"
+      echo "$stamp,$name,$proto,$ratio,$size,$pl,$conns,$mget,$trial,$target,$ops,$keys,$p50,$p99,$p999" >> "$csv"
+      echo "  $name t$trial $target: $(tail -1 "$csv" | cut -d, -f11-)"
     done
   done
 done

@@ -3,7 +3,7 @@
 # (sysbench, prepared statements) against ndbgate's memcache, REST and gRPC
 # paths, on the same table made in SQL (bench.kv: a VARCHAR(250) key and a
 # VARBINARY(1024) value), the same data nodes and the same host. Targets
-# alternate within each round. Every run records throughput, p99, and the
+# alternate within each trial. Every run records throughput, p99, and the
 # host's busy CPU seconds, so ops per host CPU-second compare the whole
 # stack (server + data nodes + client) of each path. This is where the
 # claim that the NDB API is 3-6x faster than SQL is checked.
@@ -15,14 +15,14 @@
 #   MYSQL_CLIENT       the mysql client (default: mysql on PATH)
 #   sysbench on PATH (Debian's package), go (to build ndbgate-bench)
 #
-#   ROUNDS=5 TIME=10 THREADS=16 bench/sql.sh
+#   TRIALS=5 TIME=10 THREADS=16 bench/sql.sh
 #
 # Writes $OUT/sql.csv (one row per run) and $OUT/sql.png (with gnuplot),
 # and prints medians and ratios per workload.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ROUNDS=${ROUNDS:-5}
+TRIALS=${TRIALS:-${ROUNDS:-5}} # ROUNDS is its old name
 TIME=${TIME:-10}
 THREADS=${THREADS:-16}
 KEYS=${KEYS:-100000}
@@ -106,7 +106,7 @@ EOF
 host_ticks() { awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
 CLK=$(getconf CLK_TCK)
 csv=$OUT/sql.csv
-[ -f "$csv" ] || echo "round,workload,path,ops_per_s,p99_ms,host_cpu_s,ops_per_host_cpu_s" >"$csv"
+[ -f "$csv" ] || echo "trial,workload,path,ops_per_s,p99_ms,host_cpu_s,ops_per_host_cpu_s" >"$csv"
 
 # run WORKLOAD PATH: one measured run; appends a CSV row.
 run() {
@@ -131,12 +131,12 @@ run() {
   fi
   cpu=$(awk -v t=$((after - before)) -v c="$CLK" 'BEGIN {printf "%.2f", t / c}')
   ratio=$(awk -v o="$ops" -v t="$TIME" -v c="$cpu" 'BEGIN {printf "%.0f", o * t / c}')
-  echo "$round,$workload,$path,$ops,$p99,$cpu,$ratio" >>"$csv"
+  echo "$trial,$workload,$path,$ops,$p99,$cpu,$ratio" >>"$csv"
   printf '  %-5s %-8s %10.0f ops/s  p99 %7.3f ms  %8s ops/host-CPU-s\n' "$workload" "$path" "$ops" "$p99" "$ratio"
 }
 
-for round in $(seq "$ROUNDS"); do
-  echo "round $round"
+for trial in $(seq "$TRIALS"); do
+  echo "trial $trial"
   for workload in read write; do
     for path in sql memcache rest grpc; do
       run "$workload" "$path"
@@ -144,7 +144,7 @@ for round in $(seq "$ROUNDS"); do
   done
 done
 
-python3 - "$csv" "$ROUNDS" <<'EOF'
+python3 - "$csv" "$TRIALS" <<'EOF'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))[-int(sys.argv[2]) * 8:]
 by = {}
@@ -160,7 +160,7 @@ for (w, p), rs in sorted(by.items()):
 EOF
 
 if command -v gnuplot >/dev/null 2>&1; then
-  python3 - "$csv" "$ROUNDS" >"$tmp/plot.dat" <<'EOF'
+  python3 - "$csv" "$TRIALS" >"$tmp/plot.dat" <<'EOF'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))[-int(sys.argv[2]) * 8:]
 by = {}

@@ -77,8 +77,8 @@ type Embedded struct {
 	Partitions   int
 	Nodes        int
 	ReapInterval Duration
-	// SimulatedRoundTrip delays every backend round, as a data node round
-	// trip would: for measuring batching on one machine. Benchmarks only.
+	// SimulatedRoundTrip delays every flight (backend round trip), as a data
+	// node would: for measuring batching on one machine. Benchmarks only.
 	SimulatedRoundTrip Duration
 	// DataDir keeps the tables and rows there (a log and snapshots), so that
 	// they come back after a restart or a crash. Empty: memory only.
@@ -96,8 +96,8 @@ type Embedded struct {
 // Dispatch tunes the backend dispatcher (ndbclient); zero values mean
 // ndbclient's defaults. Coalesce is a pointer: nil means true.
 type Dispatch struct {
-	RoundSize, RoundsPerNode, MaxInFlight, MaxRetries int
-	Coalesce                                          *bool
+	RoundSize, FlightsPerNode, MaxInFlight, MaxRetries int
+	Coalesce                                           *bool
 }
 
 // Table declares a table of the embedded engine, for the row API (REST, gRPC).

@@ -10,7 +10,8 @@ import (
 )
 
 // README's configuration table lists every setting, once, with the table's
-// env, flag and default, and nothing else.
+// env, flag and default, and nothing else; a setting's row names its
+// deprecated old names.
 func TestREADMEConfigTableMatches(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	require.NoError(t, err)
@@ -19,7 +20,7 @@ func TestREADMEConfigTableMatches(t *testing.T) {
 	section, _, _ = strings.Cut(section, "\n## ")
 	_, table, ok := strings.Cut(section, "| YAML | env | flag | default | meaning |\n|---|---|---|---|---|\n")
 	require.True(t, ok, "README's configuration table header changed")
-	rows := map[string][]string{}
+	rows, meanings := map[string][]string{}, map[string]string{}
 	for line := range strings.Lines(table) {
 		if !strings.HasPrefix(line, "|") {
 			break
@@ -31,7 +32,7 @@ func TestREADMEConfigTableMatches(t *testing.T) {
 		}
 		key := strings.Trim(cells[1], "`")
 		assert.NotContains(t, rows, key, "README lists %s twice", key)
-		rows[key] = cells[1:5]
+		rows[key], meanings[key] = cells[1:5], cells[5]
 	}
 	code := func(s, pre string) string {
 		if s == "" {
@@ -48,6 +49,11 @@ func TestREADMEConfigTableMatches(t *testing.T) {
 		got, ok := rows[s.Key]
 		if assert.True(t, ok, "README's configuration table lacks %s; add: | %s | meaning |", s.Key, strings.Join(want, " | ")) {
 			assert.Equal(t, want, got, "README row of %s (key, env, flag, default)", s.Key)
+			for _, old := range []string{code(s.Old.Key, ""), code(s.Old.Env, ""), code(s.Old.Flag, "--")} {
+				if old != "" {
+					assert.Contains(t, meanings[s.Key], old, "README row of %s names its old name", s.Key)
+				}
+			}
 		}
 		delete(rows, s.Key)
 	}

@@ -23,7 +23,15 @@ type setting struct {
 	Help    string
 	Field   func(*Config) any // the value's address in a Config
 	Check   func(v any) error // nil, or what is wrong with the value
+	// Old are the setting's earlier names, each form still accepted as a
+	// deprecated alias of the same form above ("" for none). One source
+	// (the file, the environment or the flags) giving both names with
+	// different values is an error; across sources the last still wins.
+	Old names
 }
+
+// names are a setting's names in the three sources.
+type names struct{ Key, Env, Flag string }
 
 // One flag sets the memcache and the REST/gRPC TLS files alike; settings
 // that share a flag share its help.
@@ -125,14 +133,15 @@ var settings = []setting{
 		Field: func(c *Config) any { return &c.Embedded.SnapshotLogSize }},
 
 	{Key: "dispatch.round_size", Default: "256",
-		Help: "most operations per backend round trip (0 = 256)", Check: within(0, 1024, "must be 0..1024 (0 = default 256)"),
+		Help: "most operations per round (a request's share for one data node) and per flight (0 = 256)", Check: within(0, 1024, "must be 0..1024 (0 = default 256)"),
 		Field: func(c *Config) any { return &c.Dispatch.RoundSize }},
 	{Key: "dispatch.coalesce", Default: "true",
-		Help:  "merge requests queued for a data node into one round trip",
+		Help:  "rounds queued for a data node leave together in one flight (one backend round trip)",
 		Field: func(c *Config) any { return &c.Dispatch.Coalesce }},
-	{Key: "dispatch.rounds_per_node", Default: "1",
-		Help: "round trips in flight per data node (0 = 1)", Check: notNegative,
-		Field: func(c *Config) any { return &c.Dispatch.RoundsPerNode }},
+	{Key: "dispatch.flights_per_node", Default: "1",
+		Help: "flights (backend round trips) at once per data node (0 = 1)", Check: notNegative,
+		Field: func(c *Config) any { return &c.Dispatch.FlightsPerNode },
+		Old:   names{Key: "dispatch.rounds_per_node"}},
 	{Key: "dispatch.max_inflight_ops", Default: "65536",
 		Help: "operations admitted at once; past it requests fail fast as overloaded (0 = 65536)", Check: notNegative,
 		Field: func(c *Config) any { return &c.Dispatch.MaxInFlight }},
@@ -201,6 +210,62 @@ func lookupSetting(key string) *setting {
 		}
 	}
 	return nil
+}
+
+// lookupOldKey returns the setting whose deprecated YAML key is key, or nil.
+func lookupOldKey(key string) *setting {
+	for i := range settings {
+		if settings[i].Old.Key != "" && settings[i].Old.Key == key {
+			return &settings[i]
+		}
+	}
+	return nil
+}
+
+// deprecated is the notice for a setting given by its old name.
+func deprecated(old, current string) string {
+	return fmt.Sprintf("ndbgate: %s is a deprecated name: use %s", old, current)
+}
+
+// bothNames is the error of a source that gives a setting by both its
+// names, with different values: neither can be known to be the one meant.
+func bothNames(old, current string, oldValue, currentValue any) error {
+	return fmt.Errorf("%s and %s name one setting (%s is deprecated), given %v and %v: give one", old, current, old, oldValue, currentValue)
+}
+
+// pick is the text one source (a lookup of env or flags) gives s under its
+// name or its old one: the old name is noted as deprecated, and the two
+// given with different values are an error.
+func pick(s *setting, name, old string, lookup func(string) (string, bool), notices *[]string) (string, bool, error) {
+	get := func(n string) (string, bool) {
+		if n == "" {
+			return "", false
+		}
+		return lookup(n)
+	}
+	v, ok := get(name)
+	ov, oldOK := get(old)
+	if !oldOK {
+		return v, ok, nil
+	}
+	*notices = append(*notices, deprecated(old, name))
+	if !ok {
+		return ov, true, nil
+	}
+	if v == ov || sameValue(s, v, ov) {
+		return v, true, nil
+	}
+	return "", false, bothNames(old, name, strconv.Quote(ov), strconv.Quote(v))
+}
+
+// sameValue reports whether two texts parse to one value of s ("2", " 2").
+func sameValue(s *setting, x, y string) bool {
+	var a, b Config
+	pa, pb := s.Field(&a), s.Field(&b)
+	if parse(pa, x) != nil || parse(pb, y) != nil {
+		return false
+	}
+	return value(pa) == value(pb)
 }
 
 // nameOf is how messages name a setting: its YAML key and flag.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -220,5 +221,107 @@ func TestEachCheckNamesItsSetting(t *testing.T) {
 		err := c.Validate()
 		require.Error(t, err, tc.want)
 		assert.Contains(t, err.Error(), tc.want)
+	}
+}
+
+// A setting's old name still works, with a notice, and one source giving
+// both names with different values is an error. dispatch.flights_per_node
+// was dispatch.rounds_per_node in YAML; it has no variable or flag, so the
+// test gives it made-up ones to hold the env and flag forms to the same.
+func TestOldNamesAreAliases(t *testing.T) {
+	saved := settings
+	t.Cleanup(func() { settings = saved })
+	settings = slices.Clone(settings)
+	s := lookupSetting("dispatch.flights_per_node")
+	require.NotNil(t, s)
+	require.Equal(t, "dispatch.rounds_per_node", s.Old.Key)
+	s.Env, s.Old.Env = "NDBGATE_FLIGHTS_PER_NODE", "NDBGATE_ROUNDS_PER_NODE"
+	s.Flag, s.Old.Flag = "flights-per-node", "rounds-per-node"
+
+	load := func(env map[string]string, args ...string) (Config, string, error) {
+		var out bytes.Buffer
+		c, err := Load("serve", args, envOf(env), &out)
+		return c, out.String(), err
+	}
+	oldFile := writeFile(t, "dispatch:\n  rounds_per_node: 3\n")
+	for _, tc := range []struct {
+		name   string
+		env    map[string]string
+		args   []string
+		notice string
+	}{
+		{"yaml", map[string]string{configEnv: oldFile}, nil,
+			"ndbgate: dispatch.rounds_per_node is a deprecated name: use dispatch.flights_per_node (config file " + oldFile + ")"},
+		{"env", map[string]string{"NDBGATE_ROUNDS_PER_NODE": "3"}, nil,
+			"ndbgate: NDBGATE_ROUNDS_PER_NODE is a deprecated name: use NDBGATE_FLIGHTS_PER_NODE"},
+		{"flag", nil, []string{"--rounds-per-node", "3"},
+			"ndbgate: --rounds-per-node is a deprecated name: use --flights-per-node"},
+		{"same value under both names", map[string]string{"NDBGATE_ROUNDS_PER_NODE": "3", "NDBGATE_FLIGHTS_PER_NODE": " 3"}, nil,
+			"ndbgate: NDBGATE_ROUNDS_PER_NODE is a deprecated name: use NDBGATE_FLIGHTS_PER_NODE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, out, err := load(tc.env, tc.args...)
+			require.NoError(t, err)
+			assert.Equal(t, 3, c.Dispatch.FlightsPerNode)
+			assert.Equal(t, tc.notice+"\n", out)
+		})
+	}
+
+	t.Run("the new names say nothing", func(t *testing.T) {
+		c, out, err := load(map[string]string{configEnv: writeFile(t, "dispatch: {flights_per_node: 2}\n"), "NDBGATE_FLIGHTS_PER_NODE": "4"}, "--flights-per-node", "5")
+		require.NoError(t, err)
+		assert.Equal(t, 5, c.Dispatch.FlightsPerNode)
+		assert.Empty(t, out)
+	})
+
+	t.Run("across sources the last wins", func(t *testing.T) {
+		c, _, err := load(map[string]string{configEnv: oldFile, "NDBGATE_FLIGHTS_PER_NODE": "4"})
+		require.NoError(t, err)
+		assert.Equal(t, 4, c.Dispatch.FlightsPerNode, "env over the file's old name")
+		c, _, err = load(map[string]string{"NDBGATE_FLIGHTS_PER_NODE": "4"}, "--rounds-per-node", "5")
+		require.NoError(t, err)
+		assert.Equal(t, 5, c.Dispatch.FlightsPerNode, "an old flag over env")
+	})
+
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"yaml", map[string]string{configEnv: writeFile(t, "dispatch:\n  rounds_per_node: 3\n  flights_per_node: 2\n")}, nil,
+			"dispatch.rounds_per_node and dispatch.flights_per_node name one setting (dispatch.rounds_per_node is deprecated), given 3 and 2: give one"},
+		{"env", map[string]string{"NDBGATE_ROUNDS_PER_NODE": "3", "NDBGATE_FLIGHTS_PER_NODE": "2"}, nil,
+			`environment: NDBGATE_ROUNDS_PER_NODE and NDBGATE_FLIGHTS_PER_NODE name one setting (NDBGATE_ROUNDS_PER_NODE is deprecated), given "3" and "2": give one`},
+		{"flag", nil, []string{"--flights-per-node", "2", "--rounds-per-node", "3"},
+			`--rounds-per-node and --flights-per-node name one setting (--rounds-per-node is deprecated), given "3" and "2": give one`},
+	} {
+		t.Run("both names differ in "+tc.name, func(t *testing.T) {
+			_, _, err := load(tc.env, tc.args...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+
+	var out bytes.Buffer
+	WriteHelp(&out, "serve")
+	assert.Contains(t, out.String(), "deprecated name dispatch.rounds_per_node, NDBGATE_ROUNDS_PER_NODE, --rounds-per-node")
+}
+
+// The settings in use name no deprecated alias, and no old name is another
+// setting's name.
+func TestOldNamesAreNotNames(t *testing.T) {
+	for _, s := range settings {
+		for _, o := range settings {
+			if s.Old.Key != "" {
+				assert.NotEqual(t, o.Key, s.Old.Key)
+			}
+			if s.Old.Env != "" {
+				assert.NotEqual(t, o.Env, s.Old.Env)
+			}
+			if s.Old.Flag != "" {
+				assert.NotEqual(t, o.Flag, s.Old.Flag)
+			}
+		}
 	}
 }

@@ -12,30 +12,31 @@ import (
 // The dispatcher sits between Client.Submit and the driver, like CockroachDB's
 // DistSender: it splits a batch by the data node that owns each key, cuts each
 // node's share into rounds of at most RoundSize operations, and sends them in
-// parallel. With lanes on, each node has a bounded number of rounds in flight;
-// requests that arrive meanwhile wait in the node's queue and leave together in
-// the next round (coalescing: one round trip, never one transaction). Temporary
-// failures are retried with backoff and jitter; a write whose result is unknown
-// is never sent again.
+// parallel, each in a flight (one driver round trip). With lanes on, each node
+// has a bounded number of flights at once; rounds that arrive meanwhile wait
+// in the node's queue and leave together in the next flight (coalescing: one
+// round trip, never one transaction). Temporary failures are retried with
+// backoff and jitter; a write whose result is unknown is never sent again.
 //
 // Lock order: a lane's mu is the only lock, held briefly and never while
 // calling the driver or a completion.
 
 // DispatchConfig tunes the dispatcher. Zero values take the defaults.
 type DispatchConfig struct {
-	// RoundSize bounds the operations of one driver round (default 256; the NDB
-	// API allows 1024 transactions per Ndb object). Rounds of 256 rather than
-	// 128 gave 100-key gets 1.15x the keys/s on NDB 7.5.0 (fewer flights, so
-	// fewer wake-ups on both sides) and left single keys at pipeline 16 level.
+	// RoundSize bounds the operations of one round, and of a flight that
+	// coalesces queued rounds (default 256; the NDB API allows 1024
+	// transactions per Ndb object). Rounds of 256 rather than 128 gave
+	// 100-key gets 1.15x the keys/s on NDB 7.5.0 (fewer flights, so fewer
+	// wake-ups on both sides) and left single keys at pipeline 16 level.
 	RoundSize int
-	// Lanes turns on per-node lanes: at most RoundsPerNode rounds in flight per
-	// node, the rest queued. Off, rounds go straight to the driver (the
-	// embedded engine without a simulated delay completes inline and needs no
-	// lanes).
-	Lanes         bool
-	RoundsPerNode int // default 1
-	// Coalesce merges the queued requests of a node into one round (with
-	// lanes). Off, each request is its own round trip.
+	// Lanes turns on per-node lanes: at most FlightsPerNode flights at once
+	// per node, the rounds beyond them queued. Off, each round goes straight
+	// to the driver as its own flight (the embedded engine without a
+	// simulated delay completes inline and needs no lanes).
+	Lanes          bool
+	FlightsPerNode int // default 1
+	// Coalesce sends a node's queued rounds together in one flight (with
+	// lanes). Off, each round is its own flight.
 	Coalesce bool
 	// MaxInFlight bounds operations admitted at once; past it callers get
 	// Overloaded at once instead of queueing without limit (default 65536).
@@ -56,8 +57,8 @@ func (c *DispatchConfig) defaults() {
 	if c.RoundSize > 1024 {
 		c.RoundSize = 1024
 	}
-	if c.RoundsPerNode <= 0 {
-		c.RoundsPerNode = 1
+	if c.FlightsPerNode <= 0 {
+		c.FlightsPerNode = 1
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = 65536
@@ -115,13 +116,13 @@ const (
 	flightDone
 )
 
-// lane is one node's queue.
+// lane is one node's queue and its flight slots.
 type lane struct {
 	c        *Client
 	node     int
 	nodeOps  prometheus.Counter
 	mu       sync.Mutex
-	inFlight int
+	inFlight int // flights sent and not done, at most FlightsPerNode
 	queue    []*round
 	queued   int // ops in queue
 }
@@ -163,7 +164,7 @@ func (c *Client) dispatch(b *Batch, done func(*Batch, error)) {
 	if !c.cfg.Lanes && c.nodes == 1 && int(n) <= c.cfg.RoundSize {
 		// Fast path: the whole batch is one round for the only node.
 		dispatchHintOps.Add(b.Shard, hintKey, uint64(n))
-		observeRound(b.Shard, int(n))
+		observeFlight(b.Shard, int(n))
 		c.driver.Submit(b, k.onDirect)
 		return
 	}
@@ -332,7 +333,7 @@ func runFlights(f *flight) {
 	for f != nil {
 		f.state.Store(flightSubmitting)
 		c := f.c
-		observeRound(f.b.Shard, len(f.b.Ops))
+		observeFlight(f.b.Shard, len(f.b.Ops))
 		if n := len(f.rounds); n > 1 {
 			dispatchCoalesced.Add(float64(n - 1))
 		}
@@ -383,7 +384,7 @@ func (l *lane) enqueue(r *round) {
 		return
 	}
 	l.mu.Lock()
-	if l.inFlight < l.c.cfg.RoundsPerNode {
+	if l.inFlight < l.c.cfg.FlightsPerNode {
 		l.inFlight++
 		l.mu.Unlock()
 		f := l.c.newFlight(l)
@@ -397,7 +398,7 @@ func (l *lane) enqueue(r *round) {
 }
 
 // completed frees a lane slot and takes the next flight from the queue: with
-// coalescing as many queued rounds as fit in one round, else one. Rounds met
+// coalescing as many queued rounds as fit in RoundSize ops, else one. Rounds met
 // on the way whose callers abandoned them are dropped: they complete with
 // ErrAbandoned, unsent, so a client that hung up costs the node nothing more.
 func (l *lane) completed() *flight {

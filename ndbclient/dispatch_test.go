@@ -16,17 +16,17 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient/embedded"
 )
 
-// recorder wraps a driver: it records every round it is sent (size and the
-// nodes of its keys), can complete later and out of order, can hold rounds
+// recorder wraps a driver: it records every flight it is sent (size and the
+// nodes of its keys), can complete later and out of order, can hold flights
 // until released, and can inject errors per op and attempt.
 type recorder struct {
 	ndbclient.Driver
 	later  time.Duration // >0: complete on another goroutine after up to this
-	hold   chan struct{} // non-nil: each round waits for a receive
+	hold   chan struct{} // non-nil: each flight waits for a receive
 	inject func(op *ndbclient.Op, attempt int) error
 
 	mu       sync.Mutex
-	rounds   []int
+	flights  []int
 	nodeSets []map[int]bool
 	attempts map[*ndbclient.Op]int
 }
@@ -51,7 +51,7 @@ func (d *recorder) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)
 		}
 		run = append(run, op)
 	}
-	d.rounds = append(d.rounds, len(b.Ops))
+	d.flights = append(d.flights, len(b.Ops))
 	d.nodeSets = append(d.nodeSets, nodes)
 	d.mu.Unlock()
 	finish := func() {
@@ -75,12 +75,12 @@ func (d *recorder) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)
 	finish()
 }
 
-func (d *recorder) take() (rounds []int, nodeSets []map[int]bool) {
+func (d *recorder) take() (flights []int, nodeSets []map[int]bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	rounds, nodeSets = d.rounds, d.nodeSets
-	d.rounds, d.nodeSets = nil, nil
-	return rounds, nodeSets
+	flights, nodeSets = d.flights, d.nodeSets
+	d.flights, d.nodeSets = nil, nil
+	return flights, nodeSets
 }
 
 func (d *recorder) attemptsOf(op *ndbclient.Op) int {
@@ -173,12 +173,12 @@ func TestDispatchSplitsByNode(t *testing.T) {
 			}
 			require.NoError(t, submitWait(t, c, &b))
 			requireValues(t, b.Ops, names)
-			rounds, nodeSets := rec.take()
-			assert.Len(t, rounds, 4, "one round per node: %v", rounds)
+			flights, nodeSets := rec.take()
+			assert.Len(t, flights, 4, "one round per node, a flight each: %v", flights)
 			total := 0
-			for i, r := range rounds {
+			for i, r := range flights {
 				total += r
-				assert.Len(t, nodeSets[i], 1, "a round goes to one node")
+				assert.Len(t, nodeSets[i], 1, "a flight goes to one node")
 			}
 			assert.Equal(t, 100, total)
 		})
@@ -197,8 +197,8 @@ func TestDispatchRoundSize(t *testing.T) {
 	}
 	require.NoError(t, submitWait(t, c, &b))
 	requireValues(t, b.Ops, names)
-	rounds, _ := rec.take()
-	assert.Equal(t, []int{32, 32, 32, 4}, rounds)
+	flights, _ := rec.take() // without lanes each round is a flight
+	assert.Equal(t, []int{32, 32, 32, 4}, flights)
 
 	// A transaction longer than a round goes whole, alone.
 	b.Ops = b.Ops[:0]
@@ -209,8 +209,8 @@ func TestDispatchRoundSize(t *testing.T) {
 	}
 	b.Ops = append(b.Ops, readOp(tbl, "k1"))
 	require.NoError(t, submitWait(t, c, &b))
-	rounds, _ = rec.take()
-	assert.Equal(t, []int{40, 1}, rounds)
+	flights, _ = rec.take()
+	assert.Equal(t, []int{40, 1}, flights)
 	for _, op := range b.Ops {
 		require.NoError(t, op.Err)
 	}
@@ -218,7 +218,7 @@ func TestDispatchRoundSize(t *testing.T) {
 
 // TestDispatchCoalescing: many goroutines each submit single-key reads to a
 // driver with a round-trip delay. With lanes and coalescing, the queued
-// requests of a node share round trips; without coalescing each is its own.
+// rounds of a node share flights; without coalescing each is its own.
 func TestDispatchCoalescing(t *testing.T) {
 	for _, coalesce := range []bool{true, false} {
 		t.Run(fmt.Sprintf("coalesce=%v", coalesce), func(t *testing.T) {
@@ -245,17 +245,17 @@ func TestDispatchCoalescing(t *testing.T) {
 			}
 			wg.Wait()
 			assert.Zero(t, bad.Load(), "every request got its own right answer")
-			rounds, nodeSets := rec.take()
+			flights, nodeSets := rec.take()
 			largest := 0
-			for i, r := range rounds {
+			for i, r := range flights {
 				largest = max(largest, r)
 				assert.Len(t, nodeSets[i], 1)
 			}
 			if coalesce {
-				assert.Less(t, len(rounds), clients*each/2, "coalesced into fewer round trips")
+				assert.Less(t, len(flights), clients*each/2, "coalesced into fewer round trips")
 				assert.Greater(t, largest, 1)
 			} else {
-				assert.Len(t, rounds, clients*each, "one round trip per request")
+				assert.Len(t, flights, clients*each, "one round trip per request")
 				assert.Equal(t, 1, largest)
 			}
 		})
@@ -427,7 +427,7 @@ func TestDispatchPerOpErrorsIsolated(t *testing.T) {
 func TestDispatchConcurrentMixed(t *testing.T) {
 	e, tbl := newEngine(t, 4, 100)
 	rec := &recorder{Driver: e, later: 300 * time.Microsecond}
-	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: true, Coalesce: true, RoundSize: 16, RoundsPerNode: 2})
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: true, Coalesce: true, RoundSize: 16, FlightsPerNode: 2})
 	var wg sync.WaitGroup
 	var bad atomic.Int32
 	for g := 0; g < 16; g++ {
@@ -464,9 +464,9 @@ func TestDispatchConcurrentMixed(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Zero(t, bad.Load())
-	rounds, _ := rec.take()
-	for _, r := range rounds {
-		assert.LessOrEqual(t, r, 16, "no round above RoundSize")
+	flights, _ := rec.take()
+	for _, r := range flights {
+		assert.LessOrEqual(t, r, 16, "no flight above RoundSize")
 	}
 }
 
@@ -517,7 +517,7 @@ func TestDispatchDropsAbandonedQueuedBatches(t *testing.T) {
 	gone, goneDone := submit("k2")   // queued behind it
 	kept, keptDone := submit("k3")   // queued too
 	gone.Abandon()
-	rec.hold <- struct{}{} // the first round completes; the lane moves on
+	rec.hold <- struct{}{} // the first flight completes; the lane moves on
 	require.NoError(t, <-firstDone)
 	require.NoError(t, first.Ops[0].Err)
 	assert.ErrorIs(t, <-goneDone, ndbclient.ErrAbandoned)
@@ -525,8 +525,8 @@ func TestDispatchDropsAbandonedQueuedBatches(t *testing.T) {
 	rec.hold <- struct{}{}
 	require.NoError(t, <-keptDone)
 	require.NoError(t, kept.Ops[0].Err)
-	rounds, _ := rec.take()
-	assert.Equal(t, []int{1, 1}, rounds, "the abandoned batch was never sent")
+	flights, _ := rec.take()
+	assert.Equal(t, []int{1, 1}, flights, "the abandoned batch was never sent")
 	close(rec.hold)
 	// Its ops left the in-flight count: three fit again.
 	var waits []chan error
@@ -589,7 +589,7 @@ func TestDispatchBatchesPartitions(t *testing.T) {
 			assert.Equal(t, tc.wantSingles, d.singles.Load())
 			_, nodeSets := d.take()
 			for _, nodes := range nodeSets {
-				assert.Len(t, nodes, 1, "each round still goes to one node")
+				assert.Len(t, nodes, 1, "each flight still goes to one node")
 			}
 			for i, op := range b.Ops {
 				p, ok := op.KeyPartition()
@@ -620,7 +620,7 @@ func TestDispatchLanesForAddedNodes(t *testing.T) {
 	e, tbl := newEngine(t, 4, 100)
 	rec := &recorder{Driver: e, hold: make(chan struct{})}
 	c := ndbclient.NewClientWith(startsSmaller{recorder: rec, atStart: 2},
-		ndbclient.DispatchConfig{Lanes: true, RoundSize: 1000, RoundsPerNode: 1})
+		ndbclient.DispatchConfig{Lanes: true, RoundSize: 1000, FlightsPerNode: 1})
 	var b ndbclient.Batch
 	for i := 0; i < 100; i++ {
 		b.Ops = append(b.Ops, readOp(tbl, fmt.Sprintf("k%d", i)))

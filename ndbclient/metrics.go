@@ -21,12 +21,12 @@ var opsBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
 // Dispatcher metrics.
 var (
 	dispatchRoundTrips = shardmetrics.NewCounterVec("ndbgate_backend_round_trips_total",
-		"Driver round trips (rounds sent to the driver, coalesced ones counted once).", nil, nil, [][]string{nil})
-	dispatchRoundOps = shardmetrics.NewHistogramVec("ndbgate_backend_round_ops",
-		"Operations per driver round trip.", opsBuckets, 1, nil, nil, [][]string{nil})
+		"Flights: driver round trips, each of one or more rounds of one data node.", nil, nil, [][]string{nil})
+	dispatchFlightOps = shardmetrics.NewHistogramVec("ndbgate_backend_flight_ops",
+		"Operations per flight (driver round trip).", opsBuckets, 1, nil, nil, [][]string{nil})
 	dispatchCoalesced = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "ndbgate_backend_coalesced_requests_total",
-		Help: "Requests that shared a round trip with an earlier queued request.",
+		Name: "ndbgate_backend_coalesced_rounds_total",
+		Help: "Rounds that shared a flight with an earlier queued round (coalescing).",
 	})
 	dispatchHintOps = shardmetrics.NewCounterVec("ndbgate_backend_partition_hint_ops_total",
 		"Transactions routed by a key's partition (hint=key) or without one (hint=none: scans).",
@@ -66,14 +66,14 @@ func observeBatch(b *Batch) {
 	batchOps.Observe(b.Shard, 0, int64(len(b.Ops)))
 }
 
-func observeRound(shard, ops int) {
+func observeFlight(shard, ops int) {
 	dispatchRoundTrips.Add(shard, 0, 1)
-	dispatchRoundOps.Observe(shard, 0, int64(ops))
+	dispatchFlightOps.Observe(shard, 0, int64(ops))
 }
 
 // RegisterMetrics registers the backend metrics and the driver's engine gauges.
 func RegisterMetrics(reg prometheus.Registerer, d Driver) {
-	reg.MustRegister(batchOps, batchesTotal, dispatchRoundTrips, dispatchRoundOps, dispatchCoalesced,
+	reg.MustRegister(batchOps, batchesTotal, dispatchRoundTrips, dispatchFlightOps, dispatchCoalesced,
 		dispatchHintOps, dispatchRetries, dispatchInFlight, dispatchOverloaded, dispatchNodeOps, &driverCollector{d: d})
 }
 

@@ -22,12 +22,13 @@ import (
 )
 
 func main() {
-	rtt := flag.Duration("rtt", 100*time.Microsecond, "simulated round trip per node per round")
+	rtt := flag.Duration("rtt", 100*time.Microsecond, "simulated round trip of each flight")
 	nodes := flag.Int("nodes", 4, "simulated data nodes")
 	keys := flag.Int("keys", 100, "keys per multi-get")
 	clients := flag.Int("clients", 64, "concurrent single-key clients")
 	dur := flag.Duration("time", 3*time.Second, "duration of each throughput run")
-	rounds := flag.Int("rounds", 2, "alternating rounds of coalescing on/off")
+	trials := flag.Int("trials", 2, "alternating trials of coalescing on/off")
+	flag.IntVar(trials, "rounds", 2, "the old name of -trials")
 	flag.Parse()
 
 	e := embedded.New(embedded.Config{Partitions: 16, Nodes: *nodes, ReapInterval: -1, RoundTripDelay: *rtt})
@@ -109,9 +110,9 @@ func main() {
 		return float64(ops.Load()) / dur.Seconds()
 	}
 	fmt.Printf("%d concurrent single-key clients, %v per run:\n", *clients, *dur)
-	fmt.Printf("%6s %16s %16s %8s\n", "round", "coalesce ops/s", "no-coalesce ops/s", "ratio")
+	fmt.Printf("%6s %16s %16s %8s\n", "trial", "coalesce ops/s", "no-coalesce ops/s", "ratio")
 	var ratios []float64
-	for r := 1; r <= *rounds; r++ {
+	for r := 1; r <= *trials; r++ {
 		on := run(true)
 		off := run(false)
 		ratios = append(ratios, on/off)

@@ -264,7 +264,7 @@ func newEmbedded(cfg config.Config) *embedded.Engine {
 
 // dispatchConfig maps the configuration onto the backend dispatcher. Lanes
 // (per-node queues, coalescing) pay off only when a round trip costs
-// something: not with a driver that completes every round inline (the
+// something: not with a driver that completes every flight inline (the
 // embedded engine without a simulated round trip), nor with one whose Submit
 // never waits (the embedded engine with fsync always: a read must not queue
 // behind other writes' fsync).
@@ -278,12 +278,12 @@ func dispatchConfig(cfg config.Config, d ndbclient.Driver) ndbclient.DispatchCon
 		lanes = false
 	}
 	return ndbclient.DispatchConfig{
-		RoundSize:     dc.RoundSize,
-		RoundsPerNode: dc.RoundsPerNode,
-		MaxInFlight:   dc.MaxInFlight,
-		MaxRetries:    dc.MaxRetries,
-		Coalesce:      dc.Coalesce == nil || *dc.Coalesce,
-		Lanes:         lanes,
+		RoundSize:      dc.RoundSize,
+		FlightsPerNode: dc.FlightsPerNode,
+		MaxInFlight:    dc.MaxInFlight,
+		MaxRetries:     dc.MaxRetries,
+		Coalesce:       dc.Coalesce == nil || *dc.Coalesce,
+		Lanes:          lanes,
 	}
 }
 

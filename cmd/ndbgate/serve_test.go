@@ -13,7 +13,7 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient/ndbclienttest"
 )
 
-// Lanes are on unless the driver completes every round inline.
+// Lanes are on unless the driver completes every flight inline.
 func TestDispatchLanes(t *testing.T) {
 	var cfg, cfg0 config.Config
 	e := newEmbedded(cfg)

@@ -158,8 +158,8 @@ func RunItemState(t *testing.T, prefix string, open func(t *testing.T) (ndbclien
 		}
 	})
 	t.Run("concurrent readers: exactly one wins the token", func(t *testing.T) {
-		const readers, rounds = 8, 5
-		for r := 0; r < rounds; r++ {
+		const readers, trials = 8, 5
+		for r := 0; r < trials; r++ {
 			store(t, "race", 0, nil)
 			invalidate(t, "race")
 			var won, toldTaken atomic.Int32
@@ -183,8 +183,8 @@ func RunItemState(t *testing.T, prefix string, open func(t *testing.T) (ndbclien
 			}
 			close(start)
 			wg.Wait()
-			assert.Equal(t, int32(1), won.Load(), "round %d: one winner of %d readers", r, readers)
-			assert.Equal(t, int32(readers-1), toldTaken.Load(), "round %d: every loser is told the token is taken (Z)", r)
+			assert.Equal(t, int32(1), won.Load(), "trial %d: one winner of %d readers", r, readers)
+			assert.Equal(t, int32(readers-1), toldTaken.Load(), "trial %d: every loser is told the token is taken (Z)", r)
 		}
 	})
 }

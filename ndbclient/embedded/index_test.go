@@ -149,16 +149,16 @@ func TestIndexFollowsMovedRows(t *testing.T) {
 	tbl := mustCreate(t, e, memcacheTable("moves", 200<<10))
 	const keys = 300
 	sizes := []int{1, 40, 200, 3000, 150000, 5} // 150000: a page of its own
-	for round, n := range sizes {
+	for step, n := range sizes {
 		for i := range keys {
 			k := fmt.Sprint("key-", i)
-			put(t, e, tbl, k, item{value: fmt.Sprintf("%d-%s", round, strings.Repeat("x", n+i%7))})
+			put(t, e, tbl, k, item{value: fmt.Sprintf("%d-%s", step, strings.Repeat("x", n+i%7))})
 		}
 		for i := range keys {
 			k := fmt.Sprint("key-", i)
 			v, ok := getValue(t, e, tbl, k)
-			require.True(t, ok, "round %d: %s lost", round, k)
-			require.Equal(t, fmt.Sprintf("%d-%s", round, strings.Repeat("x", n+i%7)), v)
+			require.True(t, ok, "step %d: %s lost", step, k)
+			require.Equal(t, fmt.Sprintf("%d-%s", step, strings.Repeat("x", n+i%7)), v)
 		}
 	}
 	live := 0

@@ -213,7 +213,7 @@ func TestArenaReuseUnderChurn(t *testing.T) {
 	tbl := mustCreate(t, e, memcacheTable("churn", 8192))
 	rng := rand.New(rand.NewPCG(1, 2))
 	buf := make([]byte, 8192)
-	round := func() {
+	churn := func() {
 		for i := range 2000 {
 			n := rng.IntN(4000)
 			w := writeOp(ndbclient.OpWrite, tbl, fmt.Sprint(i%500), set(colValue, ndbclient.Bytes(buf[:n])))
@@ -225,11 +225,11 @@ func TestArenaReuseUnderChurn(t *testing.T) {
 		}
 	}
 	for range 10 {
-		round() // warm up: every size class gets its chunks
+		churn() // warm up: every size class gets its chunks
 	}
 	warm := arenaBytes(t, e, tbl)
 	for range 50 {
-		round() // ~200 MB of writes
+		churn() // ~200 MB of writes
 	}
 	// Per-class free lists settle at each class's peak use; what is left is
 	// page granularity (at most one more page per partition).

@@ -93,12 +93,12 @@ func TestPagesStayBoundedWithoutEviction(t *testing.T) {
 	bound := int64(limit + limit/2 + 4*64<<10)
 	rng := rand.New(rand.NewPCG(3, 4))
 	model := map[string][]byte{}
-	for round, size := range []int{700, 120_000, 1_800, 9_000, 300, 40_000, 3_000} {
+	for fill, size := range []int{700, 120_000, 1_800, 9_000, 300, 40_000, 3_000} {
 		// Fill until refused.
 		n := 0
 		for ; ; n++ {
-			k := fmt.Sprint(round, ":", n)
-			v := valueOf(size, round*100000+n)
+			k := fmt.Sprint(fill, ":", n)
+			v := valueOf(size, fill*100000+n)
 			w := writeOp(ndbclient.OpInsert, tbl, k, set(colValue, ndbclient.Bytes(v)))
 			run(t, e, w)
 			if codeOf(w) == ndbclient.CodeOutOfMemory {
@@ -109,8 +109,8 @@ func TestPagesStayBoundedWithoutEviction(t *testing.T) {
 		}
 		st := e.Stats()
 		pages := pagesHeld(t, e)
-		t.Logf("round %d, %6d-byte values: %d stored, bytes %d KiB of %d, pages %d KiB of %d",
-			round, size, n, st.Bytes>>10, limit>>10, pages>>10, bound>>10)
+		t.Logf("fill %d, %6d-byte values: %d stored, bytes %d KiB of %d, pages %d KiB of %d",
+			fill, size, n, st.Bytes>>10, limit>>10, pages>>10, bound>>10)
 		require.LessOrEqual(t, pages, bound)
 		require.Zero(t, st.Evictions)
 		// Full: within a row (and its per-partition rounding) of the limit.

@@ -121,8 +121,8 @@ func TestSlotsAndIndexStayBounded(t *testing.T) {
 	const limit = 4 << 20
 	e := newEngine(t, Config{MemoryLimit: limit})
 	tbl := mustCreate(t, e, memcacheTable("cache", 1<<20))
-	for round, size := range []int{1, 40, 3000, 1} {
-		fillMemcache(t, e, tbl, round*1_000_000, 2*limit/(size+20), size)
+	for fill, size := range []int{1, 40, 3000, 1} {
+		fillMemcache(t, e, tbl, fill*1_000_000, 2*limit/(size+20), size)
 		checkMetaBound(t, e, limit, fmt.Sprintf("after %d-byte values", size))
 	}
 }
@@ -136,9 +136,9 @@ func TestSlotsAndIndexStayBoundedAcrossTables(t *testing.T) {
 	clock := newClock()
 	e := newEngine(t, Config{MemoryLimit: limit, Now: clock.now})
 	tables := []*ndbclient.Table{mustCreate(t, e, memcacheTable("a", 1<<20)), mustCreate(t, e, memcacheTable("b", 1<<20))}
-	for round, tbl := range tables {
+	for i, tbl := range tables {
 		clock.advance(600) // the other table's rows are older: they are evicted first
-		fillMemcache(t, e, tbl, (round+1)*1_000_000, 2*limit/21, 1)
-		checkMetaBound(t, e, limit, fmt.Sprintf("after filling table %d", round))
+		fillMemcache(t, e, tbl, (i+1)*1_000_000, 2*limit/21, 1)
+		checkMetaBound(t, e, limit, fmt.Sprintf("after filling table %d", i))
 	}
 }

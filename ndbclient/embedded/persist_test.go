@@ -665,7 +665,7 @@ func TestPersistExecuteWaitsInAlwaysMode(t *testing.T) {
 }
 
 // TestPersistFlushUnderLoadAlwaysAnswers runs writers and delete_alls
-// through the dispatcher with lanes (one round per node, as serve.go once
+// through the dispatcher with lanes (one flight per node, as serve.go once
 // configured them for fsync always): a delete_all queued behind a write was
 // submitted from the log writer when that write became durable, and waited
 // for the writer, i.e. for itself. Every op must now complete.
@@ -675,7 +675,7 @@ func TestPersistFlushUnderLoadAlwaysAnswers(t *testing.T) {
 			dir, clock, logs := memDir(t), newClock(), &logBuffer{}
 			e := openT(t, persistCfg(dir, FsyncAlways, clock, logs))
 			tbl := mustCreate(t, e, memcacheTable("items", 64))
-			c := ndbclient.NewClientWith(e, ndbclient.DispatchConfig{Lanes: lanes, RoundsPerNode: 1, Coalesce: true})
+			c := ndbclient.NewClientWith(e, ndbclient.DispatchConfig{Lanes: lanes, FlightsPerNode: 1, Coalesce: true})
 			submit := func(op *ndbclient.Op) error {
 				ch := make(chan error, 1)
 				c.Submit(&ndbclient.Batch{Ops: []*ndbclient.Op{op}}, func(b *ndbclient.Batch, err error) {
@@ -1003,7 +1003,7 @@ func TestPersistWriteRacingCloseIsLoggedOrRefused(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			total := 0
 			defer func() { assert.Positive(t, total, "no write was acknowledged") }()
-			for round := range 20 {
+			for trial := range 20 {
 				dir, clock, logs := memDir(t), newClock(), &logBuffer{}
 				e := openT(t, persistCfg(dir, mode, clock, logs))
 				tbl := mustCreate(t, e, memcacheTable("items", 64))
@@ -1026,14 +1026,14 @@ func TestPersistWriteRacingCloseIsLoggedOrRefused(t *testing.T) {
 						}
 					})
 				}
-				time.Sleep(time.Duration(round%5) * time.Millisecond)
+				time.Sleep(time.Duration(trial%5) * time.Millisecond)
 				require.NoError(t, e.Close())
 				wg.Wait()
 				total += len(acked)
 				e2 := openT(t, persistCfg(dir, mode, clock, logs))
 				for _, k := range acked {
 					if _, ok := getValue(t, e2, tbl, k); !ok {
-						t.Fatalf("round %d: %s was acknowledged and is not in the data dir (%d acknowledged)", round, k, len(acked))
+						t.Fatalf("trial %d: %s was acknowledged and is not in the data dir (%d acknowledged)", trial, k, len(acked))
 					}
 				}
 				e2.crash()
@@ -1083,8 +1083,8 @@ func TestPersistCloseWaitsForApplyingBatches(t *testing.T) {
 }
 
 // TestPersistEverySecFsyncsOncePerTick: under a steady stream of writes,
-// everysec fsyncs once per tick (here every 20ms), not once per round of
-// frames the writer takes.
+// everysec fsyncs once per tick (here every 20ms), not once per pass over
+// the frames the writer takes.
 func TestPersistEverySecFsyncsOncePerTick(t *testing.T) {
 	dir, clock, logs := memDir(t), newClock(), &logBuffer{}
 	e := openT(t, persistCfg(dir, FsyncEverySec, clock, logs))

@@ -168,12 +168,12 @@ func TestTransactionsConcurrentTransfers(t *testing.T) {
 	for i := range accounts {
 		put(t, e, tbl, fmt.Sprint("acct", i), item{math: u64(start)})
 	}
-	const workers, rounds = 8, 300
+	const workers, transfers = 8, 300
 	done := make(chan struct{})
 	for w := range workers {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			for r := range rounds {
+			for r := range transfers {
 				from, to := (w*7+r)%accounts, (w*3+r*5+1)%accounts
 				if from == to {
 					continue

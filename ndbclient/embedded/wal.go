@@ -451,18 +451,18 @@ func (w *wal) run() {
 
 func (w *wal) failing() bool { return w.refuse.Load() != nil }
 
-// flushRounds bounds the rounds one flush runs, so that under a steady
-// stream of frames the writer still gets back to its loop (rotations,
-// ticks); what is left is picked up right after.
-const flushRounds = 8
+// flushPasses bounds the passes one flush runs (each a flushOnce), so that
+// under a steady stream of frames the writer still gets back to its loop
+// (rotations, ticks); what is left is picked up right after.
+const flushPasses = 8
 
-// flush moves the buffer to the file, and fsyncs it if sync is set, round
-// after round while frames keep coming (in always mode each round is one
-// group commit). On everysec's tick (sync in everysec mode) the rounds only
+// flush moves the buffer to the file, and fsyncs it if sync is set, pass
+// after pass while frames keep coming (in always mode each pass is one
+// group commit). On everysec's tick (sync in everysec mode) the passes only
 // write, and one fsync covers them all.
 func (w *wal) flush(sync bool) {
 	onceAtEnd := sync && w.mode == FsyncEverySec
-	for range flushRounds {
+	for range flushPasses {
 		more, err := w.flushOnce(sync && !onceAtEnd)
 		if err != nil {
 			w.fail(err)

@@ -21,7 +21,7 @@ package ndbapi
 // An executor waits for work on a semaphore, in C. On a Go channel, the
 // waiter became the next goroutine of the submitting event loop's processor,
 // which the loop keeps while it sleeps in a raw epoll_wait; another thread
-// then had to steal it, a wake-up and a short sleep per round.
+// then had to steal it, a wake-up and a short sleep per flight.
 static sem_t *ndbgate_sem_new(void) {
   sem_t *s = (sem_t *)malloc(sizeof(sem_t));
   if (s != NULL && sem_init(s, 0, 0) != 0) { free(s); s = NULL; }
@@ -71,8 +71,8 @@ type Config struct {
 // Driver is the NDB API driver. Each pool connection has one executor
 // goroutine that owns the connection's Ndb object (used by one thread at a
 // time, as NDB requires, though not always the same thread) and runs one
-// round at a time: one cgo call per round. Inside the call the
-// shim prepares the round's transactions with executeAsynchPrepare and sends
+// flight at a time: one cgo call per flight. Inside the call the
+// shim prepares the flight's transactions with executeAsynchPrepare and sends
 // them with one sendPollNdb; Submit only queues to an executor.
 type Driver struct {
 	pool *C.ndbgate_pool
@@ -131,7 +131,7 @@ type executor struct {
 	closed bool
 	req    []byte
 	resp   []byte
-	state  stateRound
+	state  stateFlight
 }
 
 // Open connects to the cluster.
@@ -300,7 +300,7 @@ func (d *Driver) AddNDBColumn(database, name, column string, typ ndbclient.Colum
 }
 
 // alterable refuses a schema change to a table this driver has described:
-// the change invalidates the dictionary objects its rounds use, under
+// the change invalidates the dictionary objects its flights use, under
 // them. A serving gateway sees another driver's change through NDB's
 // schema-version errors and describes the table again.
 func (d *Driver) alterable(database, name string) error {
@@ -327,7 +327,7 @@ func (d *Driver) info(t *ndbclient.Table) (*tableInfo, error) {
 	return ti, nil
 }
 
-// described is info without the gone check: a round that ran decodes its
+// described is info without the gone check: a flight that ran decodes its
 // results even if a refresh marked the table gone meanwhile.
 func (d *Driver) described(t *ndbclient.Table) (*tableInfo, error) {
 	ti, _, err := d.lookup(t)
@@ -355,7 +355,7 @@ func (d *Driver) tables() map[*ndbclient.Table]*tableInfo {
 const goneRetry = 5 * time.Second
 
 // refreshLater looks t up again in the dictionary on its own goroutine (not on
-// an executor: the refresh waits for the rounds in flight), once at a time.
+// an executor: the refresh waits for the flights under way), once at a time.
 func (d *Driver) refreshLater(t *ndbclient.Table) {
 	d.mu.Lock()
 	ti := d.tables()[t]
@@ -422,13 +422,13 @@ func (d *Driver) Execute(ctx context.Context, b *ndbclient.Batch) error {
 	case err := <-ch:
 		return err
 	case <-ctx.Done():
-		<-ch // the round owns b's ops until it completes
+		<-ch // the flight owns b's ops until it completes
 		return ctx.Err()
 	}
 }
 
-// Submit queues the round on an executor (a bounded queue: Overloaded when
-// full): a small round on the first, a larger one on the next in turn.
+// Submit queues the flight on an executor (a bounded queue: Overloaded when
+// full): a small flight on the first, a larger one on the next in turn.
 // done runs on the executor's goroutine.
 func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
 	d.closeMu.RLock()
@@ -442,7 +442,7 @@ func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 	}
 	e := d.execs[0]
 	e.mu.Lock()
-	if len(b.Ops) >= smallRoundOps || len(e.queue) >= smallRoundsQueued {
+	if len(b.Ops) >= smallFlightOps || len(e.queue) >= smallFlightsQueued {
 		e.mu.Unlock()
 		e = d.execs[int(d.next.Add(1))%len(d.execs)]
 		e.mu.Lock()
@@ -462,18 +462,18 @@ func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 	d.closeMu.RUnlock()
 }
 
-// smallRoundOps: rounds of fewer ops all go to the first executor, larger
-// ones round-robin. A small round costs little in NDB and its thread
-// wake-ups dominate: one executor finds the next small round queued as it
-// finishes one, where two each sleep and wake per round. On NDB 7.5.0 (two
+// smallFlightOps: flights of fewer ops all go to the first executor, larger
+// ones round-robin. A small flight costs little in NDB and its thread
+// wake-ups dominate: one executor finds the next small flight queued as it
+// finishes one, where two each sleep and wake per flight. On NDB 7.5.0 (two
 // data nodes, pool 2) this gave 1.15x ops/s at pipeline 1 (1.08-1.54 over
-// 5 rounds) and left pipeline 16 and 100-key gets level or better (1.03x);
+// 5 trials) and left pipeline 16 and 100-key gets level or better (1.03x);
 // bench/HISTORY.md, "Session 20".
-// Past smallRoundsQueued waiting on the first executor (more rounds in
-// flight than the default one per data node), small rounds spread too.
+// Past smallFlightsQueued waiting on the first executor (more flights at
+// once than the default one per data node), small flights spread too.
 const (
-	smallRoundOps     = 8
-	smallRoundsQueued = 4
+	smallFlightOps     = 8
+	smallFlightsQueued = 4
 )
 
 // yieldEvery: an executor reschedules itself this often (procs.Yield). Its
@@ -493,7 +493,7 @@ const (
 	idleWaits      = 20
 )
 
-// executorQueueMax bounds the rounds queued on one executor.
+// executorQueueMax bounds the flights queued on one executor.
 const executorQueueMax = 1024
 
 func (e *executor) run() {
@@ -532,14 +532,14 @@ func (e *executor) run() {
 		e.queue[0] = work{}
 		e.queue = e.queue[1:]
 		e.mu.Unlock()
-		w.done(w.b, e.round(w.b))
+		w.done(w.b, e.runFlight(w.b))
 	}
 }
 
-// round runs a batch: one cgo call, unless ops keep item state in a state
+// runFlight runs a batch: one cgo call, unless ops keep item state in a state
 // column (state.go), which may add a read before and conditional updates
 // after.
-func (e *executor) round(b *ndbclient.Batch) error {
+func (e *executor) runFlight(b *ndbclient.Batch) error {
 	now := uint32(time.Now().Unix())
 	st := &e.state
 	stateful, err := st.plan(b.Ops, e.d.info, now)
@@ -563,7 +563,7 @@ func (e *executor) round(b *ndbclient.Batch) error {
 		}
 	}
 	err = e.call(ops, st.extra, now)
-	st.afterRound(ops)
+	st.afterFlight(ops)
 	for attempt := 0; err == nil && len(st.steps) > 0 && attempt < stateAttempts; attempt++ {
 		// A step that fails changes no answer: the op was served.
 		if e.call(st.stepOps(ops), nil, now) != nil || !st.afterSteps(ops) {
@@ -573,7 +573,7 @@ func (e *executor) round(b *ndbclient.Batch) error {
 	return err
 }
 
-// fail gives every op err, which the round returns.
+// fail gives every op err, which the flight returns.
 func (e *executor) fail(ops []*ndbclient.Op, err error) error {
 	for _, op := range ops {
 		op.Err = err
@@ -584,7 +584,7 @@ func (e *executor) fail(ops []*ndbclient.Op, err error) error {
 // call encodes ops, makes the one cgo call, and decodes.
 func (e *executor) call(ops []*ndbclient.Op, extra []stateExtra, now uint32) error {
 	var err error
-	e.req, err = encodeRound(e.req[:0], ops, extra, e.d.info, now)
+	e.req, err = encodeFlight(e.req[:0], ops, extra, e.d.info, now)
 	if err != nil {
 		for _, op := range ops {
 			op.Err = err
@@ -925,7 +925,7 @@ const resumeAnyway = 30 * time.Second
 
 // watch follows the cluster. When every data node is lost, the NDB API
 // reconnects only once its global dictionary cache is empty, so the driver
-// lets go of every NDB object it holds (rounds fail at once, Unavailable).
+// lets go of every NDB object it holds (flights fail at once, Unavailable).
 // Once data nodes are back it makes new ones and describes each table again.
 func (d *Driver) watch() {
 	defer d.watching.Done()
@@ -993,7 +993,7 @@ func (d *Driver) Close() error {
 	d.watching.Wait()
 	for _, e := range d.execs {
 		e.mu.Lock()
-		e.closed = true // queued rounds still run
+		e.closed = true // queued flights still run
 		e.mu.Unlock()
 		C.ndbgate_sem_post(e.sem)
 	}

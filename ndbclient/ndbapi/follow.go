@@ -29,7 +29,7 @@ import (
 //     it did not know then. The NDB manual asks for a rolling restart of
 //     every API node after data nodes are added; the driver makes its pooled
 //     connections again one at a time instead, each swapped in between two
-//     rounds, so no request fails and the process keeps running.
+//     flights, so no request fails and the process keeps running.
 
 // alteredCheckInterval is how often the described tables are checked for a
 // change NDB reported: a local read per table and connection.

@@ -98,7 +98,7 @@ func blobRefused(ti *tableInfo, col int) error {
 
 // blobDeleteRefused is the error for a delete on a table with a BLOB or
 // TEXT column: NdbBlob deletes the column's parts only within a
-// synchronous execute(), and this driver's rounds are asynchronous, so the
+// synchronous execute(), and this driver's flights are asynchronous, so the
 // parts would be left behind in the blob table.
 func blobDeleteRefused(ti *tableInfo) error {
 	name := ""

@@ -4,7 +4,7 @@ package ndbapi
 // for, the size of the buffer the shim writes rows into, and the decoding of
 // those rows. Scan output (shim_scan.cpp ndbgate_scan_rows), little endian: per
 // row, per column asked for, u8 null, u32 len, the native bytes: a read's
-// values in a round's response.
+// values in a flight's response.
 
 import (
 	"bytes"

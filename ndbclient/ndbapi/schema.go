@@ -7,7 +7,7 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
-// NDB errors that say a round used a table object the dictionary has moved on
+// NDB errors that say a flight used a table object the dictionary has moved on
 // from (ndberror.cc, classification SchemaError).
 const (
 	errSchemaVersion   = 241 // Invalid schema object version: an online ALTER happened
@@ -17,7 +17,7 @@ const (
 	errNoSuchTable2    = 723 // No such table existed
 )
 
-// staleSchema looks at a round's results. An op refused for an outdated table
+// staleSchema looks at a flight's results. An op refused for an outdated table
 // version was not executed, so it becomes Temporary and the dispatcher's
 // retry runs it again once the table is looked up anew. The tables to look up
 // again (also those reported missing: a copying ALTER recreates them under a

@@ -1,7 +1,7 @@
 //go:build ndbapi
 
 // ndbgate's NDB API shim: a thin C++ layer that turns one flat request buffer
-// (a round of operations, format in wire.go) into NDB API transactions and
+// (a flight of operations, format in wire.go) into NDB API transactions and
 // writes their results into a flat response buffer. Its C surface is shim.h;
 // its files, by concern, share shim_internal.h:
 //
@@ -12,7 +12,7 @@
 //   shim_layout.cpp     NdbRecord layouts and records (values in row slots:
 //                       inline in shim_internal.h)
 //   shim_program.cpp    interpreted programs: CAS, incr/decr, expiry
-//   shim_execute.cpp    running a round: transactions, sync ops, results
+//   shim_execute.cpp    running a flight: transactions, sync ops, results
 //   shim_conn.cpp       the pool's connections, detach and reattach
 //   shim_follow.cpp     following a changing cluster: tables reorganised,
 //                       data nodes added (a connection made again)
@@ -27,7 +27,7 @@
 // passed in OperationOptions.
 //
 // Execution: each Go executor goroutine owns one connection's Ndb object and
-// makes one call per round. Plain transactions of a round are prepared with
+// makes one call per flight. Plain transactions of a flight are prepared with
 // executeAsynchPrepare and sent with sendPollNdb, at most kMaxInFlight at a
 // time; append/prepend and delete_all read before they write and run alone,
 // synchronously, with nothing else outstanding on the Ndb object. Each
@@ -55,7 +55,7 @@ std::string ndbErrText(const NdbError &e) {
 }
 
 // tableOf: the connection's records for a table id; null when unknown or
-// let go by a failed refresh. Callers hold roundMu.
+// let go by a failed refresh. Callers hold flightMu.
 const TableRecs *tableOf(ndbgate_pool *pool, uint32_t id, size_t conn) {
   std::shared_lock<std::shared_mutex> g(pool->mu);
   if (id >= pool->tables.size() || conn >= pool->tables[id].size()) return nullptr;

@@ -1,5 +1,5 @@
 // C surface of ndbgate's NDB API shim (shim*.cpp; shim.cpp lists the
-// files). One call per round: the request and the results travel in flat
+// files). One call per flight: the request and the results travel in flat
 // little-endian buffers (format in wire.go); C keeps no Go pointer after a
 // call returns.
 #ifndef NDBGATE_SHIM_H
@@ -32,11 +32,11 @@ void ndbgate_hint_stats(ndbgate_pool *pool, unsigned long long *hinted,
 
 // Losing every data node. The NDB API reconnects only once its global
 // dictionary cache is empty, so the driver lets go of everything it holds:
-// ndbgate_detach deletes the Ndb objects, table objects and records (rounds
+// ndbgate_detach deletes the Ndb objects, table objects and records (flights
 // then fail at once with 4009, nothing sent); once data nodes are back,
 // ndbgate_reattach makes new Ndb objects (-1 while none is reachable),
 // ndbgate_refresh describes each table again under its id, and
-// ndbgate_resume lets rounds run.
+// ndbgate_resume lets flights run.
 int ndbgate_live_nodes(ndbgate_pool *pool);
 void ndbgate_detach(ndbgate_pool *pool);
 int ndbgate_reattach(ndbgate_pool *pool, char *err, int errlen);
@@ -49,7 +49,7 @@ void ndbgate_resume(ndbgate_pool *pool);
 // reason in err. ndbgate_conn_data_nodes: the data nodes connection conn
 // knows (its configuration when it connected). ndbgate_roll_connection
 // replaces connection conn with a new one (a new API node id, the current
-// configuration) with the same tables, waiting only for the rounds in flight
+// configuration) with the same tables, waiting only for the flights under way
 // when it swaps them; 0, or -1 with the reason in err (the old one stays).
 int ndbgate_table_altered(ndbgate_pool *pool, int table_id);
 int ndbgate_config_data_nodes(const char *connectstring, int timeout_ms, char *err, int errlen);
@@ -64,7 +64,7 @@ int ndbgate_describe(ndbgate_pool *pool, const char *db, const char *table,
 
 // ndbgate_refresh drops table_id's cached dictionary objects (after NDB
 // reported the schema changed), looks db.table up again under the same id and
-// writes its new shape into out; it waits for rounds in flight. Returns
+// writes its new shape into out; it waits for the flights under way. Returns
 // table_id, or negative with the reason in err (the table is gone).
 int ndbgate_refresh(ndbgate_pool *pool, int table_id, const char *db,
                     const char *table, unsigned char *out, int outlen,
@@ -120,7 +120,8 @@ int ndbgate_partition(ndbgate_pool *pool, int table_id,
 // ndbgate_primary_node: the data node holding a partition's primary replica.
 int ndbgate_primary_node(ndbgate_pool *pool, int table_id, int partition);
 
-// ndbgate_execute runs one round on connection conn (each connection is used
+// ndbgate_execute runs one flight's ops, or the item-state reads before or
+// updates after one (state.go), on connection conn (each connection is used
 // by one executor thread at a time). Returns the bytes written to resp, or
 // -needed when resp is too small (nothing was executed then), or -1 with err.
 int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req,

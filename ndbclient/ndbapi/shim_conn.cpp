@@ -13,7 +13,7 @@ namespace shim {
 // still has (abandoned ones too), so nothing can unpack through the records
 // or write into c.abandoned after this. Then every record, through the
 // dictionary of the still-alive dict that made them, and only then dict
-// itself (which drops the table objects). Callers hold roundMu exclusively
+// itself (which drops the table objects). Callers hold flightMu exclusively
 // and dictMu, or own c alone (ndbgate_close, a replaced connection).
 void dropConnNdbs(Conn &c, const std::vector<TableRecs *> &recs) {
   delete c.ndb;
@@ -111,7 +111,7 @@ int ndbgate_live_nodes(ndbgate_pool *pool) {
 }
 
 void ndbgate_detach(ndbgate_pool *pool) {
-  std::unique_lock<std::shared_mutex> rg(pool->roundMu);  // waits for rounds in flight
+  std::unique_lock<std::shared_mutex> rg(pool->flightMu);  // waits for the flights under way
   std::lock_guard<std::mutex> g(pool->dictMu);
   std::unique_lock<std::shared_mutex> tg(pool->mu);
   pool->detached.store(true);
@@ -119,7 +119,7 @@ void ndbgate_detach(ndbgate_pool *pool) {
 }
 
 int ndbgate_reattach(ndbgate_pool *pool, char *err, int errlen) {
-  std::unique_lock<std::shared_mutex> rg(pool->roundMu);
+  std::unique_lock<std::shared_mutex> rg(pool->flightMu);
   std::lock_guard<std::mutex> g(pool->dictMu);
   for (Conn &c : pool->conns) {
     if (c.cluster->get_no_ready() <= 0) {
@@ -135,7 +135,7 @@ int ndbgate_reattach(ndbgate_pool *pool, char *err, int errlen) {
 }
 
 void ndbgate_resume(ndbgate_pool *pool) {
-  std::unique_lock<std::shared_mutex> rg(pool->roundMu);
+  std::unique_lock<std::shared_mutex> rg(pool->flightMu);
   pool->detached.store(false);
 }
 

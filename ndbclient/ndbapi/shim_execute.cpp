@@ -1,6 +1,6 @@
 //go:build ndbapi
 
-// Running a round (ndbgate_execute): rows staged in the connection's arena,
+// Running a flight (ndbgate_execute): rows staged in the connection's arena,
 // transactions started on the key's partition, operations defined and sent
 // together, append/prepend and delete_all run alone, results written back,
 // and transactions NDB never answered left behind (abandoned). Also the
@@ -339,7 +339,7 @@ static bool runDeleteAll(Ndb *ndb, const TableRecs &r, NdbError &err, uint64_t &
   return true;
 }
 
-// One transaction of a round. Heap-allocated: a transaction NDB never
+// One transaction of a flight. Heap-allocated: a transaction NDB never
 // completes is left open, and its callback may still fire later.
 struct Txn {
   int first = 0, last = 0;  // ops [first, last]
@@ -351,7 +351,7 @@ struct Txn {
 };
 
 // sharedRead: an op that may share its transaction with the committed reads
-// next to it in the round. Each read a transaction of its own costs the data
+// next to it in the flight. Each read a transaction of its own costs the data
 // node a TC record, a TCKEYREQ and a TCKEYCONF per key, and the API a
 // start and a close: most of a multi-get's cost in NDB (flexAsynch reads 4x
 // the keys per CPU second with 100 reads per transaction). Committed reads
@@ -470,7 +470,7 @@ static bool onPrimary(NdbTransaction *tx, const Op &op, Uint32 partition) {
   return nodes[0] == tx->getConnectedNodeId();
 }
 
-// HintCount accumulates a round's onPrimary counts for ndbgate_hint_stats.
+// HintCount accumulates a flight's onPrimary counts for ndbgate_hint_stats.
 struct HintCount {
   uint64_t hinted = 0, primary = 0;
 };
@@ -594,8 +594,8 @@ static Staged stagedSizes(const Op &op) {
 // Ops of unknown tables keep recs null.
 void stageRows(ndbgate_pool *pool, size_t conn, std::vector<Op> &ops) {
   size_t total = 0;
-  // A round's ops mostly share a table: look it up (under mu) only when the
-  // table id changes. The records stay put while the caller holds roundMu.
+  // A flight's ops mostly share a table: look it up (under mu) only when the
+  // table id changes. The records stay put while the caller holds flightMu.
   const TableRecs *recs = nullptr;
   uint32_t recsId = 0;
   bool looked = false;
@@ -642,7 +642,7 @@ using namespace shim;
 extern "C" {
 
 int ndbgate_partition(ndbgate_pool *pool, int table_id, const unsigned char *key, const int *key_lens, int nparts) {
-  std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // no refresh frees the records meanwhile
+  std::shared_lock<std::shared_mutex> rg(pool->flightMu);  // no refresh frees the records meanwhile
   const TableRecs *r = tableOf(pool, static_cast<uint32_t>(table_id), 0);
   if (!r || nparts <= 0 || static_cast<size_t>(nparts) != r->layout.keyCols.size()) return -1;
   // key holds the primary-key values in column order. They go into a key
@@ -668,7 +668,7 @@ int ndbgate_partition(ndbgate_pool *pool, int table_id, const unsigned char *key
 }
 
 int ndbgate_primary_node(ndbgate_pool *pool, int table_id, int partition) {
-  std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // no refresh frees t meanwhile
+  std::shared_lock<std::shared_mutex> rg(pool->flightMu);  // no refresh frees t meanwhile
   const TableRecs *r = tableOf(pool, static_cast<uint32_t>(table_id), 0);
   if (!r || partition < 0) return -1;
   Uint32 nodes[4];
@@ -680,7 +680,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
                     int resplen, char *err, int errlen) {
   if (conn < 0 || static_cast<size_t>(conn) >= pool->conns.size()) { setErr(err, errlen, "bad connection"); return -1; }
   const size_t ci = static_cast<size_t>(conn);
-  std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // records stay alive for the round
+  std::shared_lock<std::shared_mutex> rg(pool->flightMu);  // records stay alive for the flight
   Conn &cn = pool->conns[ci];
   const bool detached = pool->detached.load() || !cn.ndb;
   if (!detached) reapAbandoned(cn);
@@ -700,7 +700,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
   }
   if (!detached && cn.abandonedTxns == 0 && !cn.retired.empty()) {
     // No transaction that could unpack through them is left. dict belongs
-    // to describes: if one holds dictMu, try again next round.
+    // to describes: if one holds dictMu, try again next flight.
     std::unique_lock<std::mutex> dg(pool->dictMu, std::try_to_lock);
     if (dg.owns_lock()) releaseRetired(cn);
   }
@@ -731,7 +731,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
   }
   stageRows(pool, ci, ops);
 
-  // Cut the round into transactions.
+  // Cut the flight into transactions.
   std::vector<Txn *> txns;
   std::vector<uint64_t> affected(n, 0);
   for (uint32_t i = 0; i < n;) {
@@ -803,7 +803,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
       Txn *t = txns[k];
       if (t->tx && !t->done) {
         // Still outstanding: closing it is not allowed yet. Keep it, its
-        // Txn (the callback's argument) and its rows, where no later round
+        // Txn (the callback's argument) and its rows, where no later flight
         // reuses them, until NDB answers (reapAbandoned).
         leftOpen.push_back(t);
         continue;

@@ -23,7 +23,7 @@ namespace shim {
 
 // swapConn puts fresh, with its records for every table, in place of
 // connection i, and returns the old connection and its records. Callers hold
-// roundMu exclusively, dictMu and mu exclusively.
+// flightMu exclusively, dictMu and mu exclusively.
 static Conn swapConn(ndbgate_pool *pool, size_t i, Conn &fresh, std::vector<TableRecs> &recs) {
   // Moved, not copied: parked transactions point into the old arena.
   Conn old = std::move(pool->conns[i]);
@@ -35,7 +35,7 @@ static Conn swapConn(ndbgate_pool *pool, size_t i, Conn &fresh, std::vector<Tabl
   return old;
 }
 
-// dropConn lets go of a connection no round or describe can reach any more.
+// dropConn lets go of a connection no flight or describe can reach any more.
 static void dropConn(Conn &c, std::vector<TableRecs> &recs) {
   std::vector<TableRecs *> ptrs;
   for (TableRecs &r : recs) ptrs.push_back(&r);
@@ -51,7 +51,7 @@ using namespace shim;
 extern "C" {
 
 int ndbgate_table_altered(ndbgate_pool *pool, int table_id) {
-  std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // no refresh frees the table objects meanwhile
+  std::shared_lock<std::shared_mutex> rg(pool->flightMu);  // no refresh frees the table objects meanwhile
   std::shared_lock<std::shared_mutex> g(pool->mu);
   if (table_id < 0 || static_cast<size_t>(table_id) >= pool->tables.size()) return 0;
   for (const TableRecs &r : pool->tables[static_cast<size_t>(table_id)]) {
@@ -95,7 +95,7 @@ int ndbgate_roll_connection(ndbgate_pool *pool, int conn, const char *connectstr
                             int errlen) {
   if (conn < 0 || static_cast<size_t>(conn) >= pool->conns.size()) { setErr(err, errlen, "bad connection"); return -1; }
   const size_t i = static_cast<size_t>(conn);
-  // Connect and describe with no lock held: rounds go on meanwhile, on the
+  // Connect and describe with no lock held: flights go on meanwhile, on the
   // old connection too.
   Conn fresh;
   fresh.cluster = new Ndb_cluster_connection(connectstring);
@@ -119,7 +119,7 @@ int ndbgate_roll_connection(ndbgate_pool *pool, int conn, const char *connectstr
   std::vector<std::pair<std::string, std::string>> names;
   std::vector<Uint32> versions;
   {
-    std::shared_lock<std::shared_mutex> rg(pool->roundMu);
+    std::shared_lock<std::shared_mutex> rg(pool->flightMu);
     std::shared_lock<std::shared_mutex> g(pool->mu);
     names = pool->names;
     for (const std::vector<TableRecs> &byConn : pool->tables) {
@@ -141,7 +141,7 @@ int ndbgate_roll_connection(ndbgate_pool *pool, int conn, const char *connectstr
   }
   Conn old;
   {
-    std::unique_lock<std::shared_mutex> rg(pool->roundMu);  // waits for rounds in flight
+    std::unique_lock<std::shared_mutex> rg(pool->flightMu);  // waits for the flights under way
     std::lock_guard<std::mutex> dg(pool->dictMu);
     std::unique_lock<std::shared_mutex> tg(pool->mu);
     // A refresh or a new table meanwhile makes the records above wrong.

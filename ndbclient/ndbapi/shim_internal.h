@@ -44,7 +44,7 @@ const size_t kMaxInFlight = 512;
 // (sharedRead): past about a hundred, flexAsynch gains little per key.
 const uint32_t kMaxSharedReads = 128;
 const int kNdbTransactions = 1024;
-// A round polls in kPollMs steps; NDB completes every sent transaction itself
+// A flight polls in kPollMs steps; NDB completes every sent transaction itself
 // (error 4012 after its own timeout), so the cap is a last resort.
 const int kPollMs = 1000;
 const int kMaxPolls = 600;
@@ -80,7 +80,7 @@ struct TableRecs {
   Layout layout;
 };
 
-// Values in their row slots (Layout): called for every value of a round, so
+// Values in their row slots (Layout): called for every value of a flight, so
 // inline here rather than in shim_layout.cpp.
 inline uint32_t align8(uint32_t n) { return (n + 7) & ~7u; }
 
@@ -144,10 +144,10 @@ inline const char *putValue(const Layout &l, char *row, const Value &v, unsigned
   return nullptr;
 }
 
-// Op is one op of a round: what the request gives (WireOp), and what running
+// Op is one op of a flight: what the request gives (WireOp), and what running
 // it needs and yields.
 struct Op : WireOp {
-  // execution: rows in the round's arena, valid until the round ends
+  // execution: rows in the flight's arena, valid until the flight ends
   const TableRecs *recs = nullptr;
   char *in = nullptr;   // key and the values to write
   char *out = nullptr;  // a read's result row
@@ -181,14 +181,14 @@ struct Op : WireOp {
 
 struct Txn;
 
-// Parked: the arena of a round that left transactions NDB had not answered,
+// Parked: the arena of a flight that left transactions NDB had not answered,
 // and those transactions (still open).
 struct Parked {
   std::vector<char> arena;
   std::vector<Txn *> txns;
 };
 
-// OpVectors keeps one op's lists between rounds: each round's ops borrow a
+// OpVectors keeps one op's lists between flights: each flight's ops borrow a
 // connection's (LentVectors), so that parsing fills lists that already have
 // room. A malloc and a free per list and op were 5 % of the gateway's CPU
 // in 100-key gets on NDB 7.5.0.
@@ -199,22 +199,22 @@ struct OpVectors {
 
 // An Ndb object is used by one thread at a time: ndb by the connection's
 // executor, dict by describes (under ndbgate_pool::dictMu). arena holds the
-// executor's rows for a round. A round that leaves a transaction NDB never
+// executor's rows for a flight. A flight that leaves a transaction NDB never
 // answered moves its arena to abandoned: NDB may still write a late result
-// into it. When the answer comes (its callback runs in a later round's
-// poll), the next round closes the transaction, and frees the arena once
+// into it. When the answer comes (its callback runs in a later flight's
+// poll), the next flight closes the transaction, and frees the arena once
 // none of its transactions is open; otherwise both live until the Ndb object
 // is gone. An abandoned transaction keeps one of the Ndb object's 1024
 // transaction slots, so after kMaxAbandoned open ones the executor replaces
 // its Ndb object. abandonedTxns (the open ones) is written by the executor
-// under roundMu shared and read by refreshes under roundMu exclusive.
+// under flightMu shared and read by refreshes under flightMu exclusive.
 //
 // A late answer is unpacked through the table's records, so records a
-// refresh lets go of while abandonedTxns > 0 go to retired (under roundMu
+// refresh lets go of while abandonedTxns > 0 go to retired (under flightMu
 // exclusive) instead of being released. They are released through dict, the
 // dictionary that made them (releaseRecord drops the global table reference
 // createRecord took), once no abandoned transaction is left (all answered
-// and closed, or ndb replaced): at the start of a round, under dictMu, or in
+// and closed, or ndb replaced): at the start of a flight, under dictMu, or in
 // ndbgate_close after ndb is deleted and before dict is.
 struct Conn {
   Ndb_cluster_connection *cluster = nullptr;
@@ -224,11 +224,11 @@ struct Conn {
   std::vector<Parked> abandoned;
   int abandonedTxns = 0;
   std::vector<NdbRecord *> retired;
-  std::vector<OpVectors> spare;  // the executor's, lent to its rounds' ops
+  std::vector<OpVectors> spare;  // the executor's, lent to its flights' ops
 };
 
-// LentVectors lends spare's lists to ops for one round and takes them back,
-// emptied, when the round returns.
+// LentVectors lends spare's lists to ops for one flight and takes them back,
+// emptied, when the flight returns.
 class LentVectors {
  public:
   LentVectors(std::vector<Op> &ops, std::vector<OpVectors> &spare) : ops_(ops), spare_(spare) {
@@ -259,27 +259,27 @@ class LentVectors {
 
 }  // namespace shim
 
-// Lock order: roundMu, then dictMu, then mu. A connection's cluster object
+// Lock order: flightMu, then dictMu, then mu. A connection's cluster object
 // is replaced (ndbgate_roll_connection) under all three: rounds, describes
 // and the readers of its node counts (under mu) never see it go.
 struct ndbgate_pool {
   std::vector<shim::Conn> conns;
   // detached: every data node was lost and the Ndb objects, table objects and
   // records were let go (ndbgate_detach), so that the API's global dictionary
-  // cache empties; it will not reconnect before. Rounds fail at once with
-  // 4009 until ndbgate_resume. Written under roundMu exclusive.
+  // cache empties; it will not reconnect before. Flights fail at once with
+  // 4009 until ndbgate_resume. Written under flightMu exclusive.
   std::atomic<bool> detached{false};
   // Transactions started with a key hint, and those of them whose TC runs on
   // the node holding the key's primary replica (ndbgate_hint_stats).
   std::atomic<uint64_t> hintedTxns{0}, primaryTxns{0};
-  // Rounds hold roundMu shared while they use table objects and records; a
-  // refresh holds it exclusively, so it never frees what a round still uses.
-  std::shared_mutex roundMu;
+  // Flights hold flightMu shared while they use table objects and records; a
+  // refresh holds it exclusively, so it never frees what a flight still uses.
+  std::shared_mutex flightMu;
   std::mutex dictMu;      // serialises describes (the dict Ndb objects)
   std::shared_mutex mu;  // guards tables
   // tables[id][conn]: each connection uses the table object and records of
   // its own dictionary (held by that connection's dict Ndb). An inner vector
-  // is replaced only under roundMu held exclusively.
+  // is replaced only under flightMu held exclusively.
   std::vector<std::vector<shim::TableRecs>> tables;
   // names[id]: the database and table name of tables[id], for describing it
   // on a connection made again (ndbgate_roll_connection). Guarded by mu.

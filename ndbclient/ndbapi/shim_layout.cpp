@@ -81,7 +81,7 @@ NdbRecord *makeRecord(NdbDictionary::Dictionary *dict, const NdbDictionary::Tabl
 
 // freeRecs releases r's records through c.dict, whose dictionary made them.
 // For records no transaction of c.ndb can still unpack through: never used
-// by a round, or no abandoned transaction left. Callers hold dictMu, or are
+// by a flight, or no abandoned transaction left. Callers hold dictMu, or are
 // ndbgate_close.
 void freeRecs(Conn &c, TableRecs &r) {
   if (!c.dict) {  // detached: deleting dict released them
@@ -94,9 +94,9 @@ void freeRecs(Conn &c, TableRecs &r) {
   r = TableRecs();
 }
 
-// releaseRecs lets go of records rounds may have used: released at once, or
+// releaseRecs lets go of records flights may have used: released at once, or
 // retired while abandoned transactions may still unpack through them (see
-// Conn). Callers hold roundMu exclusively and dictMu.
+// Conn). Callers hold flightMu exclusively and dictMu.
 void releaseRecs(Conn &c, TableRecs &r) {
   if (c.abandonedTxns == 0) {
     freeRecs(c, r);

@@ -2,7 +2,7 @@
 
 // Interpreted programs (NdbInterpretedCode): the CAS condition, incr/decr's
 // add, and the expiry check that makes an expired row a miss; built in the
-// round's arena and attached to an operation's options.
+// flight's arena and attached to an operation's options.
 
 #include "shim_internal.h"
 

@@ -12,7 +12,7 @@ extern "C" {
 int ndbgate_row_count(ndbgate_pool *pool, int table_id, unsigned long long *rows, char *err, int errlen) {
   // Each fragment answers with one row holding its row count (the
   // ROW_COUNT pseudo column, as ndb_select_count does), read dirty.
-  std::shared_lock<std::shared_mutex> rg(pool->roundMu);
+  std::shared_lock<std::shared_mutex> rg(pool->flightMu);
   std::lock_guard<std::mutex> g(pool->dictMu);
   const TableRecs *r = tableOf(pool, static_cast<uint32_t>(table_id), 0);
   Ndb *ndb = pool->conns.empty() ? nullptr : pool->conns[0].dict;
@@ -61,7 +61,7 @@ int ndbgate_scan_rows(ndbgate_pool *pool, int table_id, const unsigned short *co
     setErr(err, errlen, ne.message ? ne.message : "");
     return NDBGATE_SCAN_ERROR;
   };
-  std::shared_lock<std::shared_mutex> rg(pool->roundMu);  // no refresh frees the records meanwhile
+  std::shared_lock<std::shared_mutex> rg(pool->flightMu);  // no refresh frees the records meanwhile
   std::lock_guard<std::mutex> g(pool->dictMu);
   Ndb *ndb = pool->conns.empty() ? nullptr : pool->conns[0].dict;
   if (pool->detached.load() || !ndb) {

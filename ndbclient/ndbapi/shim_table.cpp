@@ -46,7 +46,7 @@ static std::vector<TableRecs> describeInto(ndbgate_pool *pool, const char *db, c
   std::vector<TableRecs> byConn;
   auto fail = [&](const std::string &msg) {
     setErr(err, errlen, msg);
-    // No round has seen these records, so no abandoned transaction uses them.
+    // No flight has seen these records, so no abandoned transaction uses them.
     for (size_t i = 0; i < byConn.size(); i++) freeRecs(pool->conns[i], byConn[i]);
     return std::vector<TableRecs>();
   };
@@ -130,7 +130,7 @@ int ndbgate_describe(ndbgate_pool *pool, const char *db, const char *table, unsi
 int ndbgate_refresh(ndbgate_pool *pool, int table_id, const char *db, const char *table, unsigned char *out,
                     int outlen, char *err, int errlen) {
   if (pool->conns.empty()) { setErr(err, errlen, "no connection"); return -1; }
-  std::unique_lock<std::shared_mutex> rg(pool->roundMu);
+  std::unique_lock<std::shared_mutex> rg(pool->flightMu);
   std::lock_guard<std::mutex> g(pool->dictMu);
   {
     std::unique_lock<std::shared_mutex> tg(pool->mu);

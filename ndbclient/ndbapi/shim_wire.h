@@ -1,5 +1,5 @@
 // The shim's end of the wire (format in wire.go): reading a request buffer,
-// writing a response buffer, and parsing one op of a round (parseOp) into
+// writing a response buffer, and parsing one op of a flight (parseOp) into
 // WireOp, the part of an op that travels. Plain C++ with no NDB API header,
 // so that testdata/shim_wire_test.cpp checks it against Go's encoding with g++
 // alone (make shim-wire-test).
@@ -67,7 +67,7 @@ struct WireOp {
   uint16_t appendCol = 0;
   const unsigned char *data = nullptr;
   uint32_t dataLen = 0;
-  // fExpiry: the table's expire column and the time of the round (unix s)
+  // fExpiry: the table's expire column and the time of the flight (unix s)
   uint16_t expireCol = 0;
   uint32_t now = 0;
 };

@@ -8,7 +8,7 @@
 
 namespace shim {
 
-// Op kinds: what an op does (wire.go encodeRound).
+// Op kinds: what an op does (wire.go encodeFlight).
 enum OpKind : uint8_t {
   kRead = 1,
   kInsert = 2,
@@ -35,7 +35,7 @@ enum Flag : uint8_t {
   fSubtract = 4,  // add: decrement, clamped at 0
   fCreate = 8,
   fPrepend = 16,  // append: before the value
-  fExpiry = 32,  // the expire column and the round's time follow
+  fExpiry = 32,  // the expire column and the flight's time follow
   fPartition = 64,  // the key's partition follows the table id
 };
 

@@ -45,13 +45,13 @@ const (
 	// bumpInterval: a read records its access when the recorded one is at
 	// least this old (seconds), as memcached's ITEM_UPDATE_INTERVAL.
 	bumpInterval = 60
-	// stateAttempts bounds the rounds of state work after a round. A read
+	// stateAttempts bounds the calls of state work after a flight's own. A read
 	// that lost a race for the token reads the state again and tries once
 	// more, so two tries for the token fit in the bound.
 	stateAttempts = 4
 )
 
-// stateExtra is what the driver adds to one op of a round for item state:
+// stateExtra is what the driver adds to one op of a flight for item state:
 // the state column (and with a lease below a recache time, the expire
 // column) read after the op's Read projection, and the state column set
 // after its Set. The zero value adds nothing.
@@ -175,7 +175,7 @@ func stateColumn(op *ndbclient.Op, ti *tableInfo) (int, error) {
 	return -1, ndbclient.Errorf(ndbclient.CodeSchemaError, "%s: item state column %q must be a BIGINT UNSIGNED column of the table", op.Table.FullName(), name)
 }
 
-// stateStep is one piece of state work after a round, for the round's op
+// stateStep is one piece of state work after a flight, for the flight's op
 // at index op: a conditional update of its state column from old to next
 // (null: the column was NULL), or with reread, a read of the state again.
 type stateStep struct {
@@ -187,10 +187,10 @@ type stateStep struct {
 	next   uint64
 }
 
-// stateRound is an executor's item-state work for one round; it is reused
-// from round to round.
-type stateRound struct {
-	extra []stateExtra // one per op of the round, nil when none has state
+// stateFlight is an executor's item-state work for one flight; it is reused
+// from flight to flight.
+type stateFlight struct {
+	extra []stateExtra // one per op of the flight, nil when none has state
 	buf   []stateExtra // extra's storage
 	now   uint32
 
@@ -200,14 +200,14 @@ type stateRound struct {
 	goOnX  []stateExtra    // and their extras
 	steps  []stateStep
 	next   []stateStep
-	work   []ndbclient.Op // the ops of the current step or pre-read round
+	work   []ndbclient.Op // the ops of the current step or pre-read call
 	workPt []*ndbclient.Op
 }
 
 // plan fills r.extra for ops and reports whether any op has state work. A
-// table whose state column is not a BIGINT UNSIGNED fails the round, as
-// encodeRound fails it for a bad expire column.
-func (r *stateRound) plan(ops []*ndbclient.Op, tables func(*ndbclient.Table) (*tableInfo, error), now uint32) (bool, error) {
+// table whose state column is not a BIGINT UNSIGNED fails the flight, as
+// encodeFlight fails it for a bad expire column.
+func (r *stateFlight) plan(ops []*ndbclient.Op, tables func(*ndbclient.Table) (*tableInfo, error), now uint32) (bool, error) {
 	r.extra, r.pre, r.steps, r.now = nil, r.pre[:0], r.steps[:0], now
 	for i, op := range ops {
 		if op.Table == nil || op.Table.StateColumn == "" {
@@ -215,7 +215,7 @@ func (r *stateRound) plan(ops []*ndbclient.Op, tables func(*ndbclient.Table) (*t
 		}
 		ti, err := tables(op.Table)
 		if err != nil {
-			continue // encodeRound reports it
+			continue // encodeFlight reports it
 		}
 		col, err := stateColumn(op, ti)
 		if err != nil {
@@ -255,7 +255,7 @@ func (r *stateRound) plan(ops []*ndbclient.Op, tables func(*ndbclient.Table) (*t
 // newTag draws the tag of a new version: a counter from a random start, so
 // that versions written by this executor, or by other gateways, in the
 // same second differ.
-func (r *stateRound) newTag() uint64 {
+func (r *stateFlight) newTag() uint64 {
 	if r.tags == 0 {
 		r.tags = rand.Uint64()
 	}
@@ -264,8 +264,8 @@ func (r *stateRound) newTag() uint64 {
 }
 
 // preReads returns the reads of the state that kept-state updates need
-// before the round (none: nil).
-func (r *stateRound) preReads(ops []*ndbclient.Op) []*ndbclient.Op {
+// before the flight (none: nil).
+func (r *stateFlight) preReads(ops []*ndbclient.Op) []*ndbclient.Op {
 	if len(r.pre) == 0 {
 		return nil
 	}
@@ -279,13 +279,13 @@ func (r *stateRound) preReads(ops []*ndbclient.Op) []*ndbclient.Op {
 }
 
 // applyPreReads sets each kept-state update's state from its pre-read, and
-// returns the ops that go on into the round (ops itself when all do), with
+// returns the ops that go on into the flight (ops itself when all do), with
 // r.extra following them. A row that was not found gets no state: the
 // update finds no row either. A pre-read that failed otherwise fails its
 // update, and the rest of the update's transaction, which stay out of the
-// round: an update sent without the state would drop the stale mark it
+// flight: an update sent without the state would drop the stale mark it
 // was asked for. Nothing was applied, so a Temporary failure is retried.
-func (r *stateRound) applyPreReads(ops []*ndbclient.Op) []*ndbclient.Op {
+func (r *stateFlight) applyPreReads(ops []*ndbclient.Op) []*ndbclient.Op {
 	failed := false
 	for k, i := range r.pre {
 		w := &r.work[k]
@@ -325,10 +325,10 @@ func (r *stateRound) applyPreReads(ops []*ndbclient.Op) []*ndbclient.Op {
 	return r.goOn
 }
 
-// afterRound reads the state of each op that read it, sets a read's Meta
+// afterFlight reads the state of each op that read it, sets a read's Meta
 // and strips the extra values from its Row, and plans the updates of the
 // states that change.
-func (r *stateRound) afterRound(ops []*ndbclient.Op) {
+func (r *stateFlight) afterFlight(ops []*ndbclient.Op) {
 	for i, x := range r.extra {
 		if !x.read {
 			continue
@@ -355,7 +355,7 @@ func (r *stateRound) afterRound(ops []*ndbclient.Op) {
 
 // plant adds the update that moves op's row from state to the state its
 // read leaves, when that differs; without bump only the token is taken.
-func (r *stateRound) plant(steps *[]stateStep, i int, op *ndbclient.Op, state, expire ndbclient.Value, bump bool) {
+func (r *stateFlight) plant(steps *[]stateStep, i int, op *ndbclient.Op, state, expire ndbclient.Value, bump bool) {
 	old := state.Uint()
 	next, token := readState(old, op, expire.Uint(), r.now, bump)
 	if next != old {
@@ -364,7 +364,7 @@ func (r *stateRound) plant(steps *[]stateStep, i int, op *ndbclient.Op, state, e
 }
 
 // stepOps returns the ops of the pending steps.
-func (r *stateRound) stepOps(ops []*ndbclient.Op) []*ndbclient.Op {
+func (r *stateFlight) stepOps(ops []*ndbclient.Op) []*ndbclient.Op {
 	r.resetWork(len(r.steps))
 	for k, s := range r.steps {
 		w, op, x := &r.work[k], ops[s.op], r.extra[s.op]
@@ -392,7 +392,7 @@ func (r *stateRound) stepOps(ops []*ndbclient.Op) []*ndbclient.Op {
 // update that lost a race reads the state again and tries once more. Other
 // updates that fail are dropped: the row changed or went, and its new state
 // stands. It reports whether steps remain.
-func (r *stateRound) afterSteps(ops []*ndbclient.Op) bool {
+func (r *stateFlight) afterSteps(ops []*ndbclient.Op) bool {
 	r.next = r.next[:0]
 	for k, s := range r.steps {
 		w, op := &r.work[k], ops[s.op]
@@ -424,8 +424,8 @@ func (r *stateRound) afterSteps(ops []*ndbclient.Op) bool {
 }
 
 // release drops the references to the caller's ops, keys and tables that
-// the round's work kept: a driver keeps nothing of an op after its round.
-func (r *stateRound) release() {
+// the flight's work kept: a driver keeps nothing of an op after its flight.
+func (r *stateFlight) release() {
 	for k := range r.work {
 		r.work[k].Key, r.work[k].Table = nil, nil
 	}
@@ -435,7 +435,7 @@ func (r *stateRound) release() {
 
 // resetWork makes r.work n cleared ops (keeping their buffers) and r.workPt
 // pointers to them.
-func (r *stateRound) resetWork(n int) {
+func (r *stateFlight) resetWork(n int) {
 	for len(r.work) < n {
 		r.work = append(r.work, ndbclient.Op{})
 	}

@@ -82,9 +82,9 @@ func TestVersionsWrittenInOneSecondDiffer(t *testing.T) {
 			Set: []ndbclient.ColumnValue{{Column: colValue, Value: ndbclient.String("v")}}}
 	}
 	seen := map[uint64]bool{}
-	var a, b stateRound // two executors, or two gateways
+	var a, b stateFlight // two executors, or two gateways
 	for i := 0; i < 100; i++ {
-		for _, r := range []*stateRound{&a, &b} {
+		for _, r := range []*stateFlight{&a, &b} {
 			_, err := r.plan([]*ndbclient.Op{set()}, tables, stateNow)
 			require.NoError(t, err)
 			v := r.extra[0].value
@@ -111,7 +111,7 @@ func stateTables(t *testing.T) (*tableInfo, func(*ndbclient.Table) (*tableInfo, 
 	return ti, func(*ndbclient.Table) (*tableInfo, error) { return ti, nil }
 }
 
-func TestStateRoundAddsColumnsToReadsAndWrites(t *testing.T) {
+func TestStateFlightAddsColumnsToReadsAndWrites(t *testing.T) {
 	ti, tables := stateTables(t)
 	key := []ndbclient.Value{ndbclient.String("k")}
 	get := &ndbclient.Op{Kind: ndbclient.OpRead, Table: ti.schema, Key: key, Read: []int{colValue}, Lease: true, RecacheAt: stateNow + 30}
@@ -123,7 +123,7 @@ func TestStateRoundAddsColumnsToReadsAndWrites(t *testing.T) {
 	del := &ndbclient.Op{Kind: ndbclient.OpDelete, Table: ti.schema, Key: key}
 	ops := []*ndbclient.Op{get, set, touch, invalidate, del}
 
-	var r stateRound
+	var r stateFlight
 	stateful, err := r.plan(ops, tables, stateNow)
 	require.NoError(t, err)
 	require.True(t, stateful)
@@ -143,7 +143,7 @@ func TestStateRoundAddsColumnsToReadsAndWrites(t *testing.T) {
 
 	// On the wire: the read asks for its projection, then state and expiry;
 	// the writes carry the state after their own columns.
-	req, err := encodeRound(nil, ops, r.extra, tables, stateNow)
+	req, err := encodeFlight(nil, ops, r.extra, tables, stateNow)
 	require.NoError(t, err)
 	p := 4 + 8         // the count, the read's header
 	p += 2 + 2 + 4 + 2 // one key: its count, col, len, then VARCHAR's 1-byte prefix and "k"
@@ -161,7 +161,7 @@ func TestStateRoundAddsColumnsToReadsAndWrites(t *testing.T) {
 	w.ok()                                                               // md I
 	w.ok()                                                               // delete
 	require.NoError(t, decodeResults(w.b, ops, r.extra, tables))
-	r.afterRound(ops)
+	r.afterFlight(ops)
 	require.Len(t, get.Row, 1)
 	assert.Equal(t, ndbclient.ItemMeta{LastAccess: uint32(stateWhile), Fetched: true, Stale: true}, get.Meta)
 	assert.Empty(t, touch.Row, "the state stays out of the touch's row")
@@ -196,13 +196,13 @@ func TestKeptStateUpdateRecordsItsAccessOnceAMinute(t *testing.T) {
 	incr := &ndbclient.Op{Kind: ndbclient.OpAdd, Table: ti.schema, Key: []ndbclient.Value{ndbclient.String("k")},
 		KeepState: true, AddColumn: colValue, Delta: 1, Read: []int{colValue}}
 	ops := []*ndbclient.Op{incr}
-	var r stateRound
+	var r stateFlight
 	_, err := r.plan(ops, tables, stateNow)
 	require.NoError(t, err)
 	assert.Equal(t, stateExtra{read: true, col: colState}, r.extra[0])
 	const tag = 3 << 35
 	incr.Row = append(incr.Row, ndbclient.Uint(8), ndbclient.Uint(tag|uint64(stateNow-60)|stateFetched))
-	r.afterRound(ops)
+	r.afterFlight(ops)
 	assert.Equal(t, []ndbclient.Value{ndbclient.Uint(8)}, incr.Row)
 	require.Equal(t, []stateStep{{op: 0, old: tag | uint64(stateNow-60) | stateFetched, next: tag | uint64(stateNow) | stateFetched}}, r.steps)
 	u := r.stepOps(ops)[0]
@@ -222,7 +222,7 @@ func TestKeptStateUpdateRecordsItsAccessOnceAMinute(t *testing.T) {
 // A pre-read that fails (other than NotFound) fails its md I, which must not
 // go out without the state: it would answer HD and never mark the item stale.
 // The rest of its transaction stays out with it; other ops go on.
-func TestFailedPreReadKeepsItsUpdateOutOfTheRound(t *testing.T) {
+func TestFailedPreReadKeepsItsUpdateOutOfTheFlight(t *testing.T) {
 	ti, tables := stateTables(t)
 	k := func(s string) []ndbclient.Value { return []ndbclient.Value{ndbclient.String(s)} }
 	invalidate := func(key string) *ndbclient.Op {
@@ -232,7 +232,7 @@ func TestFailedPreReadKeepsItsUpdateOutOfTheRound(t *testing.T) {
 	linked := &ndbclient.Op{Kind: ndbclient.OpRead, Table: ti.schema, Key: k("b"), TxnWithNext: true}
 	bad, missing, good := invalidate("b"), invalidate("c"), invalidate("d")
 	ops := []*ndbclient.Op{get, linked, bad, missing, good}
-	var r stateRound
+	var r stateFlight
 	_, err := r.plan(ops, tables, stateNow)
 	require.NoError(t, err)
 	pre := r.preReads(ops)
@@ -256,15 +256,15 @@ func TestFailedPreReadKeepsItsUpdateOutOfTheRound(t *testing.T) {
 
 var errTemporaryForTest = &ndbclient.Error{Code: ndbclient.CodeTemporary, NativeCode: 266, Message: "time-out"}
 
-func TestStateRoundTakesTheTokenOnce(t *testing.T) {
+func TestStateFlightTakesTheTokenOnce(t *testing.T) {
 	ti, tables := stateTables(t)
 	get := &ndbclient.Op{Kind: ndbclient.OpRead, Table: ti.schema, Key: []ndbclient.Value{ndbclient.String("k")}, Lease: true}
 	ops := []*ndbclient.Op{get}
-	var r stateRound
+	var r stateFlight
 	_, err := r.plan(ops, tables, stateNow)
 	require.NoError(t, err)
 	get.Row = append(get.Row, ndbclient.Null()) // a row from before the column
-	r.afterRound(ops)
+	r.afterFlight(ops)
 	assert.Equal(t, ndbclient.ItemMeta{}, get.Meta)
 	require.Len(t, r.steps, 1)
 	u := r.stepOps(ops)[0]
@@ -277,7 +277,7 @@ func TestStateRoundTakesTheTokenOnce(t *testing.T) {
 	get.Row = append(get.Row[:0], ndbclient.Uint(stateWhile|stateStale|stateFetched))
 	get.Meta = ndbclient.ItemMeta{}
 	_, _ = r.plan(ops, tables, stateNow)
-	r.afterRound(ops)
+	r.afterFlight(ops)
 	r.stepOps(ops)
 	assert.False(t, r.afterSteps(ops))
 	assert.True(t, get.Won)
@@ -288,7 +288,7 @@ func TestStateRoundTakesTheTokenOnce(t *testing.T) {
 func TestStateColumnMustBeBigintUnsigned(t *testing.T) {
 	ti, tables := stateTables(t)
 	ti.schema.StateColumn = "flags" // INT UNSIGNED
-	var r stateRound
+	var r stateFlight
 	_, err := r.plan([]*ndbclient.Op{{Kind: ndbclient.OpRead, Table: ti.schema}}, tables, stateNow)
 	assert.Equal(t, ndbclient.CodeSchemaError, ndbclient.CodeOf(err))
 	assert.ErrorContains(t, err, `"flags"`)

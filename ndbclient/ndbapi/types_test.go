@@ -282,13 +282,13 @@ func TestDescribeMapsDecimalAndTemporalColumns(t *testing.T) {
 		{Kind: ndbclient.OpDelete, Table: ti.schema, Key: key},
 		{Kind: ndbclient.OpDeleteAll, Table: ti.schema},
 	} {
-		_, err = encodeRound(nil, []*ndbclient.Op{op}, nil, tables, 0)
+		_, err = encodeFlight(nil, []*ndbclient.Op{op}, nil, tables, 0)
 		require.Error(t, err, "%s", op.Kind)
 		assert.Equal(t, ndbclient.CodeInvalidArgument, ndbclient.CodeOf(err))
 		assert.Contains(t, err.Error(), "span", "%s names the column", op.Kind)
 	}
 	// Ops on the other columns run.
-	_, err = encodeRound(nil, []*ndbclient.Op{{Kind: ndbclient.OpRead, Table: ti.schema, Key: key, Read: []int{1}}}, nil, tables, 0)
+	_, err = encodeFlight(nil, []*ndbclient.Op{{Kind: ndbclient.OpRead, Table: ti.schema, Key: key, Read: []int{1}}}, nil, tables, 0)
 	require.NoError(t, err)
 }
 

@@ -482,8 +482,8 @@ func expiring(k ndbclient.OpKind) bool {
 	return k != ndbclient.OpWrite && k != ndbclient.OpDeleteAll
 }
 
-// tableCache answers a round's table lookups, asking tables only when the
-// table changes: a round's ops are mostly of one table, and the lookup is a
+// tableCache answers a flight's table lookups, asking tables only when the
+// table changes: a flight's ops are mostly of one table, and the lookup is a
 // map read per op.
 type tableCache struct {
 	tables func(*ndbclient.Table) (*tableInfo, error)
@@ -519,14 +519,14 @@ func wireKind(k ndbclient.OpKind) (byte, bool) {
 	return wireKinds[k], true
 }
 
-// encodeRound builds the request for ops; tables resolves each op's table.
+// encodeFlight builds the request for ops; tables resolves each op's table.
 // It returns the buffer with the response bound appended. On tables with an
 // expire column (Table.ExpireColumn), ops carry now (unix seconds): the
 // shim's programs make a row whose expiry is not after now a miss.
 //
 // extra, nil or one per op, adds the driver's own item-state columns
 // (state.go) to an op's reads and sets.
-func encodeRound(dst []byte, ops []*ndbclient.Op, extra []stateExtra, tables func(*ndbclient.Table) (*tableInfo, error), now uint32) ([]byte, error) {
+func encodeFlight(dst []byte, ops []*ndbclient.Op, extra []stateExtra, tables func(*ndbclient.Table) (*tableInfo, error), now uint32) ([]byte, error) {
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(ops)))
 	bound := 0
 	known := tableCache{tables: tables}
@@ -685,7 +685,7 @@ func appendValue(dst []byte, ti *tableInfo, col int, v ndbclient.Value, withNull
 }
 
 // decodeResults fills each op's result from the shim's response.
-// extra is what encodeRound was given: values past an op's Read projection
+// extra is what encodeFlight was given: values past an op's Read projection
 // are its state columns.
 func decodeResults(b []byte, ops []*ndbclient.Op, extra []stateExtra, tables func(*ndbclient.Table) (*tableInfo, error)) error {
 	r := reader{b: b}

@@ -2,7 +2,7 @@
 
 package ndbapi
 
-// Op kinds: what an op does (wire.go encodeRound).
+// Op kinds: what an op does (wire.go encodeFlight).
 const (
 	kindRead       = 1
 	kindInsert     = 2
@@ -29,7 +29,7 @@ const (
 	flagSubtract    = 4 // add: decrement, clamped at 0
 	flagCreate      = 8
 	flagPrepend     = 16 // append: before the value
-	flagExpiry      = 32 // the expire column and the round's time follow
+	flagExpiry      = 32 // the expire column and the flight's time follow
 	flagPartition   = 64 // the key's partition follows the table id
 )
 

@@ -15,22 +15,22 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite testdata/round.golden and round.golden.txt")
+var updateGolden = flag.Bool("update", false, "rewrite testdata/flight.golden and flight.golden.txt")
 
-// The golden round: a request that uses every part of the format, encoded
-// by encodeRound (testdata/round.golden), and what each of its fields must
-// read as (testdata/round.golden.txt), written here from the ops themselves
+// The golden flight: a request that uses every part of the format, encoded
+// by encodeFlight (testdata/flight.golden), and what each of its fields must
+// read as (testdata/flight.golden.txt), written here from the ops themselves
 // rather than from the buffer. `make shim-wire-test` builds
 // testdata/shim_wire_test.cpp, the shim's own parser (shim_wire.h) with g++
 // and no NDB, and checks that it reads the buffer as the text says, field by
 // field. A change to either side's format fails one of the two.
 const (
-	goldenBin  = "testdata/round.golden"
-	goldenText = "testdata/round.golden.txt"
+	goldenBin  = "testdata/flight.golden"
+	goldenText = "testdata/flight.golden.txt"
 	goldenNow  = 1700000000
 )
 
-// goldenOp is an op of the golden round and the flags it must carry.
+// goldenOp is an op of the golden flight and the flags it must carry.
 type goldenOp struct {
 	op    *ndbclient.Op
 	flags int
@@ -39,7 +39,7 @@ type goldenOp struct {
 func goldenOps(t *testing.T) (*tableInfo, []goldenOp) {
 	ti, err := decodeDescribe("ndbmemcache", "demo_table", 7, demoDescribe())
 	require.NoError(t, err)
-	ti.schema.ExpireColumn = 4 // expire_time: every op but a write and delete_all carries the round's time
+	ti.schema.ExpireColumn = 4 // expire_time: every op but a write and delete_all carries the flight's time
 	key := func(s string) []ndbclient.Value { return []ndbclient.Value{ndbclient.String(s)} }
 	read := &ndbclient.Op{Kind: ndbclient.OpRead, Table: ti.schema, Key: key("k1"), Lock: ndbclient.LockShared,
 		Read: []int{1, 2, 5}, TxnWithNext: true}
@@ -135,13 +135,13 @@ func hexOrDash(b []byte) string {
 	return hex.EncodeToString(b)
 }
 
-func TestGoldenRound(t *testing.T) {
+func TestGoldenFlight(t *testing.T) {
 	ti, golden := goldenOps(t)
 	ops := make([]*ndbclient.Op, len(golden))
 	for i, g := range golden {
 		ops[i] = g.op
 	}
-	req, err := encodeRound(nil, ops, nil, func(*ndbclient.Table) (*tableInfo, error) { return ti, nil }, goldenNow)
+	req, err := encodeFlight(nil, ops, nil, func(*ndbclient.Table) (*tableInfo, error) { return ti, nil }, goldenNow)
 	require.NoError(t, err)
 	text := goldenDescribe(t, ti, golden, binary.LittleEndian.Uint32(req[len(req)-4:]))
 	if *updateGolden {
@@ -152,6 +152,6 @@ func TestGoldenRound(t *testing.T) {
 	require.NoError(t, err)
 	wantText, err := os.ReadFile(filepath.FromSlash(goldenText))
 	require.NoError(t, err)
-	require.Equal(t, hex.Dump(wantBin), hex.Dump(req), "encodeRound's bytes changed: if the format changed on purpose, change shim_wire.h to match and run go test ./ndbclient/ndbapi -run TestGoldenRound -update, then make shim-wire-test")
-	require.Equal(t, string(wantText), string(text), "the golden round's fields changed: go test ./ndbclient/ndbapi -run TestGoldenRound -update")
+	require.Equal(t, hex.Dump(wantBin), hex.Dump(req), "encodeFlight's bytes changed: if the format changed on purpose, change shim_wire.h to match and run go test ./ndbclient/ndbapi -run TestGoldenFlight -update, then make shim-wire-test")
+	require.Equal(t, string(wantText), string(text), "the golden flight's fields changed: go test ./ndbclient/ndbapi -run TestGoldenFlight -update")
 }

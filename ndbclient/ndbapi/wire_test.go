@@ -207,7 +207,7 @@ func (w *shimResponse) fail(code int32, status, class uint8, msg string, affecte
 	w.b = binary.LittleEndian.AppendUint32(w.b, affected)
 }
 
-func TestEncodeRoundAndDecodeResults(t *testing.T) {
+func TestEncodeFlightAndDecodeResults(t *testing.T) {
 	ti, err := decodeDescribe("ndbmemcache", "demo_table", 7, demoDescribe())
 	require.NoError(t, err)
 	tables := func(*ndbclient.Table) (*tableInfo, error) { return ti, nil }
@@ -216,7 +216,7 @@ func TestEncodeRoundAndDecodeResults(t *testing.T) {
 		Set: []ndbclient.ColumnValue{{Column: 3, Value: ndbclient.Uint(9)}}, CondColumn: 3, CondValue: ndbclient.Uint(8)}
 	miss := &ndbclient.Op{Kind: ndbclient.OpRead, Table: ti.schema, Key: []ndbclient.Value{ndbclient.String("x")}, Read: []int{1}, Affected: 43}
 	flush := &ndbclient.Op{Kind: ndbclient.OpDeleteAll, Table: ti.schema}
-	req, err := encodeRound(nil, []*ndbclient.Op{read, cas, miss, flush}, nil, tables, 0)
+	req, err := encodeFlight(nil, []*ndbclient.Op{read, cas, miss, flush}, nil, tables, 0)
 	require.NoError(t, err)
 	assert.Equal(t, uint32(4), binary.LittleEndian.Uint32(req))
 	assert.Equal(t, byte(kindRead), req[4])
@@ -227,7 +227,7 @@ func TestEncodeRoundAndDecodeResults(t *testing.T) {
 	// A key the dispatcher hashed carries its partition after the table id,
 	// so that the shim does not hash it again.
 	read.SetKeyPartition(5)
-	hinted, err := encodeRound(nil, []*ndbclient.Op{read}, nil, tables, 0)
+	hinted, err := encodeFlight(nil, []*ndbclient.Op{read}, nil, tables, 0)
 	require.NoError(t, err)
 	assert.Equal(t, byte(flagPartition), hinted[6]&flagPartition)
 	assert.Equal(t, uint32(5), binary.LittleEndian.Uint32(hinted[12:]), "partition")

@@ -23,7 +23,7 @@ func TestWireConstsGenerated(t *testing.T) {
 	}
 }
 
-// encodeRound sends an op's lock mode as ndbclient's number: the table's
+// encodeFlight sends an op's lock mode as ndbclient's number: the table's
 // lock codes must be those numbers.
 func TestWireLockCodes(t *testing.T) {
 	if ndbclient.LockCommitted != lockCommitted || ndbclient.LockShared != lockShared || ndbclient.LockExclusive != lockExclusive {

@@ -1,4 +1,4 @@
-// Starting a binary command that is not part of a get run.
+// Starting a binary command that is not part of a run (batchrun.go).
 
 package memcache
 
@@ -6,7 +6,7 @@ import (
 	"bytes"
 )
 
-// dispatchBinary starts a binary command that is not part of a get run.
+// dispatchBinary starts a binary command that is not part of a run.
 func (cs *connState) dispatchBinary(cmd *Command) {
 	s := cs.srv
 	fixed := func(b []byte) {

@@ -161,7 +161,7 @@ func (cs *connState) encodeBinary(dst []byte, p *pending) []byte {
 	return appendBinError(dst, p.bin.opcode, p.bin.opaque, status)
 }
 
-// encodeBinaryRun answers each command of a binary run (getRun) in the
+// encodeBinaryRun answers each command of a binary run (batchRun) in the
 // order they came: a get from the run's get request, a set from its set
 // request. A request that failed whole answers each of its commands with
 // its error.

@@ -268,7 +268,8 @@ func (d *countingDriver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, 
 }
 
 // Stats reports one data node, so the dispatcher sends each request's batch
-// as one round and the sizes seen here are the gateway's batches.
+// as one round, in one flight, and the sizes seen here are the gateway's
+// batches.
 func (d *countingDriver) Stats() ndbclient.DriverStats {
 	s := d.Driver.Stats()
 	s.Nodes = 1

@@ -21,7 +21,7 @@ import (
 //   - admission: the per-call command budget, swallowing the data of a
 //     refused command, and backpressure (admit);
 //   - parsing, and answering what does not parse (step, refuse);
-//   - starting it (start): a batchable get joins the connection's getRun,
+//   - starting it (start): a batchable command joins the connection's run,
 //     anything else is dispatched in its dialect (dispatch.go), once no
 //     command still in flight on one of its keys must go first (mustWait);
 //   - replying, in arrival order (flush), by the dialect's encoder.
@@ -34,8 +34,8 @@ type connState struct {
 	scratch *loopScratch
 	// queue holds commands in arrival order; replies leave from its head.
 	queue []*pending
-	// run is the open run of batchable gets, if any.
-	run        getRun
+	// run is the open run of batchable commands, if any (batchrun.go).
+	run        batchRun
 	closeAfter bool
 	closed     atomic.Bool
 	// proto is fixed by the connection's first byte, as in memcached.
@@ -207,7 +207,7 @@ func (cs *connState) serveLoop(buf []byte) (int, stop) {
 	used := 0
 	for budget := commandsPerServe; used < len(buf) && !cs.closeAfter; budget-- {
 		if budget <= 0 {
-			return used, stopBudget // serve closes an open get run
+			return used, stopBudget // serve closes an open run
 		}
 		if cs.swallow > 0 {
 			n := min(cs.swallow, len(buf)-used)
@@ -347,7 +347,7 @@ func (cs *connState) mustWait(cmd *Command) bool {
 // flight when one of them writes it: one connection's commands take effect
 // in the order they were sent, even when the backend completes them out of
 // order. A command can be in flight only while a completion is awaited
-// from elsewhere (undone) or a get run is open, so only then are keys
+// from elsewhere (undone) or a run is open, so only then are keys
 // hashed: cmd's once per check, each earlier command's once (keyHashes).
 func (cs *connState) conflicts(cmd *Command) bool {
 	if len(cmd.Keys) == 0 || cs.undone.Load() <= 0 && cs.run.p == nil {

@@ -1,7 +1,7 @@
 // Starting a parsed command in its dialect: dispatchText (text_dispatch.go),
 // dispatchMeta (meta_dispatch.go) or dispatchBinary (binary_dispatch.go).
-// A get that can share a batch with its neighbours goes to the connection's
-// getRun instead (getrun.go). What text and binary share: flush_all and the
+// A command that can share a batch with its neighbours (Server.batchable)
+// joins the connection's run instead (batchRun, batchrun.go). What text and binary share: flush_all and the
 // storage verbs.
 
 package memcache

@@ -39,7 +39,7 @@ const (
 )
 
 // pending is one command awaiting its turn to reply, or one run of them
-// (getRun).
+// (batchRun).
 type pending struct {
 	cs  *connState
 	req *gateway.Request
@@ -79,7 +79,7 @@ type pending struct {
 }
 
 // binReply is what a binary reply echoes: the request's opcode and
-// opaque, and per key of a get run its own.
+// opaque, and per key of a run its own.
 type binReply struct {
 	opcode uint8
 	opaque uint32

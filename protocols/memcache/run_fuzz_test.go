@@ -21,7 +21,7 @@ func (c *captureTransport) WakeWhenSent()  {}
 // FuzzBinaryRuns drives a connection with pipelined binary gets, sets and
 // deletes on a few keys, the input cut where the fuzzer says, and checks
 // every reply against a model of memcached: runs of gets and sets
-// (getRun) must answer each command in order, as if each ran alone.
+// (batchRun) must answer each command in order, as if each ran alone.
 func FuzzBinaryRuns(f *testing.F) {
 	f.Add([]byte{0x02, 0x00, 0x0a, 0x08, 0x03, 0x12, 0x00, 0x04}, uint16(3))
 	f.Add([]byte{0x02, 0x01, 0x02, 0x09, 0x0b, 0x11, 0x00, 0x08, 0x10, 0x18}, uint16(40))

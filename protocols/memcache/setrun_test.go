@@ -74,9 +74,9 @@ func TestBinarySetRunKeepsEachKeysOrder(t *testing.T) {
 			}
 			addr := startServer(t, "", drv, tc.maxPending)
 			conn := dialServer(t, addr, 20*time.Second)
-			for round := range 20 {
-				k := []byte(fmt.Sprintf("k%d", round))
-				other := []byte(fmt.Sprintf("o%d", round))
+			for trial := range 20 {
+				k := []byte(fmt.Sprintf("k%d", trial))
+				other := []byte(fmt.Sprintf("o%d", trial))
 				req := binReq(opGet, k, nil, nil, 1, 0) // a miss: nothing set yet
 				req = append(req, binReq(opSet, k, setExtras(0, 0), []byte("v1"), 2, 0)...)
 				req = append(req, binReq(opSetQ, other, setExtras(0, 0), []byte("x"), 3, 0)...)
@@ -88,8 +88,8 @@ func TestBinarySetRunKeepsEachKeysOrder(t *testing.T) {
 				req = append(req, binReq(opDelete, k, nil, nil, 9, 0)...)
 				req = append(req, binReq(opGet, k, nil, nil, 10, 0)...)
 				req = append(req, binReq(opNoop, nil, nil, nil, 11, 0)...)
-				// A set run still open under a get run that closes first (a
-				// GAT does not join a run of GETs).
+				// A run holding a set and a get of one key, closed by a GAT
+				// of it (a GAT does not join a run of GETs).
 				req = append(req, binReq(opSet, other, setExtras(0, 0), []byte("y"), 12, 0)...)
 				req = append(req, binReq(opGet, other, nil, nil, 13, 0)...)
 				req = append(req, binReq(opGAT, other, be32(0), nil, 14, 0)...)
@@ -106,10 +106,10 @@ func TestBinarySetRunKeepsEachKeysOrder(t *testing.T) {
 				}
 				for _, w := range want {
 					r := readResp(t, conn)
-					require.Equal(t, w.opaque, r.opaque, "round %d: replies in order", round)
-					require.Equal(t, w.status, r.status, "round %d, opaque %d", round, w.opaque)
+					require.Equal(t, w.opaque, r.opaque, "trial %d: replies in order", trial)
+					require.Equal(t, w.status, r.status, "trial %d, opaque %d", trial, w.opaque)
 					if w.value != "" {
-						require.Equal(t, w.value, string(r.vb), "round %d, opaque %d", round, w.opaque)
+						require.Equal(t, w.value, string(r.vb), "trial %d, opaque %d", trial, w.opaque)
 					}
 				}
 			}

@@ -244,14 +244,14 @@ func TestDashboardQueriesParse(t *testing.T) {
 		}
 	}
 	for _, m := range []string{
-		"ndbgate_requests_total",                   // request rate, errors by outcome
-		"ndbgate_request_duration_seconds_bucket",  // latency percentiles per front end
-		"ndbgate_backend_batch_ops_bucket",         // batch sizes
-		"ndbgate_backend_round_trips_total",        // round trips
-		"ndbgate_backend_coalesced_requests_total", // coalescing
-		"ndbgate_backend_inflight_ops",             // in flight
-		"ndbgate_backend_retries_total",            // retries
-		"ndbgate_engine_bytes",                     // memory
+		"ndbgate_requests_total",                  // request rate, errors by outcome
+		"ndbgate_request_duration_seconds_bucket", // latency percentiles per front end
+		"ndbgate_backend_batch_ops_bucket",        // batch sizes
+		"ndbgate_backend_round_trips_total",       // flights (round trips)
+		"ndbgate_backend_coalesced_rounds_total",  // coalescing
+		"ndbgate_backend_inflight_ops",            // in flight
+		"ndbgate_backend_retries_total",           // retries
+		"ndbgate_engine_bytes",                    // memory
 		"process_resident_memory_bytes",
 		"ndbgate_engine_evictions_total",     // evictions
 		"ndbgate_backend_node_ops_total",     // per-node operations (NDB)

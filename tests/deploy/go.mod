@@ -64,3 +64,9 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+// The end-to-end suites' shared harness (tests/internal/harness): a module
+// with no dependencies, so this graph stays apart from ndbgate's.
+require github.com/ndbgate/ndbgate/tests/internal/harness v0.0.0-00010101000000-000000000000
+
+replace github.com/ndbgate/ndbgate/tests/internal/harness => ../internal/harness

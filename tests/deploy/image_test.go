@@ -24,6 +24,8 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/linter"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
+
+	"github.com/ndbgate/ndbgate/tests/internal/harness"
 )
 
 const (
@@ -375,7 +377,7 @@ func podmanRunOptions(t *testing.T, podman, tag string) []string {
 		}
 		failures = append(failures, fmt.Sprintf("podman %s: %v: %s", strings.Join(opts, " "), err, strings.TrimSpace(out)))
 	}
-	if runcErr != nil && inCI() {
+	if runcErr != nil && harness.InCI() {
 		t.Fatalf("podman cannot run containers with crun here, and runc is not installed (scripts/install-test-deps.sh installs it):\n%s", strings.Join(failures, "\n"))
 	}
 	t.Skipf("podman cannot run containers on this machine (the image's contents and its binary were tested above):\n%s", strings.Join(failures, "\n"))

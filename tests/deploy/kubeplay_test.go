@@ -253,11 +253,11 @@ ndbgate:
 		t.Errorf("REST read of the app's item: %s %q", resp.Status, body)
 	}
 
-	// Readiness and liveness, as the kubelet runs them, a few rounds.
+	// Readiness and liveness, as the kubelet runs them, a few times.
 	for i := range 3 {
 		for what, p := range map[string]*corev1.Probe{"startup": g.StartupProbe, "readiness": g.ReadinessProbe, "liveness": g.LivenessProbe} {
 			if err := kubeletProbe(p); err != nil {
-				t.Errorf("%s probe (round %d): %v", what, i+1, err)
+				t.Errorf("%s probe (trial %d): %v", what, i+1, err)
 			}
 		}
 		time.Sleep(300 * time.Millisecond)

@@ -30,7 +30,6 @@ package deploy
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -43,15 +42,17 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ndbgate/ndbgate/tests/internal/harness"
 )
 
 var (
 	// repoRoot is ndbgate's repository (the directory holding cmd/ndbgate).
 	repoRoot string
-	// ndbgateBin is a static (CGO off) ndbgate built from the repository, as
-	// the image holds; buildErr is why it could not be built.
+	// underTest is a static (CGO off) ndbgate built from the repository, as
+	// the image holds, or why it could not be built; ndbgateBin is its path.
+	underTest  *harness.Binary
 	ndbgateBin string
-	buildErr   error
 	// cleanups run after every test (files several tests share).
 	cleanups []func()
 )
@@ -61,7 +62,7 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	root, err := findRepoRoot()
+	root, err := harness.RepoRoot()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "deploy: %v\n", err)
 		return 1
@@ -73,16 +74,8 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	ndbgateBin = filepath.Join(dir, "ndbgate")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", ndbgateBin, "./cmd/ndbgate")
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		buildErr = fmt.Errorf("go build ./cmd/ndbgate: %v\n%s", err, out)
-		fmt.Fprintf(os.Stderr, "deploy: %v\n", buildErr)
-	}
+	underTest = harness.Build("deploy", repoRoot, dir, []string{"CGO_ENABLED=0"}, "-trimpath")
+	ndbgateBin = underTest.Path
 	code := m.Run()
 	for _, f := range cleanups {
 		f()
@@ -90,33 +83,10 @@ func runMain(m *testing.M) int {
 	return code
 }
 
-func findRepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for range 10 {
-		if _, err := os.Stat(filepath.Join(dir, "cmd", "ndbgate")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
-	}
-	return "", errors.New("cmd/ndbgate not found above the test directory")
-}
-
 func requireBinary(t testing.TB) {
 	t.Helper()
-	if buildErr != nil {
-		t.Fatalf("ndbgate binary not available: %v", buildErr)
-	}
+	underTest.Require(t)
 }
-
-// inCI reports whether a missing tool must fail rather than skip.
-func inCI() bool { return os.Getenv("CI") == "true" }
 
 // tool finds a tool: the environment variable env, then the candidates
 // (relative to the repository), then PATH. A missing tool skips the test,
@@ -136,7 +106,7 @@ func tool(t testing.TB, env, name string, candidates ...string) string {
 		return p
 	}
 	msg := fmt.Sprintf("%s not found (set %s, or run scripts/install-test-deps.sh)", name, env)
-	if inCI() {
+	if harness.InCI() {
 		t.Fatalf("%s; CI=true: required tool missing", msg)
 	}
 	t.Skip(msg)
@@ -199,25 +169,8 @@ func freePort(t testing.TB) int {
 // server is a running ndbgate process.
 type server struct {
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *harness.SyncBuffer
 	done chan error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startServer runs ndbgate with args and exactly env (no inherited
@@ -231,7 +184,7 @@ func startServer(t testing.TB, env []string, args ...string) *server {
 // startServerWith runs bin (an ndbgate) with attr (nil: as this process).
 func startServerWith(t testing.TB, bin string, env []string, attr *syscall.SysProcAttr, args ...string) *server {
 	t.Helper()
-	s := &server{log: &syncBuffer{}, done: make(chan error, 1)}
+	s := &server{log: &harness.SyncBuffer{}, done: make(chan error, 1)}
 	s.cmd = exec.Command(bin, args...)
 	s.cmd.SysProcAttr = attr
 	s.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir()}, env...)

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ndbgate/ndbgate/tests/internal/harness"
 )
 
 // noDataUnderTestLoad are the dashboard queries that may rightly return
@@ -99,7 +101,7 @@ scrape_configs:
 	promAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cmd := exec.Command(prom, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+promAddr)
-	promLog := &syncBuffer{}
+	promLog := &harness.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = promLog, promLog
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -291,7 +293,7 @@ type promAPI struct {
 	t      *testing.T
 	base   string
 	client *http.Client
-	log    *syncBuffer
+	log    *harness.SyncBuffer
 }
 
 type promSample struct {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ndbgate/ndbgate/tests/internal/harness"
 )
 
 // tryIt returns the command lines of the README's "Try it" block.
@@ -272,7 +274,7 @@ func TestDeployGuidePodman(t *testing.T) {
 	// In the foreground, on the published ports; SIGTERM stops it.
 	fg := withOpts(image(names.Replace(lines[1])))
 	cmd := sh("exec " + fg)
-	logs := &syncBuffer{}
+	logs := &harness.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ func TestDispatcherEndToEnd(t *testing.T) {
 	assert.LessOrEqual(t, trips, 4.0, "a 100-key get is one round trip per node")
 	assert.GreaterOrEqual(t, trips, 2.0, "keys spread over several nodes")
 
-	coalesced0 := metricSum(metrics(), "ndbgate_backend_coalesced_requests_total", nil)
+	coalesced0 := metricSum(metrics(), "ndbgate_backend_coalesced_rounds_total", nil)
 	var wg sync.WaitGroup
 	errs := make(chan error, 32)
 	for g := 0; g < 32; g++ {
@@ -60,10 +60,10 @@ func TestDispatcherEndToEnd(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	assert.Positive(t, metricSum(metrics(), "ndbgate_backend_coalesced_requests_total", nil)-coalesced0,
+	assert.Positive(t, metricSum(metrics(), "ndbgate_backend_coalesced_rounds_total", nil)-coalesced0,
 		"concurrent single-key gets share round trips")
 	m := metrics()
-	for _, name := range []string{"ndbgate_backend_round_ops", "ndbgate_backend_partition_hint_ops_total",
+	for _, name := range []string{"ndbgate_backend_flight_ops", "ndbgate_backend_partition_hint_ops_total",
 		"ndbgate_backend_retries_total", "ndbgate_backend_inflight_ops", "ndbgate_backend_node_ops_total"} {
 		assert.True(t, hasMetric(m, name), "metric %s exported", name)
 	}

@@ -22,7 +22,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,12 +35,13 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ndbgate/ndbgate/tests/internal/harness"
 )
 
 const (
@@ -51,10 +51,11 @@ const (
 )
 
 var (
-	// ndbgateBin is the binary under test; buildErr is set when it could not be built.
+	// underTest is the ndbgate under test, or why there is none;
+	// ndbgateBin is its path.
+	underTest  *harness.Binary
 	ndbgateBin string
-	buildErr   error
-	// repoRoot is the module root (the directory holding go.mod).
+	// repoRoot is the repository (the directory holding cmd/ndbgate).
 	repoRoot string
 )
 
@@ -63,17 +64,16 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	root, err := findRepoRoot()
+	root, err := harness.RepoRoot()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		return 1
 	}
 	repoRoot = root
 	if bin := os.Getenv("NDBGATE_BIN"); bin != "" {
-		ndbgateBin, err = filepath.Abs(bin)
-		if err != nil {
-			buildErr = err
-		}
+		underTest = &harness.Binary{}
+		underTest.Path, underTest.Err = filepath.Abs(bin)
+		ndbgateBin = underTest.Path
 		return m.Run()
 	}
 	dir, err := os.MkdirTemp("", "ndbgate-e2e-")
@@ -82,52 +82,19 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	ndbgateBin = filepath.Join(dir, "ndbgate")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		buildErr = fmt.Errorf("go tool not found: %w", err)
-	} else {
-		args := []string{"build", "-o", ndbgateBin}
-		if liveCluster() != "" {
-			args = append(args, "-tags", "ndbapi")
-		}
-		cmd := exec.CommandContext(ctx, goTool, append(args, "./cmd/ndbgate")...)
-		cmd.Dir = repoRoot
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/ndbgate: %v\n%s", err, out)
-			fmt.Fprintf(os.Stderr, "e2e: %v\n", buildErr)
-		}
+	var args []string
+	if liveCluster() != "" {
+		args = []string{"-tags", "ndbapi"}
 	}
+	underTest = harness.Build("e2e", repoRoot, dir, nil, args...)
+	ndbgateBin = underTest.Path
 	return m.Run()
-}
-
-func findRepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for i := 0; i < 10; i++ {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
-	}
-	return "", errors.New("go.mod not found above the test directory")
 }
 
 // requireBinary fails the test when the ndbgate binary is not available.
 func requireBinary(t testing.TB) {
 	t.Helper()
-	if buildErr != nil {
-		t.Fatalf("ndbgate binary not available: %v", buildErr)
-	}
+	underTest.Require(t)
 }
 
 // liveCluster is the NDB connectstring of live mode, or "".
@@ -183,15 +150,12 @@ func createLiveTables(args []string) error {
 	return nil
 }
 
-// inCI reports whether missing tools must fail rather than skip.
-func inCI() bool { return os.Getenv("CI") == "true" }
-
 // skipOrFailMissing skips the test when a tool is missing, except in CI where
 // the test fails: CI installs every tool the suite needs.
 func skipOrFailMissing(t testing.TB, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
-	if inCI() {
+	if harness.InCI() {
 		t.Fatalf("%s (CI=true: required tool missing; run scripts/install-test-deps.sh)", msg)
 	}
 	t.Skipf("%s; skipping (run scripts/install-test-deps.sh, or set CI=true to make this fail)", msg)
@@ -220,31 +184,13 @@ func cleanEnv(extra ...string) []string {
 	return append(env, extra...)
 }
 
-// syncBuffer collects a child's output; safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // server is one running ndbgate process.
 type server struct {
 	cmd          *exec.Cmd
 	memcacheAddr string
 	restAddr     string
-	restTLS      bool        // --api-tls: /readyz is behind TLS, readiness is a TCP dial
-	output       *syncBuffer // stdout and stderr
+	restTLS      bool                // --api-tls: /readyz is behind TLS, readiness is a TCP dial
+	output       *harness.SyncBuffer // stdout and stderr
 	done         chan struct{}
 	waitErr      error
 	stopped      bool
@@ -280,7 +226,7 @@ func launchServer(t testing.TB, extraArgs []string) (*server, error) {
 	s := &server{
 		memcacheAddr: freePort(t),
 		restAddr:     freePort(t),
-		output:       &syncBuffer{},
+		output:       &harness.SyncBuffer{},
 		done:         make(chan struct{}),
 		restTLS:      containsArg(extraArgs, "--api-tls"),
 	}
@@ -439,7 +385,7 @@ func startMemcached(t testing.TB) (string, int) {
 	if os.Geteuid() == 0 {
 		args = append(args, "-u", "root")
 	}
-	out := &syncBuffer{}
+	out := &harness.SyncBuffer{}
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())

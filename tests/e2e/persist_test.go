@@ -268,21 +268,21 @@ func TestPersistCasNeverRepeats(t *testing.T) {
 		require.NoError(t, err)
 		return cas
 	}
-	var old, first uint64 // the first cas of the last round, of this one
-	for round := range 3 {
+	var old, first uint64 // the first cas of the last start, of this one
+	for start := range 3 {
 		s := startServer(t, "--data-dir", dir)
 		m := mustDialMC(t, s.memcacheAddr)
 		for i := range 5 {
-			reply, err := m.set("a", fmt.Sprint("v", round, "-", i), 0)
+			reply, err := m.set("a", fmt.Sprint("v", start, "-", i), 0)
 			require.NoError(t, err)
 			require.Equal(t, "STORED", reply)
 			cas := gets(m, "a")
-			assert.False(t, seen[cas], "round %d: cas %d was handed out before", round, cas)
+			assert.False(t, seen[cas], "start %d: cas %d was handed out before", start, cas)
 			seen[cas] = true
 			if i == 0 {
 				first = cas
 			}
-			if round > 0 && i == 0 {
+			if start > 0 && i == 0 {
 				reply, err := m.do(fmt.Sprintf("cas a 0 0 3 %d\r\nold\r\n", old))
 				require.NoError(t, err)
 				assert.Equal(t, "EXISTS", reply, "a cas from before the restart matched a new item")

@@ -177,7 +177,7 @@ func TestExpiredRowsAreMisses(t *testing.T) {
 }
 
 // A driver refuses to change the schema of a table it has described: the
-// change would invalidate the dictionary objects its own rounds use. Column
+// change would invalidate the dictionary objects its own flights use. Column
 // types it cannot size are refused before the dictionary is asked.
 func TestSchemaChangesRefusedOnADescribedTable(t *testing.T) {
 	d := openDriver(t, connectstring(t), 1)

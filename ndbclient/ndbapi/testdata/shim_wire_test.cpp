@@ -1,11 +1,11 @@
 // The shim's request parser (shim_wire.h) against Go's encoder: reads the
-// golden round that wire_golden_test.go keeps (round.golden, written by
-// encodeRound) and prints every field as it parses it, in the format of
-// round.golden.txt, which the Go test writes from the ops themselves.
+// golden flight that wire_golden_test.go keeps (flight.golden, written by
+// encodeFlight) and prints every field as it parses it, in the format of
+// flight.golden.txt, which the Go test writes from the ops themselves.
 // `make shim-wire-test` builds this with g++ alone (no NDB) and diffs the
 // two.
 //
-// Usage: shim_wire_test round.golden > got.txt
+// Usage: shim_wire_test flight.golden > got.txt
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -35,7 +35,7 @@ void value(const char *what, const shim::Value &v, bool withNull) {
 
 int main(int argc, char **argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: %s round.golden\n", argv[0]);
+    std::fprintf(stderr, "usage: %s flight.golden\n", argv[0]);
     return 2;
   }
   std::ifstream in(argv[1], std::ios::binary);

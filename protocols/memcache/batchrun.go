@@ -2,10 +2,11 @@ package memcache
 
 import "github.com/ndbgate/ndbgate/gateway"
 
-// getRun collects a run of commands into one queued command and at most two
-// requests, one backend batch each: binary gets of one verb, quiet or not
-// (GET, GETQ, GETKQ, ...), with binary sets (SET or SETQ without a cas)
-// among them, or meta gets (mg ... q, ended by one without q). A pipelining
+// batchRun collects a run of batchable commands into one queued command and
+// at most two requests, one backend batch each: binary gets of one verb,
+// quiet or not (GET, GETQ, GETKQ, ...; a touch joins as a GAT that reads
+// nothing back), with binary sets (SET or SETQ without a cas) among them,
+// or meta gets (mg ... q, ended by one without q). A pipelining
 // client's gets then read as one multi-get and its sets store as one
 // multi-key set (gateway.Request.AddSet), while each command still gets its
 // own reply, in arrival order (encodeBinaryRun). A command on a key the run
@@ -14,7 +15,7 @@ import "github.com/ndbgate/ndbgate/gateway"
 // command that cannot join, a meta get without q, a piece's worth of keys,
 // setRunBytes of values, the connection's command budget, or the end of its
 // input closes the run, and closing starts its requests.
-type getRun struct {
+type batchRun struct {
 	cs *connState
 	p  *pending // the open run's command; nil: none open
 	// piece is the most keys one request of the run takes
@@ -45,7 +46,7 @@ func isRunSet(cmd *Command) bool { return cmd.Binary && cmd.Kind == CmdSet && cm
 // joins reports whether a batchable cmd can join the open run: a set joins
 // any binary run, a get one whose gets (if any yet) have its verb and
 // options.
-func (r *getRun) joins(cmd *Command) bool {
+func (r *batchRun) joins(cmd *Command) bool {
 	if r.p == nil {
 		return false
 	}
@@ -66,7 +67,7 @@ func (r *getRun) joins(cmd *Command) bool {
 }
 
 // open opens a run with cmd's options.
-func (r *getRun) open(cmd *Command) {
+func (r *batchRun) open(cmd *Command) {
 	cs := r.cs
 	if cmd.Kind == CmdMetaGet {
 		r.p = cs.newPending(dialectMeta, CmdMetaGet, false)
@@ -86,7 +87,7 @@ func (r *getRun) open(cmd *Command) {
 // without q closes it; a binary get, quiet or not, does not (a pipeline's
 // GETs batch as its GETQs do). setRunBytes of values, or a full piece,
 // closes it too.
-func (r *getRun) add(cmd *Command) {
+func (r *batchRun) add(cmd *Command) {
 	if r.p == nil {
 		r.open(cmd)
 	}
@@ -136,7 +137,7 @@ func (s *Server) pieceFloor() int {
 }
 
 // close starts the open run's requests, if a run is open.
-func (r *getRun) close() {
+func (r *batchRun) close() {
 	if p := r.p; p != nil {
 		r.p = nil
 		r.cs.do(p)
