@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -44,9 +45,33 @@ type MetaClient struct {
 	conn net.Conn
 	r    *bufio.Reader
 	buf  []byte
+	// line is the last reply line read; lastErr what the last failed
+	// operation saw (LastError).
+	line, lastErr string
 }
 
 func (c *MetaClient) CanIncr() bool { return true }
+
+// LastError is what the last operation that failed saw: an error reply, or
+// what went wrong with the connection.
+func (c *MetaClient) LastError() string { return c.lastErr }
+
+// netReason names a network error without its addresses, so that failures
+// count by kind.
+func netReason(err error) string {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	}
+	return "network error"
+}
 
 func (c *MetaClient) Gateway() int { return c.Via }
 
@@ -67,6 +92,7 @@ func (c *MetaClient) Do(in Input) (Output, bool, string) {
 		conn, err := dial(ctx, "tcp", c.Addr)
 		cancel()
 		if err != nil {
+			c.lastErr = "connect: " + netReason(err)
 			return Output{}, false, ""
 		}
 		c.conn, c.r = conn, bufio.NewReader(conn)
@@ -88,12 +114,18 @@ func (c *MetaClient) Do(in Input) (Output, bool, string) {
 	_ = c.conn.SetDeadline(time.Now().Add(c.Timeout))
 	if _, err := c.conn.Write(b); err != nil {
 		c.Close()
+		c.lastErr = "write: " + netReason(err)
 		return Output{Result: Ambiguous}, true, ""
 	}
+	c.line = ""
 	out, refused, unexpected, err := c.reply(in)
 	if err != nil {
 		c.Close()
+		c.lastErr = "read: " + netReason(err)
 		return Output{Result: Ambiguous}, true, ""
+	}
+	if refused || out.Result == Ambiguous {
+		c.lastErr = c.line
 	}
 	if unexpected != "" {
 		c.Close()
@@ -120,6 +152,7 @@ func (c *MetaClient) reply(in Input) (out Output, refused bool, unexpected strin
 		return Output{}, false, "", err
 	}
 	line = strings.TrimSuffix(line, "\r\n")
+	c.line = line
 	if slices.Contains(refusals, line) {
 		return Output{}, true, "", nil
 	}
@@ -174,6 +207,20 @@ type RESTClient struct {
 	Base string // http://host:port/v1/kv/<container>/
 	HTTP *http.Client
 	Via  int // the gateway's number
+	// lastErr is what the last failed operation saw (LastError).
+	lastErr string
+}
+
+// LastError is what the last operation that failed saw.
+func (c *RESTClient) LastError() string { return c.lastErr }
+
+// restReason names an error reply: its status and error code.
+func restReason(status int, body []byte) string {
+	var e struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	_ = json.Unmarshal(body, &e)
+	return fmt.Sprintf("HTTP %d %s", status, e.Error.Code)
 }
 
 // NewRESTClient is a client of addr's KV API on container, with its own
@@ -211,16 +258,20 @@ func (c *RESTClient) Do(in Input) (Output, bool, string) {
 	if err != nil {
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "dial" {
+			c.lastErr = "connect: " + netReason(err)
 			return Output{}, false, ""
 		}
+		c.lastErr = "HTTP: " + netReason(err)
 		return Output{Result: Ambiguous}, true, ""
 	}
 	body, err := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	if err != nil {
+		c.lastErr = "HTTP body: " + netReason(err)
 		return Output{Result: Ambiguous}, true, ""
 	}
 	if restRefused(resp.StatusCode, body) {
+		c.lastErr = restReason(resp.StatusCode, body)
 		return Output{}, false, ""
 	}
 	cas, _ := strconv.ParseUint(strings.Trim(resp.Header.Get("ETag"), `"`), 10, 64)
@@ -234,6 +285,7 @@ func (c *RESTClient) Do(in Input) (Output, bool, string) {
 	case resp.StatusCode == http.StatusPreconditionFailed && in.Kind == Cas:
 		return Output{Result: Exists}, true, ""
 	case resp.StatusCode >= 500:
+		c.lastErr = restReason(resp.StatusCode, body)
 		return Output{Result: Ambiguous}, true, ""
 	}
 	return Output{Result: Ambiguous}, true, fmt.Sprintf("%s %s: unexpected %s %q", in.Kind, in.Key, resp.Status, body)

@@ -1,6 +1,7 @@
 package lin
 
 import (
+	"maps"
 	"math"
 	"sort"
 	"sync"
@@ -22,8 +23,10 @@ type Recorder struct {
 	// errors are the replies no outcome could be made of; a run with any is
 	// a failed run, whatever the checker says.
 	errors []string
-	// failures are when operations failed: not sent, or ambiguous.
+	// failures are when operations failed: not sent, or ambiguous; why
+	// counts them by what the client saw.
 	failures []int64
+	why      map[string]int
 }
 
 // NewRecorder starts the clock.
@@ -55,10 +58,27 @@ func (r *Recorder) Unexpected(msg string) {
 
 // Failure records that an operation failed at time at: it could not be sent,
 // or its outcome is not known.
-func (r *Recorder) Failure(at int64) {
+func (r *Recorder) Failure(at int64) { r.FailureWhy(at, "") }
+
+// FailureWhy is Failure with what the client saw (a reply line, an HTTP
+// status, a network error).
+func (r *Recorder) FailureWhy(at int64, why string) {
 	r.mu.Lock()
 	r.failures = append(r.failures, at)
+	if why != "" {
+		if r.why == nil {
+			r.why = map[string]int{}
+		}
+		r.why[why]++
+	}
 	r.mu.Unlock()
+}
+
+// FailureReasons counts the failures by what the clients saw.
+func (r *Recorder) FailureReasons() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.why)
 }
 
 // Failures are the times of the failures, in order.

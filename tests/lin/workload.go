@@ -74,7 +74,11 @@ func (w Workload) client(ctx context.Context, rec *Recorder, id int, c Client) {
 			rec.Unexpected(unexpected)
 		}
 		if !attempted || out.Result == Ambiguous {
-			rec.Failure(ret)
+			why := ""
+			if e, ok := c.(interface{ LastError() string }); ok {
+				why = e.LastError()
+			}
+			rec.FailureWhy(ret, why)
 		}
 		if !attempted {
 			time.Sleep(20 * time.Millisecond) // the gateway or the backend is down; try again soon

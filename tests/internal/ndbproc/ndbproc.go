@@ -178,15 +178,23 @@ func WaitManagement(cs string, timeout time.Duration) error {
 
 // RestartDataNode restarts data node id through the management server (a
 // node restart, as in a rolling restart) and waits until it is started
-// again.
-func RestartDataNode(cs string, id int, timeout time.Duration) error {
+// again. abort restarts it at once rather than after a graceful shutdown
+// (ndb_mgm's "restart -a").
+func RestartDataNode(cs string, id int, abort bool, timeout time.Duration) error {
 	_, angel, err := DataNode(id)
 	if err != nil {
 		return err
 	}
-	out := Mgm(cs, fmt.Sprintf("%d restart", id))
-	if !strings.Contains(out, "restarted") && !strings.Contains(out, "restarting") {
-		return fmt.Errorf("ndb_mgm %d restart: %s", id, out)
+	// ndb_mgm returns once the node has shut down, which takes a while.
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := fmt.Sprintf("%d restart", id)
+	if abort {
+		cmd += " -a"
+	}
+	out, err := exec.CommandContext(ctx, "ndb_mgm", "-c", cs, "-e", cmd).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "restart") {
+		return fmt.Errorf("ndb_mgm %d restart: %v: %s", id, err, out)
 	}
 	return WaitRestarted(cs, id, angel, timeout)
 }
