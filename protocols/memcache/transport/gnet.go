@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -47,6 +48,12 @@ type gnetConn struct {
 	c    gnet.Conn
 	loop *gnetLoop
 	s    Session
+	// queued is what Send handed to gnet's AsyncWrite and gnet has not yet
+	// taken into its outbound buffer: the replies after it follow it there.
+	queued int
+	// failed: a write failed; the connection closes once the session
+	// returns (OnTraffic), and nothing more is written.
+	failed bool
 }
 
 func (g *gnetServer) Serve(h Handler, ready func()) error {
@@ -145,7 +152,7 @@ func (g *gnetServer) OnTraffic(c gnet.Conn) gnet.Action {
 	if cap(gc.loop.out) > keepMax {
 		gc.loop.out = nil // do not pin a huge buffer to an idle loop
 	}
-	if gc.s.Closing() && !gc.s.Owes() {
+	if gc.failed || gc.s.Closing() && !gc.s.Owes() && gc.queued == 0 {
 		return gnet.Close
 	}
 	return gnet.None
@@ -153,29 +160,67 @@ func (g *gnetServer) OnTraffic(c gnet.Conn) gnet.Action {
 
 func (gc *gnetConn) Output() []byte { return gc.loop.out[:0] }
 
-// Send sends b with a raw write(2) when nothing is queued ahead of it. The
-// socket is non-blocking, so the runtime's bookkeeping for a syscall that
-// might block (gnet's unix.Write) buys nothing on this per-reply path. What
-// is not sent, and any error, goes through gnet, which copies the rest into
-// its outbound buffer or closes the connection.
+// Send sends b with a write(2) of its own when nothing is queued ahead of
+// it. The socket is non-blocking, so the runtime's bookkeeping for a syscall
+// that might block (gnet's unix.Write) buys nothing on this per-reply path.
+//
+// No gnet call made here may write to the socket: gnet closes a connection
+// whose write fails then and there, calling OnClose, and so the session's
+// Closed, from inside the session's own Serve or Flush, which would go on
+// starting commands after it let go of those in flight, and parsing input
+// gnet has freed. A failed write marks the connection instead, and OnTraffic
+// closes it once the session returns. What the socket does not take goes
+// behind gnet's outbound buffer, where gnet.Conn.Write only appends; when
+// that is empty, through AsyncWrite, which writes from the loop's task queue,
+// after the session returns.
 func (gc *gnetConn) Send(b []byte) {
 	gc.loop.out = b[:0]
-	if len(b) == 0 {
+	if len(b) == 0 || gc.failed {
 		return
 	}
-	if len(b) <= rawWriteMax && gc.c.OutboundBuffered() == 0 {
-		if n, errno := writeFd(gc.c.Fd(), b); errno == 0 {
+	if gc.queued == 0 && gc.c.OutboundBuffered() == 0 {
+		n, errno := writeFd(gc.c.Fd(), b)
+		switch errno {
+		case 0:
 			if b = b[n:]; len(b) == 0 {
 				return
 			}
+		case syscall.EAGAIN, syscall.EINTR:
+		default:
+			gc.failed = true
+			return
 		}
 	}
-	_, _ = gc.c.Write(b)
+	if gc.queued == 0 && gc.c.OutboundBuffered() > 0 {
+		_, _ = gc.c.Write(b) // appended to the outbound buffer: no write(2)
+		return
+	}
+	rest := append([]byte(nil), b...) // b is the loop's to reuse
+	gc.queued += len(rest)
+	err := gc.c.AsyncWrite(rest, func(_ gnet.Conn, err error) error {
+		gc.written(len(rest), err)
+		return nil
+	})
+	if err != nil {
+		gc.queued -= len(rest)
+		gc.failed = true
+	}
+}
+
+// written runs on the loop once AsyncWrite has handed n bytes to the socket
+// or to the outbound buffer, or has failed, and gnet closed the connection.
+// A session that waits for its backlog to go down polls (WakeWhenSent); one
+// that is to close once its replies are out is woken when they all are.
+func (gc *gnetConn) written(n int, err error) {
+	gc.queued -= n
+	if err == nil && gc.queued == 0 && gc.s.Closing() {
+		gc.Wake()
+	}
 }
 
 func (gc *gnetConn) Wake() { _ = gc.c.Wake(nil) }
 
-func (gc *gnetConn) Backlog() int { return gc.c.OutboundBuffered() }
+func (gc *gnetConn) Backlog() int { return gc.c.OutboundBuffered() + gc.queued }
 
 // WakeWhenSent polls: gnet says nothing when its outbound buffer drains,
 // and input left unparsed is not served again until more arrives.
