@@ -20,12 +20,7 @@ import (
 // inside Send: the commands started after that were never settled, and gnet's
 // Shutdown waited for them until its deadline.
 func TestFailedWriteClosesBetweenCalls(t *testing.T) {
-	transports := map[string]func(Options) Transport{"gnet": Gnet}
-	if EpollAvailable {
-		transports["epoll"] = Epoll
-		transports["epoll+io_uring"] = func(o Options) Transport { o.BatchSyscalls = true; return Epoll(o) }
-	}
-	for name, newT := range transports {
+	for name, newT := range eventLoopTransports() {
 		t.Run(name, func(t *testing.T) {
 			h := &failHandler{closed: make(chan struct{})}
 			addr, _ := startHandler(t, newT, Options{Loops: 1}, h)
