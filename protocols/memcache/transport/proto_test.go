@@ -80,12 +80,20 @@ var discardLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 // free port, and shuts it down when t ends.
 func startTransport(t *testing.T, newT func(Options) Transport, opts Options) (string, *lineHandler, Transport) {
 	t.Helper()
+	h := &lineHandler{}
+	addr, tr := startHandler(t, newT, opts, h)
+	return addr, h, tr
+}
+
+// startHandler serves h with the transport made by newT on a free port, and
+// shuts it down when t ends.
+func startHandler(t *testing.T, newT func(Options) Transport, opts Options, h Handler) (string, Transport) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	opts.Listen, opts.Log = []Addr{{"tcp", addr}}, discardLog
-	h := &lineHandler{}
 	tr := newT(opts)
 	ready := make(chan struct{})
 	errc := make(chan error, 1)
@@ -102,7 +110,7 @@ func startTransport(t *testing.T, newT func(Options) Transport, opts Options) (s
 		defer cancel()
 		_ = tr.Shutdown(ctx)
 	})
-	return addr, h, tr
+	return addr, tr
 }
 
 // dial connects to addr with deadline on every read and write; the

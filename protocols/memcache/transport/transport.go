@@ -61,7 +61,9 @@ type Loop interface {
 }
 
 // Session is the protocol's side of one connection. The transport calls it
-// only on the connection's loop.
+// only on the connection's loop, one call at a time: never from inside
+// another of its calls. A write that fails in Send, in particular, closes
+// the connection only once the session has returned (Closed).
 type Session interface {
 	// Serve parses and starts commands from in and returns the bytes it
 	// used; the rest is offered again with more input, or after a Wake.
