@@ -1,10 +1,8 @@
 package lin
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -428,31 +426,7 @@ func sumMetrics(gws []*gateway) (s growMetrics, ok bool) {
 
 // gatewayMetrics scrapes g's /metrics; ok is false when it did not answer.
 func gatewayMetrics(g *gateway) (m growMetrics, ok bool) {
-	hc := http.Client{Timeout: 5 * time.Second}
-	resp, err := hc.Get("http://" + g.rest + "/metrics")
-	if err != nil || resp.StatusCode != http.StatusOK {
-		if err == nil {
-			_ = resp.Body.Close()
-		}
-		return m, false
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		sp := strings.LastIndexByte(line, ' ')
-		if sp < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[sp+1:], 64)
-		if err != nil {
-			continue
-		}
-		name, labels, _ := strings.Cut(line[:sp], "{")
+	ok = scrapeMetrics(g, func(name, labels string, v float64) {
 		switch name {
 		case "ndbgate_requests_total":
 			m.requests += v
@@ -472,8 +446,8 @@ func gatewayMetrics(g *gateway) (m growMetrics, ok bool) {
 		case "ndbgate_backend_tables_redescribed_total":
 			m.redescribed = v
 		}
-	}
-	return m, sc.Err() == nil
+	})
+	return m, ok
 }
 
 func envOr(name, def string) string {

@@ -132,32 +132,48 @@ func (s sample) max(o sample) sample {
 // open files.
 func sampleOf(g *gateway) sample {
 	var s sample
+	scrapeMetrics(g, func(name, _ string, v float64) {
+		switch name {
+		case "process_resident_memory_bytes":
+			s.rss = int64(v)
+		case "go_goroutines":
+			s.goroutines = int64(v)
+		case "process_open_fds":
+			s.fds = int64(v)
+		}
+	})
+	return s
+}
+
+// scrapeMetrics reads g's /metrics and calls each with every sample: its
+// name, its labels as written ("" without), its value. false when the
+// gateway did not answer in full.
+func scrapeMetrics(g *gateway, each func(name, labels string, v float64)) bool {
 	hc := http.Client{Timeout: 5 * time.Second}
 	resp, err := hc.Get("http://" + g.rest + "/metrics")
 	if err != nil {
-		return s
+		return false
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false
+	}
 	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		name, val, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
+		line := sc.Text()
+		sp := strings.LastIndexByte(line, ' ')
+		if sp < 0 || strings.HasPrefix(line, "#") {
 			continue
 		}
-		f, err := strconv.ParseFloat(val, 64)
+		v, err := strconv.ParseFloat(line[sp+1:], 64)
 		if err != nil {
 			continue
 		}
-		switch name {
-		case "process_resident_memory_bytes":
-			s.rss = int64(f)
-		case "go_goroutines":
-			s.goroutines = int64(f)
-		case "process_open_fds":
-			s.fds = int64(f)
-		}
+		name, labels, _ := strings.Cut(line[:sp], "{")
+		each(name, labels, v)
 	}
-	return s
+	return sc.Err() == nil
 }
 
 // latencies are the durations of the operations that returned in [from,
