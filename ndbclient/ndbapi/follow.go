@@ -118,13 +118,8 @@ func (d *Driver) checkDataNodes() {
 	d.nodes.Store(int32(C.ndbgate_data_nodes(d.pool)))
 	// Primaries may now be on the new nodes (a table made after the node
 	// group was added, or reorganised before every connection knew them).
-	d.mu.RLock()
-	tables := make([]*tableInfo, 0, len(d.tables()))
+	// d.tables() is a copy-on-write snapshot: no lock to range over it.
 	for _, ti := range d.tables() {
-		tables = append(tables, ti)
-	}
-	d.mu.RUnlock()
-	for _, ti := range tables {
 		d.storeLanes(ti, int(ti.partitionCount.Load()))
 	}
 }
