@@ -16,6 +16,10 @@
 #                      extra/memcached/memcached (group memtier)
 #   FLEXASYNCH         the flexAsynch binary, storage/ndb/test/ndbapi (group flex)
 #   NDB_LIB_DIR        where libndbclient is, if the loader does not find it
+#   NDBGATE_NDB_BIN_B  optional: a second NDB build of ndbgate (another commit),
+#                      run in every memtier and coalesce trial right after the
+#                      first, as target ndbgate-b; the run ends with each
+#                      workload's ndbgate-b / ndbgate ratio (a before and after)
 #   memtier_benchmark on PATH (groups memtier, coalesce, pool), go (group api)
 #   ITEM_STATE=1       give demo_table ndbgate's item_state column, where the
 #                      meta protocol's item state lives (a read then writes
@@ -78,6 +82,9 @@ if [ -z "${NDBGATE_NDB_BIN:-}" ] || [ ! -x "$NDBGATE_NDB_BIN" ]; then
 elif ! "$NDBGATE_NDB_BIN" version 2>&1 | grep -q ndbapi; then
   missing+=("NDBGATE_NDB_BIN=$NDBGATE_NDB_BIN does not run, or lacks the ndbapi driver: $("$NDBGATE_NDB_BIN" version 2>&1 | head -1)")
 fi
+if [ -n "${NDBGATE_NDB_BIN_B:-}" ] && ! "$NDBGATE_NDB_BIN_B" version 2>&1 | grep -q ndbapi; then
+  missing+=("NDBGATE_NDB_BIN_B=$NDBGATE_NDB_BIN_B does not run, or lacks the ndbapi driver")
+fi
 if want memtier; then
   if [ -z "${NDBMEMCACHE_DIR:-}" ] || [ ! -x "$NDBMEMCACHE_DIR/extra/memcached/memcached" ] || [ ! -f "$NDBMEMCACHE_DIR/ndb_engine.so" ]; then
     missing+=("NDBMEMCACHE_DIR: storage/ndb/memcache of a built MySQL Cluster tree, holding ndb_engine.so and extra/memcached/memcached")
@@ -111,10 +118,11 @@ trap cleanup EXIT
 CS=$NDB_CONNECTSTRING
 NG=$PORT; NGREST=$((PORT + 1)); NGGRPC=$((PORT + 2)); NM=$((PORT + 3))
 
-# ndbgate on the cluster: pool size, then extra flags.
+# ndbgate on the cluster: pool size, then extra flags. GW_BIN picks the build.
+GW_BIN=$NDBGATE_NDB_BIN
 start_ndbgate() {
   stop gw_pid
-  "$NDBGATE_NDB_BIN" serve --ndb-connectstring "$CS" --ndb-pool-size "$1" --memcache "127.0.0.1:$NG" \
+  "$GW_BIN" serve --ndb-connectstring "$CS" --ndb-pool-size "$1" --memcache "127.0.0.1:$NG" \
     --rest "127.0.0.1:$NGREST" --grpc "127.0.0.1:$NGGRPC" --log-level warn "${@:2}" >"$tmp/ndbgate.log" 2>&1 &
   gw_pid=$!
   for _ in $(seq 600); do
@@ -233,6 +241,10 @@ YAML
   $([ "${ITEM_STATE:-}" = 1 ] && echo --item-state) $(want likeflex && echo --config "$tmp/likeflex.yaml") >"$tmp/tables.txt" 2>&1 ||
   { echo "live: ndb-create-tables failed:" >&2; cat "$tmp/tables.txt" >&2; exit 1; }
 
+# The ndbgate builds each trial runs: target name and binary.
+BUILDS=("ndbgate $NDBGATE_NDB_BIN")
+[ -n "${NDBGATE_NDB_BIN_B:-}" ] && BUILDS+=("ndbgate-b $NDBGATE_NDB_BIN_B")
+
 # --- memtier: ndbgate against ndbmemcache ----------------------------------------
 if want memtier; then
   start_ndbgate 2
@@ -250,10 +262,14 @@ if want memtier; then
     [ -n "$MEMTIER" ] && case " $MEMTIER " in *" $name "*) ;; *) continue ;; esac
     extra=(); [ "$batch" -gt 1 ] && extra=(--multi-key-get="$batch")
     for trial in $(seq "$TRIALS"); do
-      start_ndbgate 2
-      run_memtier memtier "$name" ndbgate pool=2 "$batch" "$trial" "$gw_pid" "$NG" \
-        -t "$threads" -c "$conns" --ratio="$ratio" --pipeline="$pl" "${extra[@]}"
-      stop gw_pid
+      for b in "${BUILDS[@]}"; do
+        read -r target GW_BIN <<<"$b"
+        start_ndbgate 2
+        run_memtier memtier "$name" "$target" pool=2 "$batch" "$trial" "$gw_pid" "$NG" \
+          -t "$threads" -c "$conns" --ratio="$ratio" --pipeline="$pl" "${extra[@]}"
+        stop gw_pid
+      done
+      GW_BIN=$NDBGATE_NDB_BIN
       start_ndbmemcache
       run_memtier memtier "$name" ndbmemcache threads=2 "$batch" "$trial" "$nm_pid" "$NM" \
         -t "$threads" -c "$conns" --ratio="$ratio" --pipeline="$pl" "${extra[@]}"
@@ -268,6 +284,9 @@ if want api; then
   start_ndbgate 2
   want memtier || preload
   for trial in $(seq "$TRIALS"); do
+   for b in "${BUILDS[@]}"; do
+    read -r target GW_BIN <<<"$b"
+    start_ndbgate 2
     for c in "rest-pkread $NGREST" "rest-batch $NGREST" "rest-kv $NGREST" "grpc-kv $NGGRPC" "grpc-rondb $NGGRPC"; do
       read -r proto addr <<<"$c"
       for batch in $BATCHES; do
@@ -278,7 +297,7 @@ if want api; then
           echo "live: $proto batch $batch failed:" >&2; tail -5 "$tmp/run.txt" >&2; continue
         fi
         # shellcheck disable=SC2046
-        row api "$proto" ndbgate pool=2 "$batch" "$trial" $(python3 - "$tmp/run.json" <<'PY'
+        row api "$proto" "$target" pool=2 "$batch" "$trial" $(python3 - "$tmp/run.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); l = r["latency_us"]
 hit = r["hits"] / (r["hits"] + r["misses"]) if r["hits"] + r["misses"] else 0
@@ -289,7 +308,10 @@ PY
 )
       done
     done
+   done
+   GW_BIN=$NDBGATE_NDB_BIN
   done
+  stop gw_pid
 fi
 
 # --- coalescing on and off, 64 clients -------------------------------------------
@@ -298,10 +320,14 @@ if want coalesce; then
   printf 'dispatch:\n  coalesce: true\n' >"$tmp/coalesce-on.yaml"
   for trial in $(seq "$TRIALS"); do
     for mode in on off; do
-      start_ndbgate 2 --config "$tmp/coalesce-$mode.yaml"
-      [ "$trial$mode" = 1on ] && ! want memtier && ! want api && preload
-      run_memtier coalesce set1:get10_p1_c64 ndbgate "coalesce=$mode" 1 "$trial" "$gw_pid" "$NG" \
-        -t 2 -c 32 --ratio=1:10 --pipeline=1
+      for b in "${BUILDS[@]}"; do
+        read -r target GW_BIN <<<"$b"
+        start_ndbgate 2 --config "$tmp/coalesce-$mode.yaml"
+        [ "$trial$mode$target" = 1onndbgate ] && ! want memtier && ! want api && preload
+        run_memtier coalesce set1:get10_p1_c64 "$target" "coalesce=$mode" 1 "$trial" "$gw_pid" "$NG" \
+          -t 2 -c 32 --ratio=1:10 --pipeline=1
+      done
+      GW_BIN=$NDBGATE_NDB_BIN
     done
   done
 fi
@@ -396,3 +422,6 @@ if want likeflex; then
   fi
 fi
 python3 bench/report.py
+if [ -n "${NDBGATE_NDB_BIN_B:-}" ]; then
+  python3 bench/report.py --builds "$csv" "$stamp"
+fi
