@@ -108,6 +108,9 @@ type Request struct {
 	// Shard is the caller's metrics shard: its event loop's, or 0 (shared)
 	// for callers with none (internal/shardmetrics). Reset keeps it.
 	Shard int
+	// Lone says the caller has nothing else to do until the request
+	// completes; its batches carry it to the driver (ndbclient.Batch.Lone).
+	Lone bool
 
 	// Outputs.
 	Outcome Outcome
@@ -171,7 +174,7 @@ func (s *Service) NewRequest() *Request {
 // Reset clears inputs and outputs, keeping buffers.
 func (r *Request) Reset() {
 	r.Verb, r.Flags, r.Exptime, r.Cas, r.Delta = 0, 0, 0, 0, 0
-	r.Create, r.Initial, r.Meta, r.Route = false, 0, MetaOptions{}, nil
+	r.Create, r.Initial, r.Meta, r.Route, r.Lone = false, 0, MetaOptions{}, nil, false
 	r.Outcome, r.Number, r.NewCas, r.Err = OutcomeNone, 0, 0, nil
 	r.Size, r.Expire = 0, 0
 	r.Items = r.Items[:0]

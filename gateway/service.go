@@ -346,6 +346,7 @@ func (s *Service) RouteOf(name string) (*Route, bool) {
 func (s *Service) Run(r *Request) {
 	ch := make(chan struct{})
 	r.Done = func(*Request) { close(ch) }
+	r.Lone = true // the caller waits for it
 	s.Do(r)
 	<-ch
 }

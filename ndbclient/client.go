@@ -112,7 +112,8 @@ func (c *Client) Driver() Driver { return c.driver }
 // Table returns a table's schema from the driver.
 func (c *Client) Table(database, name string) (*Table, error) { return c.driver.Table(database, name) }
 
-// Execute runs b synchronously through the dispatcher.
+// Execute runs b synchronously through the dispatcher. Its caller does
+// nothing else until b completes, so b is lone (Batch.Lone).
 func (c *Client) Execute(ctx context.Context, b *Batch) error {
 	if len(b.Ops) == 0 {
 		return nil
@@ -120,6 +121,7 @@ func (c *Client) Execute(ctx context.Context, b *Batch) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	b.Lone = true
 	ch := make(chan error, 1)
 	c.Submit(b, func(_ *Batch, err error) { ch <- err })
 	select {

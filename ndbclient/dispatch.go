@@ -86,6 +86,8 @@ type call struct {
 	err     error // the first batch-level error
 	// admitted: the ops count against the client's in-flight bound.
 	admitted bool
+	// lone: the batch is lone and was cut into one round (round.lone).
+	lone bool
 	// onDirect is the completion of the fast path: a batch that is one round
 	// for one node, sent without lanes, as it is.
 	onDirect func(*Batch, error)
@@ -160,7 +162,7 @@ func (c *Client) dispatch(b *Batch, done func(*Batch, error)) {
 		return
 	}
 	k := callPool.Get().(*call)
-	k.c, k.b, k.done, k.err, k.errOnce, k.admitted = c, b, done, nil, sync.Once{}, admitted
+	k.c, k.b, k.done, k.err, k.errOnce, k.admitted, k.lone = c, b, done, nil, sync.Once{}, admitted, false
 	if !c.cfg.Lanes && c.nodes == 1 && int(n) <= c.cfg.RoundSize {
 		// Fast path: the whole batch is one round for the only node.
 		dispatchHintOps.Add(b.Shard, hintKey, uint64(n))
@@ -170,6 +172,7 @@ func (c *Client) dispatch(b *Batch, done func(*Batch, error)) {
 	}
 	sp, hinted, unhinted := c.split(k, b.Ops)
 	rounds := *sp
+	k.lone = b.Lone && len(rounds) == 1
 	if hinted > 0 {
 		dispatchHintOps.Add(b.Shard, hintKey, uint64(hinted))
 	}
@@ -306,6 +309,7 @@ func (c *Client) send(r *round) {
 	if !c.cfg.Lanes {
 		f := c.newFlight(nil)
 		f.add(r)
+		f.b.Lone = r.lone()
 		runFlights(f)
 		return
 	}
@@ -389,6 +393,7 @@ func (l *lane) enqueue(r *round) {
 		l.mu.Unlock()
 		f := l.c.newFlight(l)
 		f.add(r)
+		f.b.Lone = r.lone()
 		runFlights(f)
 		return
 	}
@@ -396,6 +401,11 @@ func (l *lane) enqueue(r *round) {
 	l.queued += len(r.ops)
 	l.mu.Unlock()
 }
+
+// lone says a round's flight may run on its caller's goroutine (Batch.Lone):
+// the caller's batch is lone and this is its only round, on its first try.
+// A batch of several rounds is not: running one would hold up the others.
+func (r *round) lone() bool { return r.attempt == 0 && r.call.lone }
 
 // completed frees a lane slot and takes the next flight from the queue: with
 // coalescing as many queued rounds as fit in RoundSize ops, else one. Rounds met

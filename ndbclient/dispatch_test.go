@@ -27,6 +27,7 @@ type recorder struct {
 
 	mu       sync.Mutex
 	flights  []int
+	lone     []bool // each flight's Batch.Lone
 	nodeSets []map[int]bool
 	attempts map[*ndbclient.Op]int
 }
@@ -52,6 +53,7 @@ func (d *recorder) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)
 		run = append(run, op)
 	}
 	d.flights = append(d.flights, len(b.Ops))
+	d.lone = append(d.lone, b.Lone)
 	d.nodeSets = append(d.nodeSets, nodes)
 	d.mu.Unlock()
 	finish := func() {
@@ -481,7 +483,7 @@ func TestInlineDriverSkipsAdmission(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		b.Ops = append(b.Ops, readOp(tbl, fmt.Sprintf("k%d", i)))
 	}
-	require.NoError(t, c.Execute(context.Background(), &b))
+	require.NoError(t, submitWait(t, c, &b))
 	for i, op := range b.Ops {
 		require.NoError(t, op.Err)
 		assert.Equal(t, fmt.Sprintf("v%d", i), op.Row[0].Str())
@@ -648,5 +650,46 @@ func TestDispatchLanesForAddedNodes(t *testing.T) {
 	for i, op := range b.Ops {
 		require.NoError(t, op.Err)
 		assert.Equal(t, fmt.Sprintf("v%d", i), string(op.Row[0].B))
+	}
+}
+
+// A lone batch reaches the driver lone only as a single round on its first
+// try: the flight of a batch split over nodes would hold up its other
+// rounds if it ran on the caller's goroutine. With lanes and without.
+func TestDispatchLoneOnlyAsOneRound(t *testing.T) {
+	for _, lanes := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lanes=%v", lanes), func(t *testing.T) {
+			e, tbl := newEngine(t, 2, 100)
+			rec := &recorder{Driver: e}
+			c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: lanes, RoundSize: 1000, FlightsPerNode: 1})
+			run := func(lone bool, keys ...string) []bool {
+				t.Helper()
+				b := ndbclient.Batch{Lone: lone}
+				for _, k := range keys {
+					b.Ops = append(b.Ops, readOp(tbl, k))
+				}
+				require.NoError(t, submitWait(t, c, &b))
+				for i, op := range b.Ops {
+					require.NoError(t, op.Err, keys[i])
+				}
+				rec.mu.Lock()
+				defer rec.mu.Unlock()
+				l := rec.lone
+				rec.lone = nil
+				return l
+			}
+			// Two keys on different nodes.
+			node := func(k string) int { return e.NodeOf(tbl, e.Partition(tbl, readOp(tbl, k).Key)) }
+			a, b := "k0", ""
+			for i := 1; i < 100 && b == ""; i++ {
+				if k := fmt.Sprintf("k%d", i); node(k) != node(a) {
+					b = k
+				}
+			}
+			require.NotEmpty(t, b, "a key on the other node")
+			assert.Equal(t, []bool{true}, run(true, a), "one key")
+			assert.Equal(t, []bool{false}, run(false, a), "not lone")
+			assert.Equal(t, []bool{false, false}, run(true, a, b), "two nodes: two rounds")
+		})
 	}
 }

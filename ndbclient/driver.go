@@ -131,6 +131,9 @@ type DriverStats struct {
 	// again after NDB reported them altered or reorganised (NDB).
 	ConnectionsRemade uint64
 	TablesRedescribed uint64
+	// FlightsOnCaller counts flights run on a lone caller's goroutine
+	// (Batch.Lone) instead of being handed to another thread (NDB).
+	FlightsOnCaller uint64
 	// The embedded engine's data dir (0 without one): bytes of log since the
 	// last snapshot, snapshots taken, and failed log writes or fsyncs.
 	LogBytes       uint64

@@ -91,6 +91,7 @@ var (
 	descParts = prometheus.NewDesc("ndbgate_backend_partitions", "Partitions of the tables in use, summed (NDB: fragments; they change when a table is reorganised).", nil, nil)
 	descRemad = prometheus.NewDesc("ndbgate_backend_connections_remade_total", "Pooled NDB connections made again to learn data nodes added to the cluster.", nil, nil)
 	descRedes = prometheus.NewDesc("ndbgate_backend_tables_redescribed_total", "Tables described again after NDB reported them altered or reorganised.", nil, nil)
+	descLone  = prometheus.NewDesc("ndbgate_backend_flights_on_caller_total", "Flights the driver ran on the goroutine of a lone request (the only work of its event loop) instead of handing them to another thread (NDB).", nil, nil)
 	descOnPri = prometheus.NewDesc("ndbgate_backend_transactions_on_primary_total", "Hinted transactions whose TC ran on the data node holding the key's primary replica (NDB).", nil, nil)
 	descLogB  = prometheus.NewDesc("ndbgate_engine_log_bytes", "Bytes of the embedded engine's log since its last snapshot (0 without a data dir).", nil, nil)
 	descSnaps = prometheus.NewDesc("ndbgate_engine_snapshots_total", "Snapshots the embedded engine wrote to its data dir.", nil, nil)
@@ -116,6 +117,7 @@ func (c *driverCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descParts
 	ch <- descRemad
 	ch <- descRedes
+	ch <- descLone
 	ch <- descLogB
 	ch <- descSnaps
 	ch <- descLogE
@@ -138,6 +140,7 @@ func (c *driverCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descParts, prometheus.GaugeValue, float64(s.Partitions))
 	ch <- prometheus.MustNewConstMetric(descRemad, prometheus.CounterValue, float64(s.ConnectionsRemade))
 	ch <- prometheus.MustNewConstMetric(descRedes, prometheus.CounterValue, float64(s.TablesRedescribed))
+	ch <- prometheus.MustNewConstMetric(descLone, prometheus.CounterValue, float64(s.FlightsOnCaller))
 	ch <- prometheus.MustNewConstMetric(descLogB, prometheus.GaugeValue, float64(s.LogBytes))
 	ch <- prometheus.MustNewConstMetric(descSnaps, prometheus.CounterValue, float64(s.Snapshots))
 	ch <- prometheus.MustNewConstMetric(descLogE, prometheus.CounterValue, float64(s.LogWriteErrors))

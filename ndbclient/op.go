@@ -169,13 +169,18 @@ type Batch struct {
 	// Shard is the caller's metrics shard: its event loop's, or 0 (shared)
 	// for callers with none (internal/shardmetrics). Reset keeps it.
 	Shard int
+	// Lone says the caller has nothing else to do until the batch completes
+	// (the only command its event loop has in this turn), so a driver may
+	// run it on the caller's goroutine rather than hand it to another
+	// thread: two thread wake-ups fewer. Reset clears it.
+	Lone bool
 	// abandoned: nobody waits for the answer any more (the client hung up),
 	// so rounds still queued for it are dropped unsent.
 	abandoned atomic.Bool
 }
 
 // Reset empties the batch, keeping capacity and Shard.
-func (b *Batch) Reset() { b.Ops = b.Ops[:0]; b.abandoned.Store(false) }
+func (b *Batch) Reset() { b.Ops, b.Lone = b.Ops[:0], false; b.abandoned.Store(false) }
 
 // Abandon says nobody will read the batch's results: what of it still waits
 // in a node's queue completes at once with ErrAbandoned instead of being

@@ -110,6 +110,7 @@ type Driver struct {
 	// data nodes; redescribed counts tables described again after NDB
 	// reported them altered or reorganised (follow.go).
 	connectionsRemade atomic.Uint64
+	flightsOnCaller   atomic.Uint64 // flights run on a lone caller's goroutine
 	redescribed       atomic.Uint64
 	stopWatch         chan struct{}
 	watching          sync.WaitGroup
@@ -126,9 +127,12 @@ type executor struct {
 	conn int
 	sem  *C.sem_t // one post per queued work, and one at close
 	mu   sync.Mutex
-	// queue and closed are guarded by mu.
+	// queue, closed and busy are guarded by mu. busy: a flight is running
+	// on the executor's Ndb object, on its goroutine or on a lone caller's
+	// (Submit); the state below belongs to that flight.
 	queue  []work
 	closed bool
+	busy   bool
 	req    []byte
 	resp   []byte
 	state  stateFlight
@@ -441,6 +445,16 @@ func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 		return
 	}
 	e := d.execs[0]
+	if b.Lone && e.claimIdle() {
+		// The caller has nothing else to do: run the flight here, with no
+		// thread hand-off either way (Batch.Lone).
+		err := e.runFlight(b)
+		e.release()
+		d.closeMu.RUnlock()
+		d.flightsOnCaller.Add(1)
+		done(b, err)
+		return
+	}
 	e.mu.Lock()
 	if len(b.Ops) >= smallFlightOps || len(e.queue) >= smallFlightsQueued {
 		e.mu.Unlock()
@@ -460,6 +474,28 @@ func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 	e.mu.Unlock()
 	C.ndbgate_sem_post(e.sem)
 	d.closeMu.RUnlock()
+}
+
+// claimIdle takes the executor for a flight on the caller's goroutine, if
+// it has no flight running or queued.
+func (e *executor) claimIdle() bool {
+	e.mu.Lock()
+	ok := !e.busy && !e.closed && len(e.queue) == 0
+	e.busy = ok
+	e.mu.Unlock()
+	return ok
+}
+
+// release ends a flight run on a caller's goroutine, and wakes the executor
+// for what was queued meanwhile.
+func (e *executor) release() {
+	e.mu.Lock()
+	e.busy = false
+	queued := len(e.queue) > 0
+	e.mu.Unlock()
+	if queued {
+		C.ndbgate_sem_post(e.sem)
+	}
 }
 
 // smallFlightOps: flights of fewer ops all go to the first executor, larger
@@ -515,24 +551,34 @@ func (e *executor) run() {
 			C.ndbgate_sem_wait(e.sem)
 		}
 		idle = 0
-		if time.Since(yielded) >= yieldEvery {
-			procs.Yield()
-			yielded = time.Now()
-		}
-		e.mu.Lock()
-		if len(e.queue) == 0 {
-			closed := e.closed
-			e.mu.Unlock()
-			if closed {
-				return
+		// Run what is queued. A post may find the executor busy with a lone
+		// caller's flight, which posts again when it ends if work is left:
+		// so the queue is drained here, not taken one item a post.
+		for {
+			if time.Since(yielded) >= yieldEvery {
+				procs.Yield()
+				yielded = time.Now()
 			}
-			continue
+			e.mu.Lock()
+			if e.busy || len(e.queue) == 0 {
+				closed := e.closed && !e.busy && len(e.queue) == 0
+				e.mu.Unlock()
+				if closed {
+					return
+				}
+				break
+			}
+			w := e.queue[0]
+			e.queue[0] = work{}
+			e.queue = e.queue[1:]
+			e.busy = true
+			e.mu.Unlock()
+			err := e.runFlight(w.b)
+			e.mu.Lock()
+			e.busy = false
+			e.mu.Unlock()
+			w.done(w.b, err)
 		}
-		w := e.queue[0]
-		e.queue[0] = work{}
-		e.queue = e.queue[1:]
-		e.mu.Unlock()
-		w.done(w.b, e.runFlight(w.b))
 	}
 }
 
@@ -813,7 +859,8 @@ func (d *Driver) Stats() ndbclient.DriverStats {
 	}
 	return ndbclient.DriverStats{Nodes: int(d.nodes.Load()), Tables: tables, Partitions: partitions, LiveNodes: live,
 		Connects: 1 + d.reconnects.Load(), HintedTransactions: uint64(hinted), TransactionsOnPrimary: uint64(onPrimary),
-		ConnectionsRemade: d.connectionsRemade.Load(), TablesRedescribed: d.redescribed.Load(), Items: items}
+		ConnectionsRemade: d.connectionsRemade.Load(), TablesRedescribed: d.redescribed.Load(), Items: items,
+		FlightsOnCaller: d.flightsOnCaller.Load()}
 }
 
 // ScanRows reads every row of t (ndbclient.RowScanner) with one

@@ -37,7 +37,9 @@ type connState struct {
 	// run is the open run of batchable commands, if any (batchrun.go).
 	run        batchRun
 	closeAfter bool
-	closed     atomic.Bool
+	// last: the command being started ends the input (do, Lone).
+	last   bool
+	closed atomic.Bool
 	// proto is fixed by the connection's first byte, as in memcached.
 	proto connProto
 	// authed: SASL succeeded on this connection (when credentials are set).
@@ -84,6 +86,9 @@ type loopScratch struct {
 	// requests it reads: one clock read per turn instead of one per request.
 	// Zero elsewhere: each request reads the clock.
 	now int64
+	// lone: the turn serves one connection's input and nothing else
+	// (transport.Loop.BeginTurn).
+	lone bool
 }
 
 // What a connection holds in replies is bounded, whatever a client asks
@@ -187,7 +192,9 @@ func (cs *connState) serve(buf []byte) int {
 	cs.waitingFor = 0
 	used, why := cs.serveLoop(buf)
 	cs.holdPartial(int64(max(cs.waitingFor, len(buf)-used)))
+	cs.last = used == len(buf)
 	cs.run.close() // the end of the input ends a run
+	cs.last = false
 	switch why {
 	case stopOutput:
 		if used < len(buf) {
@@ -267,7 +274,7 @@ func (cs *connState) step(in []byte) (int, stop) {
 	case res.Status == StatusError:
 		return cs.refuse(cmd, res)
 	}
-	return cs.start(cmd, res.N)
+	return cs.start(cmd, res.N, res.N == len(in))
 }
 
 // refuseUnauthenticated answers a binary command sent before SASL
@@ -311,8 +318,9 @@ func (cs *connState) refuse(cmd *Command, res Result) (int, stop) {
 }
 
 // start starts a parsed command of n bytes: a batchable get or set joins
-// the connection's run, anything else closes it and is dispatched.
-func (cs *connState) start(cmd *Command, n int) (int, stop) {
+// the connection's run, anything else closes it and is dispatched. last
+// says the command ends the input.
+func (cs *connState) start(cmd *Command, n int, last bool) (int, stop) {
 	batch := cs.srv.batchable(cmd)
 	if !batch || !cs.run.joins(cmd) {
 		cs.run.close()
@@ -320,11 +328,15 @@ func (cs *connState) start(cmd *Command, n int) (int, stop) {
 	if cs.mustWait(cmd) {
 		return 0, stopWait
 	}
+	cs.last = last
 	if batch {
 		cs.run.add(cmd)
+		cs.last = false
 		return n, stopNone
 	}
-	if !cs.dispatch(cmd) {
+	ok := cs.dispatch(cmd)
+	cs.last = false
+	if !ok {
 		return 0, stopOutput // stopped between the pieces of a get
 	}
 	return n, stopNone

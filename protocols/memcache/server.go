@@ -259,8 +259,9 @@ func (sc *loopScratch) Open(c transport.Conn) transport.Session {
 	return sc.srv.newConnState(c, sc.shard, sc)
 }
 
-// BeginTurn dates the requests the loop reads in its turn.
-func (sc *loopScratch) BeginTurn(now int64) { sc.now = now }
+// BeginTurn dates the requests the loop reads in its turn, and says whether
+// the turn is one connection's alone.
+func (sc *loopScratch) BeginTurn(now int64, lone bool) { sc.now, sc.lone = now, lone }
 
 // newConnState makes a connection's state. shard is its metrics shard and
 // scratch its event loop's (nil: a scratch of its own).

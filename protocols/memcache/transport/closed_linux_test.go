@@ -57,7 +57,7 @@ func (h *failHandler) Unsent() uint64        { return 0 }
 type failLoop struct{ h *failHandler }
 
 func (l failLoop) Open(c Conn) Session { return &failSession{h: l.h, c: c} }
-func (failLoop) BeginTurn(int64)       {}
+func (failLoop) BeginTurn(int64, bool) {}
 
 type failSession struct {
 	h      *failHandler

@@ -336,7 +336,9 @@ func (l *epollLoop) run() {
 			now = Nanos()
 			lastYield = now
 		}
-		l.proto.BeginTurn(now) // requests read in this turn start now
+		// Requests read in this turn start now. One event that is not the
+		// eventfd is one connection's input and nothing else.
+		l.proto.BeginTurn(now, n == 1 && int(l.events[0].Fd) != l.efd)
 		for i := range n {
 			ev := &l.events[i]
 			fd := int(ev.Fd)

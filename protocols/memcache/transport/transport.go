@@ -55,9 +55,11 @@ type Loop interface {
 	// Open makes the session of a connection the loop now serves.
 	Open(c Conn) Session
 	// BeginTurn says a turn of the loop began at now (Nanos): the requests
-	// read in it start then. Loops that never call it leave each request to
-	// read the clock.
-	BeginTurn(now int64)
+	// read in it start then. lone says the turn serves one connection's
+	// input and nothing else, so its last request may keep the loop waiting
+	// on it (ndbclient.Batch.Lone). Loops that never call it leave each
+	// request to read the clock, and no request lone.
+	BeginTurn(now int64, lone bool)
 }
 
 // Session is the protocol's side of one connection. The transport calls it

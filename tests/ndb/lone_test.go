@@ -1,0 +1,127 @@
+//go:build ndbapi
+
+package ndb
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndbgate/ndbgate/ndbclient"
+	"github.com/ndbgate/ndbgate/ndbclient/drivertest"
+)
+
+// Lone batches (Batch.Lone) run on their caller's goroutine when the first
+// executor is idle, and queue behind it when it is not. Lone writers and
+// readers race batches handed to the executors; every read must see its
+// own writer's last value, and nothing may be left queued (a post that
+// found the executor busy with a lone flight).
+func TestLoneFlightsShareTheExecutor(t *testing.T) {
+	d := openDriver(t, connectstring(t), 2)
+	tbl := suiteTable(t, d, "lone", true)
+	c := ndbclient.NewClientWith(d, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
+	write := func(k, v string) *ndbclient.Op {
+		return &ndbclient.Op{Kind: ndbclient.OpWrite, Table: tbl, Key: []ndbclient.Value{ndbclient.String(k)},
+			Set: []ndbclient.ColumnValue{{Column: drivertest.ColValue, Value: ndbclient.String(v)}}}
+	}
+	read := func(k string) *ndbclient.Op {
+		return &ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Key: []ndbclient.Value{ndbclient.String(k)}, Read: []int{drivertest.ColValue}}
+	}
+	// Execute's batches are lone; Submit's are not unless marked.
+	run := func(lone bool, ops ...*ndbclient.Op) error {
+		b := &ndbclient.Batch{Ops: ops}
+		if lone {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := c.Execute(ctx, b); err != nil {
+				return err
+			}
+		} else {
+			ch := make(chan error, 1)
+			c.Submit(b, func(_ *ndbclient.Batch, err error) { ch <- err })
+			if err := <-ch; err != nil {
+				return err
+			}
+		}
+		for _, op := range ops {
+			if op.Err != nil {
+				return op.Err
+			}
+		}
+		return nil
+	}
+
+	// Alone, every lone flight runs on the caller.
+	before := d.Stats().FlightsOnCaller
+	for i := range 100 {
+		k := fmt.Sprintf("alone-%d", i)
+		require.NoError(t, run(true, write(k, "v")))
+		op := read(k)
+		require.NoError(t, run(true, op))
+		require.Equal(t, "v", string(op.Row[0].B))
+	}
+	assert.Equal(t, uint64(200), d.Stats().FlightsOnCaller-before, "each of 200 lone flights on its caller")
+
+	// Raced: 8 lone writers, 4 batch writers, for 3 s.
+	before = d.Stats().FlightsOnCaller
+	stop := time.Now().Add(3 * time.Second)
+	var wg sync.WaitGroup
+	errs := make(chan error, 12)
+	var ops sync.Map // goroutine -> ops done
+	for g := range 12 {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			lone := g < 8
+			n := 0
+			for i := 0; time.Now().Before(stop); i++ {
+				v := fmt.Sprintf("v%d", i)
+				var keys []string
+				if lone {
+					keys = []string{fmt.Sprintf("race-%d", g)}
+				} else {
+					for j := range 10 {
+						keys = append(keys, fmt.Sprintf("race-%d-%d", g, j))
+					}
+				}
+				var ws, rs []*ndbclient.Op
+				for _, k := range keys {
+					ws, rs = append(ws, write(k, v)), append(rs, read(k))
+				}
+				if err := run(lone, ws...); err != nil {
+					errs <- fmt.Errorf("goroutine %d write %d: %w", g, i, err)
+					return
+				}
+				if err := run(lone, rs...); err != nil {
+					errs <- fmt.Errorf("goroutine %d read %d: %w", g, i, err)
+					return
+				}
+				for j, op := range rs {
+					if got := string(op.Row[0].B); got != v {
+						errs <- fmt.Errorf("goroutine %d: %s = %q after writing %q", g, keys[j], got, v)
+						return
+					}
+				}
+				n += len(keys)
+			}
+			ops.Store(g, n)
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	onCaller := d.Stats().FlightsOnCaller - before
+	ops.Range(func(g, n any) bool {
+		assert.Positive(t, n.(int), "goroutine %d made progress", g)
+		return true
+	})
+	assert.Positive(t, onCaller, "some lone flights ran on their callers while others queued")
+	t.Logf("raced: %d lone flights on their callers", onCaller)
+}
