@@ -111,6 +111,7 @@ type Driver struct {
 	// reported them altered or reorganised (follow.go).
 	connectionsRemade atomic.Uint64
 	flightsOnCaller   atomic.Uint64 // flights run on a lone caller's goroutine
+	overlaps          atomic.Uint64 // flights begun on an executor already running one (Overlaps)
 	redescribed       atomic.Uint64
 	stopWatch         chan struct{}
 	watching          sync.WaitGroup
@@ -133,9 +134,12 @@ type executor struct {
 	queue  []work
 	closed bool
 	busy   bool
-	req    []byte
-	resp   []byte
-	state  stateFlight
+	// running counts flights in runFlight: more than one is a broken
+	// exclusion (Driver.Overlaps).
+	running atomic.Int32
+	req     []byte
+	resp    []byte
+	state   stateFlight
 }
 
 // Open connects to the cluster.
@@ -476,12 +480,20 @@ func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 	d.closeMu.RUnlock()
 }
 
+// Overlaps counts flights begun on an executor that was already running one,
+// on its goroutine or a lone caller's. Two at once would share one Ndb
+// object, which NDB does not allow: it is 0 unless executor.busy's
+// exclusion is broken, and the live tests assert it.
+func (d *Driver) Overlaps() uint64 { return d.overlaps.Load() }
+
 // claimIdle takes the executor for a flight on the caller's goroutine, if
 // it has no flight running or queued.
 func (e *executor) claimIdle() bool {
 	e.mu.Lock()
 	ok := !e.busy && !e.closed && len(e.queue) == 0
-	e.busy = ok
+	if ok {
+		e.busy = true
+	}
 	e.mu.Unlock()
 	return ok
 }
@@ -586,6 +598,10 @@ func (e *executor) run() {
 // column (state.go), which may add a read before and conditional updates
 // after.
 func (e *executor) runFlight(b *ndbclient.Batch) error {
+	if e.running.Add(1) > 1 {
+		e.d.overlaps.Add(1)
+	}
+	defer e.running.Add(-1)
 	now := uint32(time.Now().Unix())
 	st := &e.state
 	stateful, err := st.plan(b.Ops, e.d.info, now)

@@ -123,5 +123,6 @@ func TestLoneFlightsShareTheExecutor(t *testing.T) {
 		return true
 	})
 	assert.Positive(t, onCaller, "some lone flights ran on their callers while others queued")
+	assert.Zero(t, d.Overlaps(), "flights begun on an executor already running one: two on one Ndb object")
 	t.Logf("raced: %d lone flights on their callers", onCaller)
 }
