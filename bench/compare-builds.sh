@@ -2,8 +2,9 @@
 # Alternates memtier_benchmark runs against several ndbgate binaries (two
 # commits, say, before and after a change) and memcached: per workload and
 # trial, each target is started afresh, preloaded, and measured in turn.
-# Prints one line per run (workload trial target ops/s p99-ms), then the
-# median of the per-trial ratios of each target to the first one.
+# Prints one line per run (workload trial target ops/s p99-ms server-CPU-µs
+# per op), then the medians of the per-trial ratios of each target to the
+# first one: ops/s and server CPU per op.
 #
 #   bench/compare-builds.sh /tmp/ndbgate-old /tmp/ndbgate-new memcached
 #   TRIALS=4 TIME=6 WORKLOADS="text_p16_1:10_32B" bench/compare-builds.sh B A
@@ -15,7 +16,11 @@ TRIALS=${TRIALS:-${ROUNDS:-3}} # ROUNDS is its old name
 TIME=${TIME:-8}
 PORT=${PORT:-22700}
 KEYS=${KEYS:-100000}
+# Each workload runs 2 threads of 25 connections, unless its name ends in
+# _c1: one connection, one request at a time (a sidecar's common case).
 declare -A ARGS=(
+  [text_p1_1:10_32B_c1]="--protocol=memcache_text --pipeline=1 --ratio=1:10 -d 32 -t 1 -c 1"
+  [binary_p1_1:10_32B_c1]="--protocol=memcache_binary --pipeline=1 --ratio=1:10 -d 32 -t 1 -c 1"
   [text_p1_1:10_32B]="--protocol=memcache_text --pipeline=1 --ratio=1:10 -d 32"
   [binary_p1_1:10_32B]="--protocol=memcache_binary --pipeline=1 --ratio=1:10 -d 32"
   [text_p16_1:10_32B]="--protocol=memcache_text --pipeline=16 --ratio=1:10 -d 32"
@@ -23,7 +28,7 @@ declare -A ARGS=(
   [binary_p16_1:1_32B]="--protocol=memcache_binary --pipeline=16 --ratio=1:1 -d 32"
   [binary_p16_1:1_1024B]="--protocol=memcache_binary --pipeline=16 --ratio=1:1 -d 1024"
 )
-WORKLOADS=${WORKLOADS:-"text_p1_1:10_32B binary_p1_1:10_32B text_p16_1:10_32B binary_p16_1:10_32B binary_p16_1:1_32B binary_p16_1:1_1024B"}
+WORKLOADS=${WORKLOADS:-"text_p1_1:10_32B_c1 binary_p1_1:10_32B_c1 text_p1_1:10_32B binary_p1_1:10_32B text_p16_1:10_32B binary_p16_1:10_32B binary_p16_1:1_32B binary_p16_1:1_1024B"}
 [ $# -ge 2 ] || { echo "usage: $0 TARGET TARGET... (an ndbgate binary's path, or memcached)" >&2; exit 2; }
 . "$(dirname "$0")/lib.sh"
 command -v memtier_benchmark >/dev/null || { echo "compare-builds: memtier_benchmark is not on PATH (see bench/run-memtier.sh)" >&2; exit 2; }
@@ -38,6 +43,8 @@ start() {
   fi
   wait_port "$PORT" || { echo "compare-builds: $1 did not listen on $PORT" >&2; exit 1; }
 }
+ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; } # user+system clock ticks
+CLK=$(getconf CLK_TCK)
 out=$(mktemp)
 for w in $WORKLOADS; do
   args=${ARGS[$w]:?unknown workload $w}
@@ -46,11 +53,15 @@ for w in $WORKLOADS; do
     for t in "$@"; do
       start "$t"
       memtier_preload "$PORT" "$KEYS" "${a[@]}" --pipeline=16 -t 2 -c 4 >/dev/null 2>&1
-      memtier_benchmark -s 127.0.0.1 -p "$PORT" "${a[@]}" --hide-histogram -t 2 -c 25 \
+      c0=$(ticks "$pid")
+      memtier_benchmark -s 127.0.0.1 -p "$PORT" --hide-histogram -t 2 -c 25 "${a[@]}" \
         --key-pattern=R:R --key-maximum="$KEYS" --test-time "$TIME" --json-out-file="$out.json" >/dev/null 2>&1
-      # ops/s and p99; memtier's own rates divide by a misreported duration (memtier_json.py).
+      c1=$(ticks "$pid")
+      # ops/s and p99; memtier's own rates divide by a misreported duration
+      # (memtier_json.py). Then the server's CPU µs per op over the run.
       res=$(python3 "$(dirname "$0")/memtier_json.py" "$out.json" "$TIME" | awk '{print $1, $5}')
-      echo "$w $r $t $res" | tee -a "$out"
+      cpu=$(awk -v d=$((c1 - c0)) -v c="$CLK" -v ops="${res%% *}" -v t="$TIME" 'BEGIN {printf "%.2f", d / c * 1e6 / (ops * t)}')
+      echo "$w $r $t $res $cpu" | tee -a "$out"
       kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
     done
   done
@@ -58,16 +69,21 @@ done
 python3 - "$out" "$@" <<'EOF'
 import collections, statistics, sys
 path, targets = sys.argv[1], sys.argv[2:]
-runs = collections.defaultdict(dict)
+runs, cpus = collections.defaultdict(dict), collections.defaultdict(dict)
 for line in open(path):
-    w, r, t, ops = line.split()[:4]
-    runs[(w, r)][t] = float(ops)
+    w, r, t, ops, _, cpu = line.split()[:6]
+    runs[(w, r)][t], cpus[(w, r)][t] = float(ops), float(cpu)
+def spread(v):
+    v = sorted(v)
+    return f"{statistics.median(v):.2f} ({v[0]:.2f}-{v[-1]:.2f})"
+print("workload | target / first: ops/s, server CPU per op (medians of per-trial ratios, range)")
 for w in dict.fromkeys(k[0] for k in runs):
-    trials = [v for k, v in runs.items() if k[0] == w]
+    keys = [k for k in runs if k[0] == w]
     parts = []
     for t in targets[1:]:
-        ratios = sorted(v[t] / v[targets[0]] for v in trials if t in v and targets[0] in v)
-        parts.append(f"{t} / {targets[0]}: {statistics.median(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f})")
+        ops = [runs[k][t] / runs[k][targets[0]] for k in keys if t in runs[k] and targets[0] in runs[k]]
+        cpu = [cpus[k][t] / cpus[k][targets[0]] for k in keys if t in cpus[k] and cpus[k].get(targets[0])]
+        parts.append(f"{t} / {targets[0]}: ops/s {spread(ops)}, CPU/op {spread(cpu)}")
     print(w, "|", " | ".join(parts))
 EOF
 rm -f "$out" "$out.json"
