@@ -32,17 +32,8 @@ WORKLOADS=${WORKLOADS:-"text_p1_1:10_32B_c1 binary_p1_1:10_32B_c1 text_p1_1:10_3
 [ $# -ge 2 ] || { echo "usage: $0 TARGET TARGET... (an ndbgate binary's path, or memcached)" >&2; exit 2; }
 . "$(dirname "$0")/lib.sh"
 command -v memtier_benchmark >/dev/null || { echo "compare-builds: memtier_benchmark is not on PATH (see bench/run-memtier.sh)" >&2; exit 2; }
-user_flag=(); [ "$(id -u)" -eq 0 ] && user_flag=(-u nobody)
 pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true' EXIT
-start() {
-  if [ "$1" = memcached ]; then
-    memcached -p "$PORT" -U 0 -l 127.0.0.1 -t 2 -m 1024 -c 4096 "${user_flag[@]}" & pid=$!
-  else
-    "$1" serve --memcache "127.0.0.1:$PORT" --rest "" --grpc "" --log-level warn & pid=$!
-  fi
-  wait_port "$PORT" || { echo "compare-builds: $1 did not listen on $PORT" >&2; exit 1; }
-}
 ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; } # user+system clock ticks
 CLK=$(getconf CLK_TCK)
 out=$(mktemp)
@@ -51,7 +42,7 @@ for w in $WORKLOADS; do
   read -r -a a <<< "$args"
   for r in $(seq "$TRIALS"); do
     for t in "$@"; do
-      start "$t"
+      start_target "$t" "$PORT"
       memtier_preload "$PORT" "$KEYS" "${a[@]}" --pipeline=16 -t 2 -c 4 >/dev/null 2>&1
       c0=$(ticks "$pid")
       memtier_benchmark -s 127.0.0.1 -p "$PORT" --hide-histogram -t 2 -c 25 "${a[@]}" \

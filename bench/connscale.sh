@@ -49,18 +49,7 @@ stop_all() {
   [ -n "$pid" ] && { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""; }
 }
 trap 'stop_all; rm -rf "$tmp"' EXIT
-user_flag=(); [ "$(id -u)" -eq 0 ] && user_flag=(-u nobody)
 maxconns=$((most + 1024))
-
-start() {
-  if [ "$1" = memcached ]; then
-    memcached -p "$PORT" -U 0 -l 127.0.0.1 -t 2 -m 1024 -c "$maxconns" "${user_flag[@]}" & pid=$!
-  else
-    bin/ndbgate serve --memcache "127.0.0.1:$PORT" --rest "" --grpc "" --log-level warn \
-      --max-connections "$maxconns" & pid=$!
-  fi
-  wait_port "$PORT" || { echo "connscale: $1 did not listen" >&2; exit 1; }
-}
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
 csv=$OUT/connscale.csv
@@ -69,7 +58,8 @@ stamp=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 for trial in $(seq "$TRIALS"); do
   for n in $IDLE; do
     for target in ndbgate memcached; do
-      start "$target"
+      bin=memcached; [ "$target" = ndbgate ] && bin=bin/ndbgate
+      start_target "$bin" "$PORT" "$maxconns"
       memtier_preload "$PORT" "$KEYS" --protocol=memcache_text -d 32 -t 2 -c 4 --pipeline=16 --key-minimum=1 >/dev/null 2>&1
       sleep 0.5
       base=$(rss_kib "$pid")

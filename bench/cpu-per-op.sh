@@ -17,15 +17,10 @@ KEYS=${KEYS:-100000}
 PORT=${PORT:-22800}
 . "$(dirname "$0")/lib.sh"
 command -v memtier_benchmark >/dev/null || { echo "cpu-per-op: memtier_benchmark is not on PATH (see bench/run-memtier.sh)" >&2; exit 2; }
-user_flag=(); [ "$(id -u)" -eq 0 ] && user_flag=(-u nobody)
-if [ "$target" = memcached ]; then
-  memcached -p "$PORT" -U 0 -l 127.0.0.1 -t 2 -m 1024 -c 4096 "${user_flag[@]}" & pid=$!
-else
-  "$target" serve --memcache "127.0.0.1:$PORT" --rest "" --grpc "" --log-level warn & pid=$!
-fi
 out=$(mktemp -d)
-trap 'kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$out"' EXIT
-wait_port "$PORT"
+pid=""
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$out"' EXIT
+start_target "$target" "$PORT"
 args=(-s 127.0.0.1 -p "$PORT" --protocol=memcache_binary -d 32 --pipeline=16 --hide-histogram -t 2)
 memtier_preload "$PORT" "$KEYS" "${args[@]}" -c 4 >/dev/null 2>&1
 ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }

@@ -31,3 +31,18 @@ memtier_preload() {
   memtier_benchmark -s 127.0.0.1 -p "$port" --hide-histogram "$@" \
     --ratio=1:0 --key-pattern=P:P --key-maximum="$keys" --requests=allkeys
 }
+
+# start_target TARGET PORT [MAXCONNS]: starts memcached (TARGET memcached)
+# or the ndbgate binary TARGET, memcache only, on 127.0.0.1:PORT in the
+# background, and sets pid; each takes MAXCONNS connections (default 4096).
+# Returns once it listens, or fails, saying so.
+start_target() {
+  local target=$1 port=$2 conns=${3:-4096} user=()
+  [ "$(id -u)" -eq 0 ] && user=(-u nobody)
+  if [ "$target" = memcached ]; then
+    memcached -p "$port" -U 0 -l 127.0.0.1 -t 2 -m 1024 -c "$conns" "${user[@]}" & pid=$!
+  else
+    "$target" serve --memcache "127.0.0.1:$port" --rest "" --grpc "" --log-level warn --max-connections "$conns" & pid=$!
+  fi
+  wait_port "$port" || { echo "bench: $target did not listen on $port" >&2; return 1; }
+}
