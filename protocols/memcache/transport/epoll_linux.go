@@ -18,9 +18,9 @@ import (
 // Epoll serves the listeners on ndbgate's own event loops, one per
 // processor: each a goroutine calling epoll, read and write directly, or
 // through io_uring one call per turn for a turn's reads and one for its
-// replies. They measured faster than gnet (bench/HISTORY.md), whose loops
-// hop threads; what they ask of the Go runtime for that is written down in
-// runtime_linux.go.
+// replies, when there are two or more of them. They measured faster than
+// gnet (bench/HISTORY.md), whose loops hop threads; what they ask of the Go
+// runtime for that is written down in runtime_linux.go.
 //
 // A loop's turn: one wait, then every ready connection is read and served,
 // then the replies the turn made are sent together (sendHeld). Between
@@ -443,23 +443,28 @@ func (l *epollLoop) handle(c *epollConn, events uint32) {
 		l.close(c) // hung up while not being read: nothing can reach it now
 		return
 	}
-	var data []byte
 	if events&(syscall.EPOLLIN|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 && c.events&syscall.EPOLLIN != 0 {
 		if l.ring != nil {
 			l.reading = append(l.reading, c) // read and served in readQueued
 			return
 		}
-		n, errno := readFd(c.fd, l.buf)
-		switch {
-		case errno == syscall.EAGAIN || errno == syscall.EINTR:
-		case errno != 0 || n == 0: // error or end of input: memcached closes too
-			l.close(c)
-			return
-		default:
-			data = l.buf[:n]
-		}
+		l.readNow(c)
+		return
 	}
-	l.serve(c, data)
+	l.serve(c, nil)
+}
+
+// readNow reads c with one syscall and serves what came.
+func (l *epollLoop) readNow(c *epollConn) {
+	n, errno := readFd(c.fd, l.buf)
+	switch {
+	case errno == syscall.EAGAIN || errno == syscall.EINTR:
+		l.serve(c, nil)
+	case errno != 0 || n == 0: // error or end of input: memcached closes too
+		l.close(c)
+	default:
+		l.serve(c, l.buf[:n])
+	}
 }
 
 // serve has c's session serve its input, with data just read, and send the
@@ -498,7 +503,18 @@ const ringReadChunk = 4 << 10
 // readQueued runs the reads handle queued in the ring, as one syscall, and
 // serves each connection with what it read.
 func (l *epollLoop) readQueued() {
-	if len(l.reading) == 0 {
+	switch len(l.reading) {
+	case 0:
+		return
+	case 1:
+		// One read is a plain syscall: an io_uring_enter costs more than
+		// a read when it carries only one (bench/HISTORY.md, session 30).
+		c := l.reading[0]
+		l.reading[0] = nil
+		l.reading = l.reading[:0]
+		if !c.gone {
+			l.readNow(c)
+		}
 		return
 	}
 	for i, c := range l.reading {
@@ -560,7 +576,7 @@ func (l *epollLoop) ringFailed() {
 // sendHeld sends the replies held back during the turn (see epollConn.Send),
 // through the ring when there is one, and empties the turn's buffer.
 func (l *epollLoop) sendHeld() {
-	if l.ring != nil {
+	if l.ring != nil && len(l.held) > 1 { // one send is a plain syscall, as one read is
 		for i, c := range l.held {
 			if b := c.unsent(); !c.gone && !c.failed && len(b) > 0 {
 				l.ring.queueSend(c.fd, b, uint64(i), l.sendDone)
@@ -576,7 +592,7 @@ func (l *epollLoop) sendHeld() {
 		if c.gone {
 			continue
 		}
-		if l.ring == nil {
+		if l.ring == nil || len(l.held) == 1 {
 			c.drain()
 		} else {
 			c.unhold(false) // what the ring did not send

@@ -4,6 +4,7 @@ package transport
 
 import (
 	"bytes"
+	"fmt"
 	"syscall"
 	"testing"
 
@@ -118,4 +119,35 @@ func newTestLoop(t *testing.T, n int) (*epollLoop, []*epollConn, []int) {
 		conns, peers = append(conns, c), append(peers, b)
 	}
 	return l, conns, peers
+}
+
+// A turn's reads, and its replies, go through the ring only when there are
+// two or more of them: a ring of one costs more CPU than the plain read or
+// write, and is what a connection served one request at a time would make.
+func TestTurnsOfOneSkipTheRing(t *testing.T) {
+	for _, ready := range []int{1, 2} {
+		l, conns, peers := newTestLoop(t, 2)
+		l.ring = newTestRing(t, 8)
+		l.buf = make([]byte, loopEvents*ringReadChunk)
+		for i := range ready {
+			_, err := syscall.Write(peers[i], []byte(fmt.Sprintf("line %d\r\n", i)))
+			require.NoError(t, err)
+		}
+		for i := range ready {
+			l.handle(conns[i], syscall.EPOLLIN)
+		}
+		l.readQueued()
+		l.sendHeld()
+		want := uint64(0)
+		if ready > 1 {
+			want = uint64(2 * ready) // the reads, then the replies
+		}
+		require.Equal(t, want, l.ring.ran, "%d ready connections", ready)
+		for i := range ready {
+			got := make([]byte, 64)
+			n, err := syscall.Read(peers[i], got)
+			require.NoError(t, err)
+			require.Equal(t, fmt.Sprintf("line %d\r\n", i), string(got[:n]), "%d ready connections", ready)
+		}
+	}
 }

@@ -28,6 +28,7 @@ type batchRing struct {
 	sqes    []uringSQE
 	cqes    []uringCQE
 	queued  uint32 // SQEs written since the last enter
+	ran     uint64 // operations completed, for tests
 	entries uint32
 	broken  bool     // the kernel refused a run: every later run fails too
 	mem     [][]byte // the mappings, for close
@@ -200,6 +201,7 @@ func (r *batchRing) run(done func(tag uint64, res int32)) (ok bool) {
 			c := &r.cqes[head&r.cqMask]
 			done(c.userData, c.res)
 			completed++
+			r.ran++
 		}
 		atomic.StoreUint32(r.cqHead, head)
 		if submitted < n && errno == 0 && k == 0 {
