@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 )
 
 // Config is the whole configuration. Its scalar settings are declared in the
@@ -47,6 +48,9 @@ type Memcache struct {
 	// means true (see IOUringOn). Where the kernel refuses io_uring the
 	// loops make one syscall per read and write, as when false.
 	IOUring *bool
+	// BusyPoll is how long an epoll loop polls after a lone turn before it
+	// sleeps; 0 is off (transport.Options.BusyPoll).
+	BusyPoll Duration
 }
 
 // IOUringOn is IOUring with its default (true) applied.
@@ -225,6 +229,9 @@ func (c *Config) Validate() error {
 	}
 	if t := c.API.TLS; t.Enabled && (t.CertFile == "" || t.KeyFile == "") {
 		errs = append(errs, fmt.Errorf("%s needs api.tls.cert_file and key_file (--tls-cert, --tls-key)", nameOf("api.tls.enabled")))
+	}
+	if c.Memcache.BusyPoll > 0 && c.Memcache.EventLoop == "gnet" {
+		errs = append(errs, fmt.Errorf("%s = %s polls in the epoll loops only: drop it, or use memcache.event_loop epoll", nameOf("memcache.busy_poll"), time.Duration(c.Memcache.BusyPoll)))
 	}
 	if c.Embedded.DataDir != "" && c.NDB.Connectstring != "" {
 		errs = append(errs, fmt.Errorf("%s is for the embedded engine; with ndb.connectstring the cluster keeps the data: drop one of them", nameOf("embedded.data_dir")))

@@ -105,6 +105,8 @@ func TestValidationNamesTheSetting(t *testing.T) {
 		{"fsync", func(c *Config) { c.Embedded.Fsync = "sometimes" }, `embedded.fsync (--fsync) = "sometimes": use always, everysec or no`},
 		{"snapshot log size", func(c *Config) { c.Embedded.SnapshotLogSize = 4096 }, "embedded.snapshot_log_size (--snapshot-log-size)"},
 		{"snapshot interval", func(c *Config) { c.Embedded.SnapshotInterval = -1 }, "embedded.snapshot_interval"},
+		{"busy poll long", func(c *Config) { c.Memcache.BusyPoll = Duration(2 * time.Millisecond) }, "memcache.busy_poll (--memcache-busy-poll) = 2ms: must be 0..1ms"},
+		{"busy poll on gnet", func(c *Config) { c.Memcache.BusyPoll = Duration(50 * time.Microsecond); c.Memcache.EventLoop = "gnet" }, "polls in the epoll loops only"},
 		{"data dir with a cluster", func(c *Config) { c.Embedded.DataDir = "/d"; c.NDB.Connectstring = "mgm:1186" }, "embedded.data_dir (--data-dir) is for the embedded engine"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -48,6 +48,9 @@ type Config struct {
 	// BatchSyscalls lets each epoll loop run a turn's reads, and its replies,
 	// as one io_uring_enter each where the kernel allows it (uring_linux.go).
 	BatchSyscalls bool
+	// BusyPoll: after a lone turn an epoll loop polls this long before it
+	// sleeps (transport.Options.BusyPoll); 0 is off.
+	BusyPoll time.Duration
 	// PartialBytes bounds the bytes all connections together hold of
 	// storage commands still arriving (a value is held whole until it is all
 	// here). A value that would go over is refused as memcached refuses one
@@ -116,7 +119,7 @@ func NewServer(cfg Config, svc *gateway.Service, log *slog.Logger) *Server {
 		s.tls = transport.Streams(cfg.TLSAddr, cfg.TLS)
 		s.transports = append(s.transports, s.tls)
 	}
-	opts := transport.Options{Loops: cfg.Loops, BatchSyscalls: cfg.BatchSyscalls, Log: log}
+	opts := transport.Options{Loops: cfg.Loops, BatchSyscalls: cfg.BatchSyscalls, BusyPoll: cfg.BusyPoll, Log: log}
 	if cfg.Addr != "" {
 		opts.Listen = append(opts.Listen, transport.Addr{Network: "tcp", Address: cfg.Addr})
 	}

@@ -84,6 +84,12 @@ type epollLoop struct {
 	// turnRead is the bytes the current turn read: a heavy turn polls
 	// before its loop sleeps (pollBriefly).
 	turnRead int
+	// loneTurn: the turn served one connection's input and nothing else;
+	// with Options.BusyPoll the loop polls before it sleeps (rule 7).
+	loneTurn bool
+	// busyPolls counts the polls after lone turns, busyPollsFound those
+	// that found work (for tests).
+	busyPolls, busyPollsFound uint64
 	// ring, if the kernel allows it, runs a turn's reads and its held
 	// replies as one syscall each (see batchRing); reading holds the
 	// connections whose reads are queued in it.
@@ -299,10 +305,17 @@ func (l *epollLoop) run() {
 		}
 		waitStart := Nanos()
 		n, errno := 0, syscall.Errno(0)
-		if l.turnRead >= spinTurnBytes { // rule 6
-			n, errno = pollBriefly(l.epfd, l.events, waitStart)
+		switch {
+		case l.turnRead >= spinTurnBytes: // rule 6
+			n, errno = pollBriefly(l.epfd, l.events, waitStart, spinNanos)
+		case l.loneTurn && l.es.opts.BusyPoll > 0: // rule 7
+			n, errno = pollBriefly(l.epfd, l.events, waitStart, int64(l.es.opts.BusyPoll))
+			l.busyPolls++
+			if n > 0 {
+				l.busyPollsFound++
+			}
 		}
-		l.turnRead = 0
+		l.turnRead, l.loneTurn = 0, false
 		if errno == 0 && n == 0 {
 			n, errno = epollWait(l.epfd, l.events, msec, true)
 		}
@@ -338,7 +351,8 @@ func (l *epollLoop) run() {
 		}
 		// Requests read in this turn start now. One event that is not the
 		// eventfd is one connection's input and nothing else.
-		l.proto.BeginTurn(now, n == 1 && int(l.events[0].Fd) != l.efd)
+		l.loneTurn = n == 1 && int(l.events[0].Fd) != l.efd
+		l.proto.BeginTurn(now, l.loneTurn)
 		for i := range n {
 			ev := &l.events[i]
 			fd := int(ev.Fd)

@@ -4,9 +4,12 @@ package transport
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -149,5 +152,36 @@ func TestTurnsOfOneSkipTheRing(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, fmt.Sprintf("line %d\r\n", i), string(got[:n]), "%d ready connections", ready)
 		}
+	}
+}
+
+// With BusyPoll a loop polls after each lone turn, and a client that sends
+// its next request at once finds the loop awake; without, it never polls.
+func TestBusyPollAfterLoneTurns(t *testing.T) {
+	for _, poll := range []time.Duration{0, time.Millisecond} {
+		addr, _, tr := startTransport(t, Epoll, Options{BusyPoll: poll})
+		conn := dial(t, addr, 10*time.Second)
+		got := make([]byte, 16)
+		for i := range 50 {
+			line := fmt.Sprintf("req %02d\r\n", i)
+			_, err := conn.Write([]byte(line))
+			require.NoError(t, err)
+			_, err = io.ReadFull(conn, got[:len(line)])
+			require.NoError(t, err)
+			require.Equal(t, line, string(got[:len(line)]))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		require.NoError(t, tr.Shutdown(ctx)) // the loops have ended: their counts are settled
+		cancel()
+		var polls, found uint64
+		for _, l := range tr.(*epollServer).loops {
+			polls, found = polls+l.busyPolls, found+l.busyPollsFound
+		}
+		if poll == 0 {
+			require.Zero(t, polls, "polled with BusyPoll off")
+			continue
+		}
+		require.GreaterOrEqual(t, polls, uint64(40), "lone turns not followed by a poll")
+		require.Positive(t, found, "no poll found the next request within %v", poll)
 	}
 }

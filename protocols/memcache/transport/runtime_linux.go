@@ -45,6 +45,15 @@ package transport
 //     bench/RESULTS.md, session 25). A light turn (a request or two per
 //     connection) sleeps at once: polling after those cost text at
 //     pipeline 1 4-6 %.
+//  7. On request, a loop polls after a lone turn. With Options.BusyPoll
+//     (memcache.busy_poll), a turn that served one connection's input and
+//     nothing else is followed by polling, as in rule 6, for up to
+//     BusyPoll: a client that sends one request at a time then finds the
+//     loop awake, and no wake-up stands between its request and the read.
+//     It is off by default, as Linux's net.core.busy_poll is: the loop
+//     spends the client's think time polling (bench/HISTORY.md, session
+//     29: 1.08-1.15x memcached's rate at one connection, for 1.8x its CPU
+//     per request, and a higher p99 at 50 connections on 2 cores).
 //
 // Loops are not locked to their threads: a locked goroutine that is
 // preempted hands its P to another thread and back, two wake-ups that wait
@@ -114,13 +123,13 @@ const (
 	spinNanos     = 50_000
 )
 
-// pollBriefly polls epfd until it has events or spinNanos have passed since
-// start, offering the CPU to the kernel's other runnable tasks between
-// polls (rule 6). The polls are raw and return at once.
-func pollBriefly(epfd int, events []syscall.EpollEvent, start int64) (int, syscall.Errno) {
+// pollBriefly polls epfd until it has events or limit nanoseconds have
+// passed since start, offering the CPU to the kernel's other runnable tasks
+// between polls (rules 6 and 7). The polls are raw and return at once.
+func pollBriefly(epfd int, events []syscall.EpollEvent, start, limit int64) (int, syscall.Errno) {
 	for {
 		n, errno := epollWait(epfd, events, 0, true)
-		if errno != 0 || n > 0 || Nanos()-start >= spinNanos {
+		if errno != 0 || n > 0 || Nanos()-start >= limit {
 			return n, errno
 		}
 		schedYield()

@@ -315,7 +315,7 @@ func TestPollBrieflyPollsForItsSpinOnly(t *testing.T) {
 	events := make([]syscall.EpollEvent, 4)
 
 	start := Nanos()
-	n, en := pollBriefly(epfd, events, start)
+	n, en := pollBriefly(epfd, events, start, spinNanos)
 	took := Nanos() - start
 	require.Zero(t, en)
 	require.Zero(t, n, "nothing was ready")
@@ -325,7 +325,7 @@ func TestPollBrieflyPollsForItsSpinOnly(t *testing.T) {
 	one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
 	_, err = syscall.Write(int(efd), one)
 	require.NoError(t, err)
-	n, en = pollBriefly(epfd, events, Nanos())
+	n, en = pollBriefly(epfd, events, Nanos(), spinNanos)
 	require.Zero(t, en)
 	require.Equal(t, 1, n)
 	require.Equal(t, int32(efd), events[0].Fd)

@@ -156,5 +156,10 @@ type Options struct {
 	// BatchSyscalls lets each epoll loop run a turn's reads, and its
 	// replies, as one io_uring_enter each where the kernel allows it.
 	BatchSyscalls bool
-	Log           *slog.Logger
+	// BusyPoll: after a lone turn (one connection's input and nothing
+	// else) an epoll loop polls up to this long before it sleeps, so that
+	// the connection's next request finds it awake (runtime_linux.go, rule
+	// 7); 0 is off. gnet ignores it.
+	BusyPoll time.Duration
+	Log      *slog.Logger
 }
