@@ -24,6 +24,7 @@ type Client struct {
 	batcher  PartitionBatcher // nil if the driver has none
 	inFlight atomic.Int64
 	scratch  sync.Pool // *[]*round
+	failures failureLog
 }
 
 // NewClient wraps a driver with the default dispatcher: no lanes, retries on.
@@ -33,6 +34,7 @@ func NewClient(d Driver) *Client { return NewClientWith(d, DispatchConfig{}) }
 func NewClientWith(d Driver, cfg DispatchConfig) *Client {
 	cfg.defaults()
 	c := &Client{driver: d, cfg: cfg, nodes: max(1, d.Stats().Nodes)}
+	c.failures.log = cfg.Log
 	if in, ok := d.(InlineDriver); ok {
 		c.inline = in.CompletesInline()
 	}

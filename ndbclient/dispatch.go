@@ -1,6 +1,7 @@
 package ndbclient
 
 import (
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,9 @@ type DispatchConfig struct {
 	RetryBase  time.Duration
 	// NoRetry disables retries (tests of the first attempt).
 	NoRetry bool
+	// Log gets a warning, at most once a second, when an operation ends
+	// failed on the backend (failureLog); nil logs nothing.
+	Log *slog.Logger
 }
 
 func (c *DispatchConfig) defaults() {
@@ -488,6 +492,14 @@ func (r *round) finish(batchErr error) {
 	}
 	if batchErr != nil {
 		k.errOnce.Do(func() { k.err = batchErr })
+	}
+	if c.failures.log != nil {
+		for _, op := range r.ops {
+			if failedOnBackend(op.Err) {
+				c.failures.note(op.Err)
+				break
+			}
+		}
 	}
 	r.ops = r.ops[:0]
 	r.call = nil

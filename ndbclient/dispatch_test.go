@@ -1,9 +1,12 @@
 package ndbclient_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -692,4 +695,38 @@ func TestDispatchLoneOnlyAsOneRound(t *testing.T) {
 			assert.Equal(t, []bool{false, false}, run(true, a, b), "two nodes: two rounds")
 		})
 	}
+}
+
+// An operation that ends failed on the backend, after its retries, is
+// logged with the backend's own error, at most once a second; a miss, and
+// a failure retried away, are not.
+func TestDispatchLogsBackendFailuresOnceASecond(t *testing.T) {
+	e, tbl := newEngine(t, 2, 10)
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	failing := map[string]int{"k1": 99, "k2": 99, "k3": 1} // failures before success
+	rec := &recorder{Driver: e, inject: func(op *ndbclient.Op, attempt int) error {
+		if attempt <= failing[string(op.Key[0].B)] {
+			return errTemporary
+		}
+		return nil
+	}}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{MaxRetries: 1, RetryBase: 100 * time.Microsecond, Log: log})
+
+	for _, key := range []string{"k3", "absent", "k1", "k2"} {
+		b := ndbclient.Batch{Ops: []*ndbclient.Op{readOp(tbl, key)}}
+		require.NoError(t, submitWait(t, c, &b))
+	}
+	lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+	require.Len(t, lines, 1, "one line for k1; k2 within the second is counted, k3 succeeded on its retry, absent is a miss:\n%s", logged.String())
+	assert.Contains(t, lines[0], "backend operation failed")
+	assert.Contains(t, lines[0], "time-out in NDB (native 266)")
+	assert.Contains(t, lines[0], "failures_since_last_line=0")
+
+	time.Sleep(time.Second) // the next failure starts a line again, and counts k2
+	b := ndbclient.Batch{Ops: []*ndbclient.Op{readOp(tbl, "k1")}}
+	require.NoError(t, submitWait(t, c, &b))
+	lines = strings.Split(strings.TrimSpace(logged.String()), "\n")
+	require.Len(t, lines, 2, logged.String())
+	assert.Contains(t, lines[1], "failures_since_last_line=1")
 }

@@ -35,7 +35,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	backend := ndbclient.NewClientWith(backendDriver, dispatchConfig(cfg, backendDriver))
+	backend := ndbclient.NewClientWith(backendDriver, dispatchConfig(cfg, backendDriver, log))
 	defer backend.Close()
 
 	var local *ndbclient.Client
@@ -269,7 +269,7 @@ func newEmbedded(cfg config.Config) *embedded.Engine {
 // embedded engine without a simulated round trip), nor with one whose Submit
 // never waits (the embedded engine with fsync always: a read must not queue
 // behind other writes' fsync).
-func dispatchConfig(cfg config.Config, d ndbclient.Driver) ndbclient.DispatchConfig {
+func dispatchConfig(cfg config.Config, d ndbclient.Driver, log *slog.Logger) ndbclient.DispatchConfig {
 	dc := cfg.Dispatch
 	lanes := true
 	if in, ok := d.(ndbclient.InlineDriver); ok && in.CompletesInline() {
@@ -285,6 +285,7 @@ func dispatchConfig(cfg config.Config, d ndbclient.Driver) ndbclient.DispatchCon
 		MaxRetries:     dc.MaxRetries,
 		Coalesce:       dc.Coalesce == nil || *dc.Coalesce,
 		Lanes:          lanes,
+		Log:            log,
 	}
 }
 
