@@ -410,7 +410,20 @@ def builds_section(rows):
         out.append(f"| {g} | {w} | {c} | {k} | {med([float(r['ops_per_s']) for r in a]):,.0f} | {med([float(r['ops_per_s']) for r in b]):,.0f} | "
                    f"{spread(trial_ratios(b, a, 'ops_per_s'))} | {spread(trial_ratios(b, a, 'p50_ms'))} | {spread(trial_ratios(b, a, 'p99_ms'))} | "
                    f"{spread(trial_ratios(cpu(b), cpu(a), 'c'))} |")
-    return out
+    # Each build against ndbmemcache, alternated with both in the same trials.
+    vs = ["", "| workload | config | build | keys/s | / ndbmemcache, keys/s | p50 ms (ndbmemcache) | p99 ms (ndbmemcache) |",
+          "|---|---|---|---|---|---|---|"]
+    for (w, c), runs in by_key([r for r in rows if r["group"] == "memtier"], "workload", "config").items():
+        peer = [r for r in rows if r["group"] == "memtier" and r["workload"] == w and r["target"] == "ndbmemcache"]
+        if not peer:
+            continue
+        for build in ("ndbgate", "ndbgate-b"):
+            mine = [r for r in runs if r["target"] == build]
+            if mine:
+                vs.append(f"| {w} | {c} | {build} | {med([float(r['keys_per_s']) for r in mine]):,.0f} | "
+                          f"{spread(trial_ratios(mine, peer))} | {med([float(r['p50_ms']) for r in mine]):.3f} ({med([float(r['p50_ms']) for r in peer]):.3f}) | "
+                          f"{med([float(r['p99_ms']) for r in mine]):.3f} ({med([float(r['p99_ms']) for r in peer]):.3f}) |")
+    return out + (vs if len(vs) > 3 else [])
 
 
 def main():
