@@ -590,7 +590,8 @@ func (l *epollLoop) ringFailed() {
 // sendHeld sends the replies held back during the turn (see epollConn.Send),
 // through the ring when there is one, and empties the turn's buffer.
 func (l *epollLoop) sendHeld() {
-	if l.ring != nil && len(l.held) > 1 { // one send is a plain syscall, as one read is
+	batched := l.ring != nil && len(l.held) > 1 // one send is a plain syscall, as one read is
+	if batched {
 		for i, c := range l.held {
 			if b := c.unsent(); !c.gone && !c.failed && len(b) > 0 {
 				l.ring.queueSend(c.fd, b, uint64(i), l.sendDone)
@@ -598,6 +599,7 @@ func (l *epollLoop) sendHeld() {
 		}
 		if !l.ring.run(l.sendDone) {
 			l.ringFailed()
+			batched = false // what ran is reported; the rest drains directly
 		}
 	}
 	for i, c := range l.held {
@@ -606,7 +608,7 @@ func (l *epollLoop) sendHeld() {
 		if c.gone {
 			continue
 		}
-		if l.ring == nil || len(l.held) == 1 {
+		if !batched {
 			c.drain()
 		} else {
 			c.unhold(false) // what the ring did not send

@@ -185,3 +185,27 @@ func TestBusyPollAfterLoneTurns(t *testing.T) {
 		require.Positive(t, found, "no poll found the next request within %v", poll)
 	}
 }
+
+// A ring the kernel refuses while replies are held gives way to direct
+// sends: every held reply still reaches its connection, and the loop goes
+// on without a ring.
+func TestHeldRepliesDrainWhenTheRingIsRefused(t *testing.T) {
+	l, conns, peers := newTestLoop(t, 2)
+	l.ring, _ = newBatchRing(8)
+	if l.ring == nil {
+		t.Skip("io_uring unavailable here")
+	}
+	l.buf = make([]byte, loopEvents*ringReadChunk)
+	for i, c := range conns {
+		c.Send(append(c.Output(), fmt.Sprintf("reply %d\r\n", i)...))
+	}
+	l.ring.broken = true // as after a refused enter
+	l.sendHeld()
+	require.Nil(t, l.ring, "the loop gave the ring up")
+	for i := range conns {
+		got := make([]byte, 64)
+		n, err := syscall.Read(peers[i], got)
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprintf("reply %d\r\n", i), string(got[:n]))
+	}
+}
