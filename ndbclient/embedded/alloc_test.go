@@ -195,3 +195,33 @@ func BenchmarkMultiGet(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkGets16: batches of 16 single-key reads, each batch of other keys,
+// like a memcache connection's pipeline of 16 gets (per key figures: divide
+// by 16). Unlike BenchmarkMultiGet, the keys seldom sit in the CPU's nearest
+// caches.
+func BenchmarkGets16(b *testing.B) {
+	e, tbl := benchEngine(b, benchRows)
+	var seq atomic.Uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := seq.Add(1) * 7919
+		batches := make([]ndbclient.Batch, 1024)
+		for n := range batches {
+			for j := range 16 {
+				k := (i + uint64(n*16+j)*104729) % benchRows
+				batches[n].Ops = append(batches[n].Ops, &ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl,
+					Read: []int{colValue, colFlags, colCas}, Key: key(fmt.Sprintf("key:%08d", k))})
+			}
+		}
+		ctx := context.Background()
+		for n := 0; pb.Next(); n++ {
+			batch := &batches[n&1023]
+			_ = e.Execute(ctx, batch)
+			if batch.Ops[0].Err != nil {
+				b.Fatal(batch.Ops[0].Err)
+			}
+		}
+	})
+}

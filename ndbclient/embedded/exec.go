@@ -253,13 +253,11 @@ func (x *exec) prepare(op *ndbclient.Op, inTxn bool) prep {
 
 // runGroup runs the plain ops ops[a:b], taking each partition's lock once.
 func (x *exec) runGroup(ops []*ndbclient.Op, a, b int) {
-	x.order = x.order[:0]
-	for i := a; i < b; i++ {
-		if p := x.prep[i].p; p != nil {
-			x.order = append(x.order, uint64(p.gid)<<32|uint64(i))
-		}
+	x.orderByPartition(a, b)
+	if len(x.order) >= warmMin {
+		x.warm(false)
+		x.warm(true)
 	}
-	slices.Sort(x.order) // keys are unique, so this is stable by op index
 	lb := x.logBatch()
 	for k := 0; k < len(x.order); {
 		p := x.prep[uint32(x.order[k])].p
@@ -274,6 +272,45 @@ func (x *exec) runGroup(ops []*ndbclient.Op, a, b int) {
 		}
 		p.settle()
 		p.mu.Unlock()
+	}
+}
+
+// orderByPartition fills x.order with the checked ops of ops[a:b], as
+// partition gid << 32 | op index, in lock order.
+func (x *exec) orderByPartition(a, b int) {
+	x.order = x.order[:0]
+	for i := a; i < b; i++ {
+		if p := x.prep[i].p; p != nil {
+			x.order = append(x.order, uint64(p.gid)<<32|uint64(i))
+		}
+	}
+	slices.Sort(x.order) // keys are unique, so this is stable by op index
+}
+
+// warmMin is the smallest group that warms its slots and rows first: one
+// op has no other miss to overlap with.
+const warmMin = 2
+
+// warm is one of runGroup's passes before its ops run (prefetch.go): it asks
+// for each op's slot, or with rows its row, holding each partition's lock
+// only for that, and passing over a partition whose lock is held.
+func (x *exec) warm(rows bool) {
+	for k := 0; k < len(x.order); {
+		p := x.prep[uint32(x.order[k])].p
+		locked := p.mu.TryLock()
+		for ; k < len(x.order) && uint32(x.order[k]>>32) == p.gid; k++ {
+			if !locked {
+				continue
+			}
+			if tag := x.prep[uint32(x.order[k])].tag; rows {
+				p.warmRow(tag)
+			} else {
+				p.warmSlot(tag)
+			}
+		}
+		if locked {
+			p.mu.Unlock()
+		}
 	}
 }
 
