@@ -81,6 +81,9 @@ type Embedded struct {
 	Partitions   int
 	Nodes        int
 	ReapInterval Duration
+	// HugePages puts busy partitions' row pages on 2 MiB transparent huge
+	// pages, like memcached's -L.
+	HugePages bool
 	// SimulatedRoundTrip delays every flight (backend round trip), as a data
 	// node would: for measuring batching on one machine. Benchmarks only.
 	SimulatedRoundTrip Duration

@@ -138,6 +138,15 @@ func TestShippedExampleConfigIsValid(t *testing.T) {
 	assert.Len(t, c.KeyPrefixes, 3)
 }
 
+func TestHugePagesSetting(t *testing.T) {
+	c := Default()
+	assert.False(t, c.Embedded.HugePages, "off unless asked, as memcached's -L")
+	require.NoError(t, c.LoadFile(writeFile(t, "embedded: {huge_pages: true}\n")))
+	assert.True(t, c.Embedded.HugePages)
+	require.NoError(t, c.ApplyEnv(func(k string) (string, bool) { return "false", k == "NDBGATE_EMBEDDED_HUGE_PAGES" }))
+	assert.False(t, c.Embedded.HugePages)
+}
+
 func TestDataDirSettings(t *testing.T) {
 	c := Default()
 	assert.Equal(t, "", c.Embedded.DataDir, "memory only unless asked")

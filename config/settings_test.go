@@ -97,8 +97,9 @@ func TestLoadPrecedence(t *testing.T) {
 
 func TestLoadFlags(t *testing.T) {
 	// A boolean flag stands alone; one flag may set several settings.
-	c, err := Load("serve", []string{"--api-tls", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--memcache-io-uring=false", "--memory-limit", "64m", "--simulated-round-trip", "100us"}, envOf(nil), io.Discard)
+	c, err := Load("serve", []string{"--api-tls", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--memcache-io-uring=false", "--memory-limit", "64m", "--simulated-round-trip", "100us", "--embedded-huge-pages"}, envOf(nil), io.Discard)
 	require.NoError(t, err)
+	assert.True(t, c.Embedded.HugePages)
 	assert.True(t, c.API.TLS.Enabled)
 	assert.Equal(t, "c.pem", c.API.TLS.CertFile)
 	assert.Equal(t, "c.pem", c.Memcache.TLS.CertFile)

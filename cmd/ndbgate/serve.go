@@ -258,6 +258,7 @@ func newEmbedded(cfg config.Config) *embedded.Engine {
 		Nodes:        cfg.Embedded.Nodes,
 		MemoryLimit:  uint64(cfg.Embedded.MemoryLimit),
 		ReapInterval: time.Duration(cfg.Embedded.ReapInterval),
+		HugePages:    cfg.Embedded.HugePages,
 
 		RoundTripDelay: time.Duration(cfg.Embedded.SimulatedRoundTrip),
 	})
@@ -307,6 +308,7 @@ func openBackend(cfg config.Config, log *slog.Logger) (ndbclient.Driver, error) 
 		Nodes:        cfg.Embedded.Nodes,
 		MemoryLimit:  uint64(cfg.Embedded.MemoryLimit),
 		ReapInterval: time.Duration(cfg.Embedded.ReapInterval),
+		HugePages:    cfg.Embedded.HugePages,
 
 		RoundTripDelay: time.Duration(cfg.Embedded.SimulatedRoundTrip),
 

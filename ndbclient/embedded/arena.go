@@ -144,6 +144,7 @@ type arena struct {
 	cur       int      // page being bump-allocated, -1 for none
 	used      int      // bump offset in pages[cur]
 	nextSize  int      // size of the next regular page
+	maxSize   int      // regular page size once the partition is busy: maxPage, or hugePage
 	free      []uint64 // per class: link to the head of its free list, 0 = empty
 	nonEmpty  uint64   // bit c: class c's free list is not empty
 	spare     []uint32 // numbers of released pages, for reuse
@@ -170,8 +171,9 @@ func (m *mappings) unmapAll() {
 	m.index.free()
 }
 
-func (a *arena) init(m *mappings) {
-	*a = arena{cur: -1, nextSize: firstPage, free: make([]uint64, len(classSizes)), m: m}
+// init empties the arena; its regular pages double from first to maxSize.
+func (a *arena) init(m *mappings, first, maxSize int) {
+	*a = arena{cur: -1, nextSize: first, maxSize: maxSize, free: make([]uint64, len(classSizes)), m: m}
 	m.pages = nil
 }
 
@@ -355,5 +357,5 @@ func (a *arena) nextPage(size int) int {
 func (a *arena) startPage(v uint32) {
 	a.retire()
 	a.cur, a.used = int(v), 0
-	a.nextSize = min(a.nextSize*2, maxPage)
+	a.nextSize = min(a.nextSize*2, a.maxSize)
 }

@@ -79,6 +79,12 @@ type Config struct {
 	// begins (like memcached's current_time), which keeps it off the hot path.
 	Now func() uint32
 
+	// HugePages maps the arena pages of busy partitions as 2 MiB pages,
+	// aligned and marked for transparent huge pages (hugepages.go), like
+	// memcached's -L: fewer TLB misses per row, for 2 MiB of resident memory
+	// at a time per busy partition. Off by default.
+	HugePages bool
+
 	// DataDir, when set (Open only), keeps the tables and their rows there:
 	// a log of every change and periodic snapshots (wal.go, snapshot.go;
 	// loaded by recover.go). Empty: in memory only, at no cost on the hot
@@ -474,7 +480,8 @@ func (e *Engine) pageCap() int64 {
 	if e.limit == 0 {
 		return 0
 	}
-	return max(e.limit+e.limit/2+e.nparts.Load()*firstPage-e.metaBytes.Load(), firstPage)
+	first := int64(e.firstPageSize())
+	return max(e.limit+e.limit/2+e.nparts.Load()*first-e.metaBytes.Load(), first)
 }
 
 // takePages reserves n bytes of pages under the cap (force: regardless).

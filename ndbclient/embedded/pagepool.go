@@ -95,7 +95,7 @@ func (e *Engine) newRegularPage(need, want int, force bool) []byte {
 	if n == 0 {
 		return nil
 	}
-	mem := mapPage(int(n))
+	mem := e.mapRegular(int(n))
 	if mem == nil {
 		e.pageBytes.Add(-n)
 	}

@@ -72,7 +72,7 @@ func newPartition(e *Engine, t *table, num int, gid uint32) *partition {
 func (p *partition) reset() {
 	p.e.pageBytes.Add(-p.arena.pageBytes)
 	p.arena.m.unmapAll() // the pages, the slots and the index
-	p.arena.init(p.arena.m)
+	p.arena.init(p.arena.m, p.e.firstPageSize(), p.e.regularPageMax())
 	p.idx.init()
 	p.slots = nil
 	p.freeSlot, p.lruHead, p.lruTail = -1, -1, -1
