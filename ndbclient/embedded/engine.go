@@ -79,10 +79,10 @@ type Config struct {
 	// begins (like memcached's current_time), which keeps it off the hot path.
 	Now func() uint32
 
-	// HugePages maps the arena pages of busy partitions as 2 MiB pages,
-	// aligned and marked for transparent huge pages (hugepages.go), like
-	// memcached's -L: fewer TLB misses per row, for 2 MiB of resident memory
-	// at a time per busy partition. Off by default.
+	// HugePages maps every partition's row pages as 2 MiB pages, aligned and
+	// marked for transparent huge pages (hugepages.go), like memcached's -L:
+	// fewer TLB misses per row, for 2 MiB of memory at a time per partition
+	// that holds rows. Off by default.
 	HugePages bool
 
 	// DataDir, when set (Open only), keeps the tables and their rows there:

@@ -4,7 +4,7 @@ package embedded
 // maxPage (1 MiB) and mapped one by one, so the kernel never backs them
 // with a 2 MiB page: each row then needs its own 4 KiB TLB entry, and a
 // batch's lookups stall on page walks (bench/HISTORY.md, session 31). With
-// HugePages the pages grow on to hugePage, and a page of that size is
+// HugePages every regular page, a partition's first too, is hugePage,
 // mapped 2 MiB-aligned and marked MADV_HUGEPAGE, which transparent huge
 // pages honour in their default "madvise" mode; memcached's -L does the
 // same for its slabs. The kernel may still give 4 KiB pages (THP "never",
