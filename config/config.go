@@ -81,8 +81,8 @@ type Embedded struct {
 	Partitions   int
 	Nodes        int
 	ReapInterval Duration
-	// HugePages puts busy partitions' row pages on 2 MiB transparent huge
-	// pages, like memcached's -L.
+	// HugePages puts the rows on 2 MiB transparent huge pages, like
+	// memcached's -L: each partition that holds rows takes 2 MiB at once.
 	HugePages bool
 	// SimulatedRoundTrip delays every flight (backend round trip), as a data
 	// node would: for measuring batching on one machine. Benchmarks only.

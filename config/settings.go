@@ -115,7 +115,7 @@ var settings = []setting{
 		Help:  "embedded engine: simulated data nodes, 1..partitions",
 		Field: func(c *Config) any { return &c.Embedded.Nodes }},
 	{Key: "embedded.huge_pages", Env: "NDBGATE_EMBEDDED_HUGE_PAGES", Flag: "embedded-huge-pages", Default: "false",
-		Help:  "embedded engine: map busy partitions' row pages as 2 MiB transparent huge pages (MADV_HUGEPAGE), like memcached -L: fewer TLB misses per lookup, for 2 MiB of memory at a time per busy partition",
+		Help:  "embedded engine: map the rows' pages as 2 MiB transparent huge pages (MADV_HUGEPAGE), like memcached -L: fewer TLB misses per lookup, for 2 MiB of memory at a time per partition that holds rows",
 		Field: func(c *Config) any { return &c.Embedded.HugePages }},
 	{Key: "embedded.reap_interval", Default: "1s",
 		Help:  "embedded engine: how often expired rows are freed",
