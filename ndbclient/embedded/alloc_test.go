@@ -121,15 +121,20 @@ func benchEngine(b *testing.B, n int) (*Engine, *ndbclient.Table) {
 
 const benchRows = 100_000
 
-// BenchmarkRead: parallel single-key reads of a 32-byte value, like memcached
-// get.
-func BenchmarkRead(b *testing.B) {
+// benchParallel runs body on every benchmark goroutine against one engine
+// of benchRows rows; i differs per goroutine, to start its keys elsewhere.
+func benchParallel(b *testing.B, body func(e *Engine, tbl *ndbclient.Table, i uint64, pb *testing.PB)) {
 	e, tbl := benchEngine(b, benchRows)
 	var seq atomic.Uint64
 	b.ReportAllocs()
 	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		i := seq.Add(1) * 7919
+	b.RunParallel(func(pb *testing.PB) { body(e, tbl, seq.Add(1)*7919, pb) })
+}
+
+// BenchmarkRead: parallel single-key reads of a 32-byte value, like memcached
+// get.
+func BenchmarkRead(b *testing.B) {
+	benchParallel(b, func(e *Engine, tbl *ndbclient.Table, i uint64, pb *testing.PB) {
 		keys := make([][]ndbclient.Value, 1024)
 		for j := range keys {
 			keys[j] = key(fmt.Sprintf("key:%08d", (i+uint64(j)*104729)%benchRows))
@@ -150,13 +155,8 @@ func BenchmarkRead(b *testing.B) {
 // BenchmarkWrite: parallel single-key upserts of a 32-byte value, like
 // memcached set.
 func BenchmarkWrite(b *testing.B) {
-	e, tbl := benchEngine(b, benchRows)
-	var seq atomic.Uint64
 	val := []byte(strings.Repeat("w", 32))
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		i := seq.Add(1) * 7919
+	benchParallel(b, func(e *Engine, tbl *ndbclient.Table, i uint64, pb *testing.PB) {
 		keys := make([][]ndbclient.Value, 1024)
 		for j := range keys {
 			keys[j] = key(fmt.Sprintf("key:%08d", (i+uint64(j)*104729)%benchRows))
@@ -178,12 +178,7 @@ func BenchmarkWrite(b *testing.B) {
 
 // BenchmarkMultiGet: parallel 32-key read batches (per key figures: divide by 32).
 func BenchmarkMultiGet(b *testing.B) {
-	e, tbl := benchEngine(b, benchRows)
-	var seq atomic.Uint64
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		i := seq.Add(1) * 7919
+	benchParallel(b, func(e *Engine, tbl *ndbclient.Table, i uint64, pb *testing.PB) {
 		batch := &ndbclient.Batch{}
 		for j := range 32 {
 			batch.Ops = append(batch.Ops, &ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Read: []int{colValue, colFlags, colCas},
@@ -201,12 +196,7 @@ func BenchmarkMultiGet(b *testing.B) {
 // by 16). Unlike BenchmarkMultiGet, the keys seldom sit in the CPU's nearest
 // caches.
 func BenchmarkGets16(b *testing.B) {
-	e, tbl := benchEngine(b, benchRows)
-	var seq atomic.Uint64
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		i := seq.Add(1) * 7919
+	benchParallel(b, func(e *Engine, tbl *ndbclient.Table, i uint64, pb *testing.PB) {
 		batches := make([]ndbclient.Batch, 1024)
 		for n := range batches {
 			for j := range 16 {
