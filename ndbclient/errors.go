@@ -97,6 +97,11 @@ func CodeOf(err error) Code {
 	if err == nil {
 		return CodeOK
 	}
+	if e, ok := err.(*Error); ok {
+		// Every op's error is one, unwrapped: a miss asks here twice, and
+		// errors.As cost a reflection walk and an allocation each time.
+		return e.Code
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code
