@@ -65,6 +65,10 @@ type connState struct {
 	unflushed   int
 	getResume   int
 	pieceFailed bool
+	// getKeys counts the keys text gets started in this serve
+	// (getKeysPerServe); getStop is why dispatchGet stopped between pieces.
+	getKeys int
+	getStop stop
 }
 
 // loopScratch is an event loop's state (transport.Loop): what a connection
@@ -110,6 +114,13 @@ const (
 // the loop moves on to its other connections, as memcached's reqs_per_event:
 // a deep pipeline must not starve its neighbours on the same event loop.
 const commandsPerServe = 128
+
+// getKeysPerServe bounds, likewise, the keys of text gets one connection
+// starts per call: a get of thousands of keys is one command, and run whole
+// it held its loop for milliseconds while the loop's other connections
+// waited (TestBigGetDoesNotHoldOthers). It goes in slices, resumed at
+// getResume after the other connections have been served.
+const getKeysPerServe = 512
 
 type connProto uint8
 
@@ -212,6 +223,7 @@ func (cs *connState) serve(buf []byte) int {
 // not run yet; it returns the bytes used and why it stopped.
 func (cs *connState) serveLoop(buf []byte) (int, stop) {
 	used := 0
+	cs.getKeys = 0
 	for budget := commandsPerServe; used < len(buf) && !cs.closeAfter; budget-- {
 		if budget <= 0 {
 			return used, stopBudget // serve closes an open run
@@ -337,7 +349,7 @@ func (cs *connState) start(cmd *Command, n int, last bool) (int, stop) {
 	ok := cs.dispatch(cmd)
 	cs.last = false
 	if !ok {
-		return 0, stopOutput // stopped between the pieces of a get
+		return 0, cs.getStop // stopped between the pieces of a get
 	}
 	return n, stopNone
 }

@@ -314,6 +314,42 @@ func TestDeepPipelineYields(t *testing.T) {
 	require.Zero(t, cs.undone.Load())
 }
 
+// TestBigGetDoesNotHoldOthers: a text get of many keys is one command, so
+// commandsPerServe did not bound it; run whole it held the event loop for
+// milliseconds (5000 keys: 2-5 ms, 30 ms cold) while the loop's other
+// connections waited. It starts getKeysPerServe keys a call, yields, and
+// resumes where it stopped; the reply is whole and in order, and a command
+// after it runs once it is done.
+func TestBigGetDoesNotHoldOthers(t *testing.T) {
+	srv := NewServer(Config{MaxPending: 1024, Version: "test"}, newDemoService(t, newEngine(t)), discardLog)
+	rt := &recordingTransport{}
+	cs := srv.newConnState(rt, shardmetrics.SharedShard, nil)
+
+	const n = 5*getKeysPerServe + 7
+	var in strings.Builder
+	in.WriteString("set k3 0 0 2\r\nv3\r\nset k2000 0 0 1\r\nw\r\nget")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&in, " k%d", i)
+	}
+	in.WriteString("\r\nget k3\r\n")
+	buf := []byte(in.String())
+	calls := 0
+	for len(buf) > 0 {
+		used := cs.serve(buf)
+		cs.flush()
+		buf = buf[used:]
+		calls++
+		require.Less(t, calls, 100, "no progress")
+	}
+	// The sets and the get's first slice, then a call a slice (the last
+	// slice leaves room for the get after it).
+	require.Equal(t, (n+getKeysPerServe-1)/getKeysPerServe, calls)
+	require.Equal(t, calls-1, rt.wakes, "a wake for every call that stopped with input left")
+	want := "STORED\r\nSTORED\r\nVALUE k3 0 2\r\nv3\r\nVALUE k2000 0 1\r\nw\r\nEND\r\nVALUE k3 0 2\r\nv3\r\nEND\r\n"
+	require.Equal(t, want, string(rt.out))
+	require.Zero(t, cs.undone.Load())
+}
+
 // Shutdown stops accepting, sends the replies of requests still with the
 // backend, then closes their connections. (Commands read but not yet started,
 // such as a get waiting behind a set of its key, are dropped, as memcached

@@ -55,9 +55,11 @@ func (cs *connState) dispatchText(cmd *Command) bool {
 }
 
 // dispatchGet starts a text get, gets, gat or gats, in pieces of at most
-// MultiGetPiece keys. Between pieces it flushes what is done, and it stops while
-// the client is not reading: it then reports false, and the command, left
-// in the input, is parsed again later and resumed at key getResume.
+// MultiGetPiece keys, and at most getKeysPerServe keys a serve. Between pieces
+// it flushes what is done, and it stops while the client is not reading
+// (getStop stopOutput) or once the serve's keys are used (stopBudget): it
+// then reports false, and the command, left in the input, is parsed again
+// later and resumed at key getResume.
 func (cs *connState) dispatchGet(cmd *Command) bool {
 	keys, piece := cmd.Keys[cs.getResume:], len(cmd.Keys)
 	if piece > 1 {
@@ -69,10 +71,17 @@ func (cs *connState) dispatchGet(cmd *Command) bool {
 				cs.flush()
 			}
 			if cs.t.Backlog() >= replyBacklogMax {
+				cs.getStop = stopOutput
 				return false
 			}
 		}
-		n := min(len(keys), piece)
+		left := getKeysPerServe - cs.getKeys
+		if left <= 0 {
+			cs.getStop = stopBudget
+			return false
+		}
+		n := min(len(keys), piece, left)
+		cs.getKeys += n
 		p := cs.newPending(dialectText, cmd.Kind, false)
 		p.text = textReply{piece: n < len(cmd.Keys), more: n < len(keys)}
 		r := p.req
