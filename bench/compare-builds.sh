@@ -8,6 +8,7 @@
 #
 #   bench/compare-builds.sh /tmp/ndbgate-old /tmp/ndbgate-new memcached
 #   TRIALS=4 TIME=6 WORKLOADS="text_p16_1:10_32B" bench/compare-builds.sh B A
+#   PRELOAD=0 WORKLOADS=binary_p16_gets bench/compare-builds.sh B A   # every get misses
 #
 # Reverse the targets' order in a second run to see any effect of position.
 # Measure only on a quiet machine.
@@ -16,6 +17,7 @@ TRIALS=${TRIALS:-${ROUNDS:-3}} # ROUNDS is its old name
 TIME=${TIME:-8}
 PORT=${PORT:-22700}
 KEYS=${KEYS:-100000}
+PRELOAD=${PRELOAD:-1} # 0: the keys are not stored first, so every get misses
 # Each workload runs 2 threads of 25 connections, unless its name ends in
 # _c1: one connection, one request at a time (a sidecar's common case).
 declare -A ARGS=(
@@ -27,6 +29,7 @@ declare -A ARGS=(
   [binary_p16_1:10_32B]="--protocol=memcache_binary --pipeline=16 --ratio=1:10 -d 32"
   [binary_p16_1:1_32B]="--protocol=memcache_binary --pipeline=16 --ratio=1:1 -d 32"
   [binary_p16_1:1_1024B]="--protocol=memcache_binary --pipeline=16 --ratio=1:1 -d 1024"
+  [binary_p16_gets]="--protocol=memcache_binary --pipeline=16 --ratio=0:1 -d 32"
 )
 WORKLOADS=${WORKLOADS:-"text_p1_1:10_32B_c1 binary_p1_1:10_32B_c1 text_p1_1:10_32B binary_p1_1:10_32B text_p16_1:10_32B binary_p16_1:10_32B binary_p16_1:1_32B binary_p16_1:1_1024B"}
 [ $# -ge 2 ] || { echo "usage: $0 TARGET TARGET... (an ndbgate binary's path, or memcached)" >&2; exit 2; }
@@ -43,7 +46,7 @@ for w in $WORKLOADS; do
   for r in $(seq "$TRIALS"); do
     for t in "$@"; do
       start_target "$t" "$PORT"
-      memtier_preload "$PORT" "$KEYS" "${a[@]}" --pipeline=16 -t 2 -c 4 >/dev/null 2>&1
+      [ "$PRELOAD" = 0 ] || memtier_preload "$PORT" "$KEYS" "${a[@]}" --pipeline=16 -t 2 -c 4 >/dev/null 2>&1
       c0=$(ticks "$pid")
       memtier_benchmark -s 127.0.0.1 -p "$PORT" --hide-histogram -t 2 -c 25 "${a[@]}" \
         --key-pattern=R:R --key-maximum="$KEYS" --test-time "$TIME" --json-out-file="$out.json" >/dev/null 2>&1

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""A connection's round trips while its neighbours send huge gets.
+
+Four clients each open a connection, send a text get of KEYS keys (the same
+missing key), wait 5 ms and hang up, half of them with a reset, over and
+over; meanwhile one more connection does set round trips. Prints the good
+connection's round trips and their p50, p90, p99 and max. A server that runs
+a big get whole on the loop its neighbours share keeps them waiting
+(bench/RESULTS.md, session 32).
+
+    bench/bigget-neighbours.py PORT [SECONDS [KEYS]]
+"""
+import socket
+import struct
+import sys
+import threading
+import time
+
+port = int(sys.argv[1])
+seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 5
+keys = int(sys.argv[3]) if len(sys.argv) > 3 else 5000
+payload = b"get " + b"gx:k " * keys + b"\r\n"
+stop = threading.Event()
+sent = [0]
+
+
+def neighbour():
+    n = 0
+    while not stop.is_set():
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=2)
+            s.sendall(payload)
+            time.sleep(0.005)
+            if n % 2 == 0:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()
+        except OSError:
+            pass
+        n += 1
+        sent[0] += 1
+
+
+threads = [threading.Thread(target=neighbour) for _ in range(4)]
+for t in threads:
+    t.start()
+good = socket.create_connection(("127.0.0.1", port))
+times = []
+start = time.time()
+while time.time() - start < seconds:
+    t0 = time.time()
+    good.sendall(b"set ga:1 0 0 1\r\nv\r\n")
+    reply = b""
+    while not reply.endswith(b"\r\n"):
+        reply += good.recv(100)
+    if reply != b"STORED\r\n":
+        sys.exit(f"bigget-neighbours: unexpected reply {reply!r}")
+    times.append((time.time() - t0) * 1000)
+stop.set()
+for t in threads:
+    t.join()
+times.sort()
+q = lambda f: times[min(len(times) - 1, int(len(times) * f))]
+print(f"round trips {len(times)}  neighbours' connections {sent[0]}  "
+      f"p50 {q(0.5):.2f} ms  p90 {q(0.9):.2f} ms  p99 {q(0.99):.2f} ms  max {times[-1]:.1f} ms")
