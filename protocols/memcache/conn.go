@@ -66,9 +66,8 @@ type connState struct {
 	getResume   int
 	pieceFailed bool
 	// getKeys counts the keys text gets started in this serve
-	// (getKeysPerServe); getStop is why dispatchGet stopped between pieces.
+	// (getKeysPerServe).
 	getKeys int
-	getStop stop
 }
 
 // loopScratch is an event loop's state (transport.Loop): what a connection
@@ -346,10 +345,10 @@ func (cs *connState) start(cmd *Command, n int, last bool) (int, stop) {
 		cs.last = false
 		return n, stopNone
 	}
-	ok := cs.dispatch(cmd)
+	why := cs.dispatch(cmd)
 	cs.last = false
-	if !ok {
-		return 0, cs.getStop // stopped between the pieces of a get
+	if why != stopNone {
+		return 0, why // stopped between the pieces of a get
 	}
 	return n, stopNone
 }

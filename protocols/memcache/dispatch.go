@@ -10,10 +10,10 @@ import (
 	"github.com/ndbgate/ndbgate/gateway"
 )
 
-// dispatch starts cmd in its dialect. It reports false when a text get
+// dispatch starts cmd in its dialect. It reports why, if a text get
 // stopped between its pieces (dispatchGet): the command is then not
 // consumed.
-func (cs *connState) dispatch(cmd *Command) bool {
+func (cs *connState) dispatch(cmd *Command) stop {
 	switch {
 	case cmd.Binary:
 		cs.dispatchBinary(cmd)
@@ -22,7 +22,7 @@ func (cs *connState) dispatch(cmd *Command) bool {
 	default:
 		return cs.dispatchText(cmd)
 	}
-	return true
+	return stopNone
 }
 
 // flushAll runs flush_all's scan-delete on a goroutine of its own, since it

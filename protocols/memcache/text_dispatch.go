@@ -7,14 +7,14 @@ import (
 	"github.com/ndbgate/ndbgate/gateway"
 )
 
-// dispatchText starts a text command.
-func (cs *connState) dispatchText(cmd *Command) bool {
+// dispatchText starts a text command; see dispatch for what it returns.
+func (cs *connState) dispatchText(cmd *Command) stop {
 	s := cs.srv
 	switch cmd.Kind {
 	case CmdGet, CmdGets, CmdGat, CmdGats:
 		if len(cmd.Keys) == 0 { // "gat <exptime>" with no keys
 			cs.reply(dialectText, cmd.Kind, replyEnd, false)
-			return true
+			return stopNone
 		}
 		return cs.dispatchGet(cmd)
 	case CmdSet, CmdAdd, CmdReplace, CmdAppend, CmdPrepend, CmdCas:
@@ -51,16 +51,16 @@ func (cs *connState) dispatchText(cmd *Command) bool {
 	default:
 		cs.reply(dialectText, cmd.Kind, replyError, false)
 	}
-	return true
+	return stopNone
 }
 
 // dispatchGet starts a text get, gets, gat or gats, in pieces of at most
 // MultiGetPiece keys, and at most getKeysPerServe keys a serve. Between pieces
 // it flushes what is done, and it stops while the client is not reading
-// (getStop stopOutput) or once the serve's keys are used (stopBudget): it
-// then reports false, and the command, left in the input, is parsed again
-// later and resumed at key getResume.
-func (cs *connState) dispatchGet(cmd *Command) bool {
+// (stopOutput) or once the serve's keys are used (stopBudget): it then
+// reports why, and the command, left in the input, is parsed again later
+// and resumed at key getResume.
+func (cs *connState) dispatchGet(cmd *Command) stop {
 	keys, piece := cmd.Keys[cs.getResume:], len(cmd.Keys)
 	if piece > 1 {
 		piece = cs.srv.svc.MultiGetPiece()
@@ -71,14 +71,12 @@ func (cs *connState) dispatchGet(cmd *Command) bool {
 				cs.flush()
 			}
 			if cs.t.Backlog() >= replyBacklogMax {
-				cs.getStop = stopOutput
-				return false
+				return stopOutput
 			}
 		}
 		left := getKeysPerServe - cs.getKeys
 		if left <= 0 {
-			cs.getStop = stopBudget
-			return false
+			return stopBudget
 		}
 		n := min(len(keys), piece, left)
 		cs.getKeys += n
@@ -98,5 +96,5 @@ func (cs *connState) dispatchGet(cmd *Command) bool {
 		cs.getResume += n
 	}
 	cs.getResume = 0
-	return true
+	return stopNone
 }
