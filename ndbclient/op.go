@@ -64,32 +64,24 @@ type ColumnValue struct {
 // Op is one operation and, after completion, its result. An Op and the slices it
 // points to belong to the caller; they are reused across requests to keep the hot
 // path free of allocation. Drivers must not retain them after completion.
+//
+// Field order is for the cache: what a driver reads or writes for every op
+// (kind, flags, table, key, projection, sets, error, row) comes first, in
+// the first three cache lines, and the inputs of fewer kinds after. An NDB
+// executor reads ops that another core has just built, so each line it
+// touches is a miss.
 type Op struct {
-	Kind  OpKind
-	Table *Table
-	// Key holds the primary-key values, in Table.PrimaryKey order.
-	Key  []Value
+	Kind OpKind
 	Lock LockMode
-	// Read is the projection returned in Row (column indexes). Reads with an empty
-	// projection only check existence.
-	Read []int
-	// Set holds the columns written by insert/update/write/cond-update/add/append.
-	Set []ColumnValue
-
-	CondColumn int // OpCondUpdate always checks it; OpAdd, OpAppend and OpDelete when HasCond
-	CondValue  Value
-	HasCond    bool
-
-	AddColumn int // OpAdd
-	Delta     uint64
-	Subtract  bool
-	Create    bool
-	Initial   uint64
-
-	AppendColumn int // OpAppend
-	Data         []byte
-	Prepend      bool
-
+	// HasCond: OpAdd, OpAppend and OpDelete check CondColumn (OpCondUpdate
+	// always does).
+	HasCond bool
+	// Subtract: OpAdd subtracts Delta (memcached's decr: stops at 0).
+	Subtract bool
+	// Create: OpAdd of a missing row inserts Initial.
+	Create bool
+	// Prepend: OpAppend puts Data before the value.
+	Prepend bool
 	// TxnWithNext makes this op and the next one in the batch a single transaction:
 	// all commit or none does. A run of ops so linked is one transaction. Keep
 	// transactions short; an op's own failure fails the whole run.
@@ -98,6 +90,37 @@ type Op struct {
 	// partition is the key's partition plus one, as the dispatcher hashed it
 	// to choose the run's node; 0 when it did not. See KeyPartition.
 	partition int32
+
+	Table *Table
+	// Key holds the primary-key values, in Table.PrimaryKey order.
+	Key []Value
+	// Read is the projection returned in Row (column indexes). Reads with an empty
+	// projection only check existence.
+	Read []int
+	// Set holds the columns written by insert/update/write/cond-update/add/append.
+	Set []ColumnValue
+
+	// Results, set by the driver.
+	Err error
+	// Affected counts rows changed (OpDeleteAll: rows removed). A failed op
+	// changed none, except an OpDeleteAll that failed part way: it counts the
+	// rows it removed before the failure.
+	Affected uint64
+	// Row holds the Read projection's values. Drivers append into Row[:0], so a
+	// caller that keeps Row's capacity avoids allocation. Bytes values point into
+	// RowBuf (or into the caller's own buffers); valid until the op is reused.
+	Row    []Value
+	RowBuf []byte
+
+	CondColumn int // OpCondUpdate always checks it; OpAdd, OpAppend and OpDelete when HasCond
+	CondValue  Value
+
+	AddColumn int // OpAdd
+	Delta     uint64
+	Initial   uint64
+
+	AppendColumn int // OpAppend
+	Data         []byte
 
 	// Item state, memcached's per-item bookkeeping. The embedded engine keeps
 	// it with each item; the NDB driver in the table's StateColumn, and
@@ -108,28 +131,17 @@ type Op struct {
 	// keeps the state records it once a minute, as a read).
 	NoBump    bool   // read: no LRU bump, no fetched mark, no last-access update; kept-state update: no last-access update
 	Lease     bool   // read hit: try to win the recache token (see Won)
-	RecacheAt uint32 // with Lease: also win if the row expires before this (unix s)
 	KeepState bool   // update: keep the row's state (touch)
 	MarkStale bool   // update: mark the row stale and release its token
 	TokenSent bool   // insert/write: the new row's token is already taken (vivify)
+	RecacheAt uint32 // with Lease: also win if the row expires before this (unix s)
 
-	// Results, set by the driver.
-	Err error
 	// Meta is the row's state before a read (or, on the embedded engine,
-	// before a write's change).
+	// before a write's change). A result, as is Won.
 	Meta ItemMeta
 	// Won: the read took the row's recache token, because the row is stale or
 	// expires before RecacheAt and nobody holds the token yet.
 	Won bool
-	// Row holds the Read projection's values. Drivers append into Row[:0], so a
-	// caller that keeps Row's capacity avoids allocation. Bytes values point into
-	// RowBuf (or into the caller's own buffers); valid until the op is reused.
-	Row    []Value
-	RowBuf []byte
-	// Affected counts rows changed (OpDeleteAll: rows removed). A failed op
-	// changed none, except an OpDeleteAll that failed part way: it counts the
-	// rows it removed before the failure.
-	Affected uint64
 
 	// Tag is the caller's own: the dispatcher and the drivers never read or
 	// write it. A caller keeps in it what finds its record of the op when the
