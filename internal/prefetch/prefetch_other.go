@@ -7,3 +7,6 @@ package prefetch
 
 // Line does nothing on this architecture.
 func Line(uintptr) {}
+
+// Lines does nothing on this architecture.
+func Lines(uintptr, int) {}
