@@ -26,10 +26,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/ndbgate/ndbgate/internal/charset"
+	"github.com/ndbgate/ndbgate/internal/prefetch"
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
@@ -519,6 +522,38 @@ func wireKind(k ndbclient.OpKind) (byte, bool) {
 	return wireKinds[k], true
 }
 
+// warmAhead: encodeFlight and decodeResults ask for the ops this far ahead
+// of the one they work on. An executor reads ops that another core has just
+// built, so every op's lines are misses; asked for early, they overlap.
+const warmAhead = 2
+
+// warmOps asks for the cache lines of ops[i+warmAhead] that a flight reads
+// and writes (ndbclient.Op puts them first).
+func warmOps(ops []*ndbclient.Op, i int) {
+	if j := i + warmAhead; j < len(ops) {
+		prefetch.Lines(uintptr(unsafe.Pointer(ops[j])), 3)
+	}
+}
+
+// warmKey asks for the key values of ops[i+1], for encodeFlight; warmOps
+// brought in the op itself.
+func warmKey(ops []*ndbclient.Op, i int) {
+	if j := i + 1; j < len(ops) && len(ops[j].Key) > 0 {
+		prefetch.Line(uintptr(unsafe.Pointer(&ops[j].Key[0])))
+	}
+}
+
+// warmRow asks for the start of the row and row buffer that decodeResults
+// will write for ops[i+1].
+func warmRow(ops []*ndbclient.Op, i int) {
+	if j := i + 1; j < len(ops) {
+		if op := ops[j]; cap(op.Row) > 0 && cap(op.RowBuf) > 0 {
+			prefetch.Line(uintptr(unsafe.Pointer(&op.Row[:1][0])))
+			prefetch.Line(uintptr(unsafe.Pointer(&op.RowBuf[:1][0])))
+		}
+	}
+}
+
 // encodeFlight builds the request for ops; tables resolves each op's table.
 // It returns the buffer with the response bound appended. On tables with an
 // expire column (Table.ExpireColumn), ops carry now (unix seconds): the
@@ -531,6 +566,8 @@ func encodeFlight(dst []byte, ops []*ndbclient.Op, extra []stateExtra, tables fu
 	bound := 0
 	known := tableCache{tables: tables}
 	for i, op := range ops {
+		warmOps(ops, i)
+		warmKey(ops, i)
 		var x stateExtra
 		if extra != nil {
 			x = extra[i]
@@ -691,6 +728,8 @@ func decodeResults(b []byte, ops []*ndbclient.Op, extra []stateExtra, tables fun
 	r := reader{b: b}
 	known := tableCache{tables: tables}
 	for k, op := range ops {
+		warmOps(ops, k)
+		warmRow(ops, k)
 		var x stateExtra
 		if extra != nil {
 			x = extra[k]
@@ -716,29 +755,21 @@ func decodeResults(b []byte, ops []*ndbclient.Op, extra []stateExtra, tables fun
 		if err != nil {
 			return err
 		}
-		// Copy values into RowBuf first, slice after: RowBuf may grow.
-		op.RowBuf = op.RowBuf[:0]
-		type span struct {
-			null       bool
-			start, end int
-		}
-		var spans [16]span
-		sp := spans[:0]
+		// Values are copied into RowBuf and decoded from there. RowBuf grows
+		// once, to the values' total, so that no copy moves under a value
+		// already decoded.
+		op.RowBuf = slices.Grow(op.RowBuf[:0], r.valuesLen(n))
 		for i := 0; i < n; i++ {
 			null := r.u8() != 0
 			v := r.bytes(int(r.u32()))
-			s := span{null: null, start: len(op.RowBuf)}
+			start := len(op.RowBuf)
 			op.RowBuf = append(op.RowBuf, v...)
-			s.end = len(op.RowBuf)
-			sp = append(sp, s)
-		}
-		for i, s := range sp {
 			c := readColumn(op, x, i)
-			if s.null || c < 0 || c >= len(ti.cols) {
+			if null || c < 0 || c >= len(ti.cols) {
 				op.Row = append(op.Row, ndbclient.Null())
 				continue
 			}
-			op.Row = append(op.Row, decodeNative(&ti.cols[c], op.RowBuf[s.start:s.end]))
+			op.Row = append(op.Row, decodeNative(&ti.cols[c], op.RowBuf[start:]))
 		}
 		affected := r.u32()
 		if op.Kind != ndbclient.OpRead {
@@ -869,3 +900,19 @@ func (r *reader) u32() uint32 {
 }
 
 func (r *reader) bytes(n int) []byte { return r.take(n) }
+
+// valuesLen is the total length of the next n values (a null byte, a
+// length, the bytes), without reading them; what is there if they run past
+// the end.
+func (r *reader) valuesLen(n int) int {
+	b, total := r.b, 0
+	for i := 0; i < n && len(b) >= 5; i++ {
+		l := int(binary.LittleEndian.Uint32(b[1:]))
+		if l > len(b)-5 {
+			break
+		}
+		total += l
+		b = b[5+l:]
+	}
+	return total
+}

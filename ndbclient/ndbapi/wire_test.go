@@ -251,6 +251,7 @@ func TestEncodeFlightAndDecodeResults(t *testing.T) {
 	require.Len(t, read.Row, 2)
 	assert.Equal(t, "hello", string(read.Row[0].B))
 	assert.True(t, read.Row[1].IsNull())
+	assert.Same(t, &read.RowBuf[2], &read.Row[0].B[0], "values point into RowBuf")
 	assert.Equal(t, uint64(42), read.Affected, "reads keep the caller's tag in Affected")
 	assert.ErrorIs(t, cas.Err, ndbclient.ErrConditionFailed)
 	assert.Zero(t, cas.Affected, "a failed write changed nothing")
