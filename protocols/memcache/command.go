@@ -75,6 +75,9 @@ type Command struct {
 	// Keys holds every key of a retrieval command; storage, delete, incr, decr and
 	// touch have exactly one. The slice is owned by the Parser and reused.
 	Keys [][]byte
+	// Next, after ParseFrom, is where the retrieval's key after Keys starts,
+	// in bytes past the start of its line's first key; 0 when Keys end it.
+	Next int
 	// Flags is the client's opaque 32-bit flags (storage commands).
 	Flags uint32
 	// Exptime is as the client sent it: 0 never, negative already expired,

@@ -59,11 +59,13 @@ type connState struct {
 	partial    int64
 	waitingFor int
 	// unflushed estimates the bytes of replies done but not flushed.
-	// getResume is how many keys of the get at the head of the input have
-	// started, when it stopped between pieces; pieceFailed: a piece of the
-	// get being encoded failed, so its later pieces say nothing.
+	// getResume is where the get at the head of the input stopped between
+	// pieces (Skip 0: none did); lineLen is the length of the text command
+	// being started. pieceFailed: a piece of the get being encoded failed,
+	// so its later pieces say nothing.
 	unflushed   int
-	getResume   int
+	getResume   Resume
+	lineLen     int
 	pieceFailed bool
 	// getKeys counts the keys text gets started in this serve
 	// (getKeysPerServe).
@@ -272,6 +274,8 @@ func (cs *connState) step(in []byte) (int, stop) {
 	var res Result
 	if cs.proto == protoBinary {
 		res = cs.scratch.parser.ParseBinary(in, cmd)
+	} else if cs.getResume.Skip > 0 {
+		res = cs.scratch.parser.ParseFrom(in, cs.getResume, max(1, getKeysPerServe-cs.getKeys), cmd)
 	} else {
 		res = cs.scratch.parser.Parse(in, cmd)
 	}
@@ -283,8 +287,10 @@ func (cs *connState) step(in []byte) (int, stop) {
 		cs.refuseUnauthenticated(cmd)
 		return res.N, stopNone
 	case res.Status == StatusError:
+		cs.getResume = Resume{} // the next command starts afresh
 		return cs.refuse(cmd, res)
 	}
+	cs.lineLen = res.N
 	return cs.start(cmd, res.N, res.N == len(in))
 }
 

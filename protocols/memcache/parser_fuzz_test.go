@@ -40,6 +40,7 @@ func FuzzParse(f *testing.F) {
 					t.Fatal("ok without progress")
 				}
 				checkCommand(t, &cmd)
+				checkResume(t, in[off:], &cmd, res, int(cut))
 				// Same command split in two: the first piece must not parse to
 				// anything else.
 				whole := in[off : off+res.N]
@@ -63,6 +64,40 @@ func FuzzParse(f *testing.F) {
 			off += res.N + res.Swallow
 		}
 	})
+}
+
+// checkResume: a retrieval parsed again from one of its keys (ParseFrom at
+// KeySkip), a limit of keys at a time, gives the keys from that one on, in
+// order, with the same line length and arguments.
+func checkResume(t *testing.T, in []byte, cmd *Command, res Result, cut int) {
+	if cmd.Kind != CmdGet && cmd.Kind != CmdGets && cmd.Kind != CmdGat && cmd.Kind != CmdGats || len(cmd.Keys) < 2 {
+		return
+	}
+	want := make([]string, 0, len(cmd.Keys))
+	for _, k := range cmd.Keys {
+		want = append(want, string(k))
+	}
+	i := 1 + cut%(len(cmd.Keys)-1)
+	at, limit := Resume{Line: res.N, Skip: KeySkip(cmd.Keys, i)}, 1+cut%3
+	var p Parser
+	var again Command
+	for at.Skip > 0 {
+		r := p.ParseFrom(in, at, limit, &again)
+		if r.Status != StatusOK || r.N != res.N || again.Kind != cmd.Kind || again.Exptime != cmd.Exptime ||
+			len(again.Keys) == 0 || len(again.Keys) > limit || i+len(again.Keys) > len(want) {
+			t.Fatalf("resumed at key %d (%+v): %+v, %d keys; whole: %+v, %d keys", i, at, r, len(again.Keys), res, len(want))
+		}
+		for _, k := range again.Keys {
+			if string(k) != want[i] {
+				t.Fatalf("resumed key %d is %q, want %q", i, k, want[i])
+			}
+			i++
+		}
+		at.Skip = again.Next
+	}
+	if i != len(want) {
+		t.Fatalf("resumed parses ended at key %d of %d", i, len(want))
+	}
 }
 
 func checkCommand(t *testing.T, cmd *Command) {

@@ -309,3 +309,65 @@ func TestNumberParsers(t *testing.T) {
 	_, ok = parseUint64([]byte("99999999999999999999"))
 	assert.False(t, ok)
 }
+
+// ParseFrom takes a retrieval's keys from a later key on (KeySkip), at most
+// its limit, marking where the next starts (Next), with the line's length
+// and arguments; it refuses a Resume that fits no key of the line.
+func TestParseFrom(t *testing.T) {
+	var p Parser
+	var whole, cmd Command
+	in := []byte("gat 30   a bb  ccc d\r\nget x\r\n")
+	res := p.Parse(in, &whole)
+	require.Equal(t, StatusOK, res.Status)
+	require.Len(t, whole.Keys, 4)
+	assert.Zero(t, whole.Next, "Parse takes every key")
+	skips := []int{}
+	for i := range whole.Keys {
+		skips = append(skips, KeySkip(whole.Keys, i)) // before p parses again: whole.Keys is p's
+	}
+	assert.Equal(t, []int{0, 2, 6, 10}, skips)
+	names := func(keys [][]byte) []string {
+		got := []string{}
+		for _, k := range keys {
+			got = append(got, string(k))
+		}
+		return got
+	}
+	for i, want := range [][]string{nil, {"bb", "ccc", "d"}, {"ccc", "d"}, {"d"}} {
+		if i == 0 {
+			continue // Skip 0 is no resume
+		}
+		at := Resume{Line: res.N, Skip: skips[i]}
+		var q Parser
+		r := q.ParseFrom(in, at, 10, &cmd)
+		require.Equal(t, StatusOK, r.Status, "from key %d", i)
+		assert.Equal(t, res.N, r.N)
+		assert.Equal(t, CmdGat, cmd.Kind)
+		assert.Equal(t, int64(30), cmd.Exptime)
+		assert.Equal(t, want, names(cmd.Keys), "from key %d", i)
+		assert.Zero(t, cmd.Next, "from key %d: the last keys", i)
+	}
+	// A limit: the keys after are left, and Next says where they start.
+	r := p.ParseFrom(in, Resume{Line: res.N, Skip: skips[1]}, 1, &cmd)
+	require.Equal(t, StatusOK, r.Status)
+	assert.Equal(t, []string{"bb"}, names(cmd.Keys))
+	assert.Equal(t, skips[2], cmd.Next)
+	r = p.ParseFrom(in, Resume{Line: res.N, Skip: cmd.Next}, 1, &cmd)
+	require.Equal(t, StatusOK, r.Status)
+	assert.Equal(t, []string{"ccc"}, names(cmd.Keys))
+	assert.Equal(t, skips[3], cmd.Next)
+
+	for _, skip := range []int{1, 3, 4, 5, 7, 11, 12, 40} { // inside a key, on a space, past the keys
+		r := p.ParseFrom(in, Resume{Line: res.N, Skip: skip}, 10, &cmd)
+		assert.Equal(t, StatusError, r.Status, "skip %d", skip)
+		assert.Equal(t, replyError, r.Reply, "skip %d", skip)
+		assert.Equal(t, res.N, r.N, "skip %d: the line is consumed", skip)
+	}
+	for _, at := range []Resume{{Line: 0, Skip: 2}, {Line: 5, Skip: 2}, {Line: len(in) + 1, Skip: 2}, {Line: res.N, Skip: 0}} {
+		r := p.ParseFrom(in, at, 10, &cmd)
+		assert.Equal(t, StatusError, r.Status, "%+v", at)
+		assert.Equal(t, res.N, r.N, "%+v: the line is consumed", at)
+	}
+	r = p.ParseFrom([]byte("delete k\r\n"), Resume{Line: 10, Skip: 2}, 10, &cmd)
+	assert.Equal(t, StatusError, r.Status, "not a retrieval")
+}

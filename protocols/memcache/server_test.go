@@ -329,18 +329,30 @@ func TestBigGetDoesNotHoldOthers(t *testing.T) {
 	var in strings.Builder
 	in.WriteString("set k3 0 0 2\r\nv3\r\nset k2000 0 0 1\r\nw\r\nget")
 	for i := 0; i < n; i++ {
+		if i%3 == 0 {
+			in.WriteString(" ") // runs of spaces between keys, as memcached allows
+		}
 		fmt.Fprintf(&in, " k%d", i)
 	}
 	in.WriteString("\r\nget k3\r\n")
 	buf := []byte(in.String())
+	line := in.String()[strings.Index(in.String(), "get"):]
 	calls := 0
 	for len(buf) > 0 {
 		used := cs.serve(buf)
 		cs.flush()
 		buf = buf[used:]
 		calls++
+		if calls == 1 {
+			// Stopped after the first slice: resumed from the next key's
+			// byte, so the keys already served are not parsed again.
+			first := strings.Index(line, " k0 ") + 1
+			next := strings.Index(line, fmt.Sprintf(" k%d ", getKeysPerServe)) + 1
+			require.Equal(t, next-first, cs.getResume.Skip)
+		}
 		require.Less(t, calls, 100, "no progress")
 	}
+	require.Zero(t, cs.getResume, "the get finished")
 	// The sets and the get's first slice, then a call a slice (the last
 	// slice leaves room for the get after it).
 	require.Equal(t, (n+getKeysPerServe-1)/getKeysPerServe, calls)

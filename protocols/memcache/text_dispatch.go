@@ -59,42 +59,54 @@ func (cs *connState) dispatchText(cmd *Command) stop {
 // it flushes what is done, and it stops while the client is not reading
 // (stopOutput) or once the serve's keys are used (stopBudget): it then
 // reports why, and the command, left in the input, is parsed again later
-// and resumed at key getResume.
+// from its first key not yet started (getResume, ParseFrom), a serve's
+// keys at a time.
 func (cs *connState) dispatchGet(cmd *Command) stop {
-	keys, piece := cmd.Keys[cs.getResume:], len(cmd.Keys)
-	if piece > 1 {
+	keys, piece := cmd.Keys, len(cmd.Keys)
+	base := cs.getResume.Skip // cmd.Keys start this far past the line's first key
+	if piece > 1 || base > 0 || cmd.Next > 0 {
 		piece = cs.srv.svc.MultiGetPiece()
 	}
-	for len(keys) > 0 {
-		if cs.getResume > 0 {
+	for i := 0; i < len(keys); {
+		if i > 0 || base > 0 {
 			if cs.unflushed >= flushEarly {
 				cs.flush()
 			}
 			if cs.t.Backlog() >= replyBacklogMax {
-				return stopOutput
+				return cs.stopGet(base+KeySkip(keys, i), stopOutput)
 			}
 		}
 		left := getKeysPerServe - cs.getKeys
 		if left <= 0 {
-			return stopBudget
+			return cs.stopGet(base+KeySkip(keys, i), stopBudget)
 		}
-		n := min(len(keys), piece, left)
+		n := min(len(keys)-i, piece, left)
 		cs.getKeys += n
+		more := i+n < len(keys) || cmd.Next > 0
 		p := cs.newPending(dialectText, cmd.Kind, false)
-		p.text = textReply{piece: n < len(cmd.Keys), more: n < len(keys)}
+		p.text = textReply{piece: base > 0 || i > 0 || more, more: more}
 		r := p.req
 		r.Verb = gateway.VerbGet
 		if cmd.Kind == CmdGat || cmd.Kind == CmdGats {
 			r.Verb, r.Exptime = gateway.VerbGat, cmd.Exptime
 		}
-		for _, k := range keys[:n] {
+		for _, k := range keys[i : i+n] {
 			r.AddKey(k)
 		}
 		p.writes = writesKeys(cmd)
 		cs.do(p)
-		keys = keys[n:]
-		cs.getResume += n
+		i += n
 	}
-	cs.getResume = 0
+	if cmd.Next > 0 { // ParseFrom took this serve's keys; the rest next serve
+		return cs.stopGet(cmd.Next, stopBudget)
+	}
+	cs.getResume = Resume{}
 	return stopNone
+}
+
+// stopGet stops the get being started before its key skip bytes past the
+// line's first key, for why.
+func (cs *connState) stopGet(skip int, why stop) stop {
+	cs.getResume = Resume{Line: cs.lineLen, Skip: skip}
+	return why
 }

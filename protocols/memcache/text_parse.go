@@ -9,7 +9,64 @@ import (
 )
 
 // Parse parses the first command in buf into cmd. Slices in cmd alias buf.
-func (p *Parser) Parse(buf []byte, cmd *Command) Result {
+func (p *Parser) Parse(buf []byte, cmd *Command) Result { return p.parse(buf, cmd) }
+
+// Resume is where a retrieval served in slices stopped: the length of its
+// command line (Result.N of its first parse), and its first key not yet
+// started, as bytes past the start of the line's first key (KeySkip).
+type Resume struct {
+	Line, Skip int
+}
+
+// KeySkip is how many bytes past keys[0]'s start keys[i] starts, where keys
+// are keys of one parsed line (Command.Keys).
+func KeySkip(keys [][]byte, i int) int { return cap(keys[0]) - cap(keys[i]) }
+
+// ParseFrom parses the next slice of a retrieval served in slices: its kind
+// and arguments, and at most limit of its keys from at.Skip on. It reads no
+// further into the line than those keys (the first parse found the line's
+// end and checked every key), so a get of any size costs each slice only
+// its own keys. cmd.Next is where the key after them starts (0: they were
+// the last); Result.N is at.Line. A Resume that does not fit buf (no
+// retrieval line of that length, or a skip that lands on no key) is
+// refused with ERROR.
+func (p *Parser) ParseFrom(buf []byte, at Resume, limit int, cmd *Command) Result {
+	*cmd = Command{Keys: p.keys[:0]}
+	if at.Line < 1 || at.Line > len(buf) || buf[at.Line-1] != '\n' || at.Skip <= 0 || limit < 1 {
+		n := bytes.IndexByte(buf, '\n') + 1
+		if n == 0 {
+			n = len(buf)
+		}
+		return errorAt(n, replyError)
+	}
+	line := buf[:at.Line-1]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	w := p.words[:p.split(line)]
+	var res Result
+	switch {
+	case len(w) == 0:
+		res = refuse(replyError)
+	case string(w[0]) == "get":
+		res = p.retrieval(CmdGet, line, w, at.Skip, limit, cmd)
+	case string(w[0]) == "gets":
+		res = p.retrieval(CmdGets, line, w, at.Skip, limit, cmd)
+	case string(w[0]) == "gat":
+		res = p.retrieval(CmdGat, line, w, at.Skip, limit, cmd)
+	case string(w[0]) == "gats":
+		res = p.retrieval(CmdGats, line, w, at.Skip, limit, cmd)
+	default:
+		res = refuse(replyError)
+	}
+	if res.Status == StatusError {
+		cmd.Keys = cmd.Keys[:0]
+	}
+	res.N = at.Line
+	return res
+}
+
+func (p *Parser) parse(buf []byte, cmd *Command) Result {
 	*cmd = Command{Keys: p.keys[:0]}
 	nl := bytes.IndexByte(buf, '\n')
 	if nl < 0 {
@@ -28,13 +85,13 @@ func (p *Parser) Parse(buf []byte, cmd *Command) Result {
 	var res Result
 	switch string(w[0]) {
 	case "get":
-		res = p.retrieval(CmdGet, line, w, cmd)
+		res = p.retrieval(CmdGet, line, w, 0, 0, cmd)
 	case "gets":
-		res = p.retrieval(CmdGets, line, w, cmd)
+		res = p.retrieval(CmdGets, line, w, 0, 0, cmd)
 	case "gat":
-		res = p.retrieval(CmdGat, line, w, cmd)
+		res = p.retrieval(CmdGat, line, w, 0, 0, cmd)
 	case "gats":
-		res = p.retrieval(CmdGats, line, w, cmd)
+		res = p.retrieval(CmdGats, line, w, 0, 0, cmd)
 	case "set":
 		return p.storage(CmdSet, buf, lineLen, w, cmd)
 	case "add":
@@ -148,7 +205,9 @@ func (p *Parser) split(line []byte) int {
 
 // retrieval parses get/gets <key>* and gat/gats <exptime> <key>*. Keys are read
 // from the line itself, not the word array, so a get may carry any number.
-func (p *Parser) retrieval(kind CommandKind, line []byte, w [][]byte, cmd *Command) Result {
+// With skip > 0 they start skip bytes past the first key's start, and with
+// limit > 0 at most limit are taken, cmd.Next marking the next (ParseFrom).
+func (p *Parser) retrieval(kind CommandKind, line []byte, w [][]byte, skip, limit int, cmd *Command) Result {
 	cmd.Kind = kind
 	first := 1
 	if kind == CmdGat || kind == CmdGats {
@@ -169,12 +228,26 @@ func (p *Parser) retrieval(kind CommandKind, line []byte, w [][]byte, cmd *Comma
 	for i := 0; i < first; i++ {
 		rest = skipWord(rest)
 	}
+	for len(rest) > 0 && rest[0] == ' ' {
+		rest = rest[1:]
+	}
+	firstKey := rest
+	if skip > 0 {
+		if skip >= len(rest) || rest[skip-1] != ' ' || rest[skip] == ' ' {
+			return refuse(replyError)
+		}
+		rest = rest[skip:]
+	}
 	keys := cmd.Keys[:0]
 	for {
 		for len(rest) > 0 && rest[0] == ' ' {
 			rest = rest[1:]
 		}
 		if len(rest) == 0 {
+			break
+		}
+		if limit > 0 && len(keys) == limit {
+			cmd.Next = cap(firstKey) - cap(rest)
 			break
 		}
 		end := bytes.IndexByte(rest, ' ')
