@@ -21,6 +21,22 @@ wait_port() {
   done
 }
 
+# wait_ready PID PORT LOG NAME: returns once the ndbgate of PID answers
+# /readyz on 127.0.0.1:PORT (its REST port): connected to its cluster and
+# its tables described. Fails, printing LOG's tail under NAME, if PID exits
+# or 30 s pass.
+wait_ready() {
+  local pid=$1 port=$2 log=$3 name=$4
+  for _ in $(seq 600); do
+    curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "$name: ndbgate did not become ready:" >&2
+  tail -5 "$log" >&2
+  return 1
+}
+
 # memtier_preload PORT KEYS [memtier options...]: stores every key up to KEYS
 # once (sequential keys, each client its share) on 127.0.0.1:PORT, so that a
 # measured run's reads hit. The options give the protocol, the value size,

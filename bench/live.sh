@@ -125,12 +125,7 @@ start_ndbgate() {
   "$GW_BIN" serve --ndb-connectstring "$CS" --ndb-pool-size "$1" --memcache "127.0.0.1:$NG" \
     --rest "127.0.0.1:$NGREST" --grpc "127.0.0.1:$NGGRPC" --log-level warn "${@:2}" >"$tmp/ndbgate.log" 2>&1 &
   gw_pid=$!
-  for _ in $(seq 600); do
-    curl -fsS "http://127.0.0.1:$NGREST/readyz" >/dev/null 2>&1 && return 0
-    kill -0 "$gw_pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  echo "live: ndbgate did not become ready:" >&2; tail -5 "$tmp/ndbgate.log" >&2; exit 1
+  wait_ready "$gw_pid" "$NGREST" "$tmp/ndbgate.log" live || exit 1
 }
 
 start_ndbmemcache() {
@@ -220,25 +215,9 @@ echo "live: cluster $CS; data node pids: ${DATA_NODES:-none here}; results in $c
 shape="ndbmemcache's shape"
 [ "${ITEM_STATE:-}" = 1 ] && shape="with the item_state column"
 echo "live: demo_table made afresh, $shape"
-# likeflex's table, of flexAsynch's shape, and the container that routes
-# memtier's keys (memtier-N) to it.
-cat >"$tmp/likeflex.yaml" <<'YAML'
-tables:
-  - database: bench
-    name: flexlike
-    primary_key: [k]
-    columns:
-      - {name: k, type: VARBINARY(32)}
-      - {name: v, type: VARBINARY(32), nullable: true}
-containers:
-  - {name: flex, database: bench, table: flexlike, key_columns: [k], value_columns: [v]}
-key_prefixes:
-  - {prefix: "memtier-", container: flex, policy: ndb-only}
-  - {prefix: "", container: default, policy: ndb-only}
-YAML
 # shellcheck disable=SC2046
 "$NDBGATE_NDB_BIN" ndb-create-tables --ndb-connectstring "$CS" --ndbmemcache-config --recreate \
-  $([ "${ITEM_STATE:-}" = 1 ] && echo --item-state) $(want likeflex && echo --config "$tmp/likeflex.yaml") >"$tmp/tables.txt" 2>&1 ||
+  $([ "${ITEM_STATE:-}" = 1 ] && echo --item-state) $(want likeflex && echo --config bench/likeflex.yaml) >"$tmp/tables.txt" 2>&1 ||
   { echo "live: ndb-create-tables failed:" >&2; cat "$tmp/tables.txt" >&2; exit 1; }
 
 # The ndbgate builds each trial runs: target name and binary.
@@ -389,7 +368,7 @@ fi
 
 # --- 100-key reads, like for like with flexAsynch -------------------------------------
 if want likeflex; then
-  start_ndbgate 2 --config "$tmp/likeflex.yaml"
+  start_ndbgate 2 --config bench/likeflex.yaml
   preload # through the flex container: bench.flexlike
   stop gw_pid
   want memtier || want api || want coalesce || want pool || { start_ndbgate 2; preload; stop gw_pid; }
@@ -399,7 +378,7 @@ if want likeflex; then
       run_flex likeflex mget100 2 100 "$trial"
       for run in "flexlike P:P" "flexlike R:R" "demo_table P:P" "demo_table R:R"; do
         read -r table pattern <<<"$run"
-        if [ "$table" = flexlike ]; then start_ndbgate 2 --config "$tmp/likeflex.yaml"; else start_ndbgate 2; fi
+        if [ "$table" = flexlike ]; then start_ndbgate 2 --config bench/likeflex.yaml; else start_ndbgate 2; fi
         KEY_PATTERN=$pattern run_memtier likeflex "mget100" ndbgate "table=$table keys=$pattern" 100 "$trial" "$gw_pid" "$NG" \
           -t 2 -c 8 --ratio=0:100 --pipeline=1 --multi-key-get=100
         stop gw_pid
@@ -413,7 +392,7 @@ if want likeflex; then
   if flex_load; then
     for trial in $(seq "$TRIALS"); do
       run_flex likeflex get1 2 1 "$trial"
-      start_ndbgate 2 --config "$tmp/likeflex.yaml"
+      start_ndbgate 2 --config bench/likeflex.yaml
       KEY_PATTERN=P:P run_memtier likeflex get1_p16 ndbgate "table=flexlike keys=P:P" 1 "$trial" "$gw_pid" "$NG" \
         -t 2 -c 8 --ratio=0:1 --pipeline=16
       stop gw_pid

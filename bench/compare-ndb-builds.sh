@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Compares NDB builds of ndbgate (make build-ndb) on a live cluster: each
+# trial runs memtier against each build in turn, alternated, and records
+# keys/s and the CPU µs per key of the gateway and of the local data nodes
+# (ndbd/ndbmtd). Then the median of each build's per-trial ratios to the
+# first, with their range. compare-builds.sh is the same for the embedded
+# engine.
+#
+# It never builds NDB. It takes from the environment:
+#   NDB_CONNECTSTRING  the management server, e.g. 127.0.0.1:1186 (required)
+#   NDB_LIB_DIR        where libndbclient is, if the loader does not find it
+#   MODE               mget100 (default): 100-key gets, 2 x 8 connections,
+#                      each its own key range in sequence, on bench.flexlike
+#                      (bench/likeflex.yaml), as live.sh's likeflex group;
+#                      get1_p16: single gets at pipeline 16, same table;
+#                      c1: one connection, 1:10 sets and gets
+#   TRIALS (5), TIME (seconds a run, 10), PRELOAD (1: store the keys first)
+#   memtier_benchmark on PATH
+#
+#   NDB_CONNECTSTRING=127.0.0.1:1186 NDB_LIB_DIR=/opt/ndb/lib \
+#     TRIALS=10 TIME=8 bench/compare-ndb-builds.sh /tmp/ndbgate-before /tmp/ndbgate-after
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+
+TRIALS=${TRIALS:-5} TIME=${TIME:-10} MODE=${MODE:-mget100} PRELOAD=${PRELOAD:-1}
+KEYS=100000 PORT=22330 REST=22331
+[ $# -ge 2 ] || { echo "usage: $0 NDB_BUILD NDB_BUILD..." >&2; exit 2; }
+[ -n "${NDB_CONNECTSTRING:-}" ] || { echo "compare-ndb-builds: set NDB_CONNECTSTRING (the cluster's management server)" >&2; exit 2; }
+command -v memtier_benchmark >/dev/null || { echo "compare-ndb-builds: memtier_benchmark is not on PATH (see bench/run-memtier.sh)" >&2; exit 2; }
+[ -n "${NDB_LIB_DIR:-}" ] && export LD_LIBRARY_PATH="$NDB_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+for b in "$@"; do
+  "$b" version 2>&1 | grep -q ndbapi || { echo "compare-ndb-builds: $b does not run, or lacks the ndbapi driver" >&2; exit 2; }
+done
+case $MODE in
+  mget100) args=(-t 2 -c 8 --ratio=0:100 --pipeline=1 --multi-key-get=100 --key-pattern=P:P) batch=100 ;;
+  get1_p16) args=(-t 2 -c 8 --ratio=0:1 --pipeline=16 --key-pattern=P:P) batch=1 ;;
+  c1) args=(-t 1 -c 1 --ratio=1:10 --pipeline=1 --key-pattern=R:R) batch=1 ;;
+  *) echo "compare-ndb-builds: unknown MODE $MODE (mget100 get1_p16 c1)" >&2; exit 2 ;;
+esac
+
+gw=""
+trap '[ -n "$gw" ] && kill "$gw" 2>/dev/null; wait 2>/dev/null || true' EXIT
+out=$(mktemp)
+ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; } # user+system clock ticks
+ndbd_ticks() {
+  local s=0 p
+  for p in $(pgrep -x 'ndbd|ndbmtd'); do s=$((s + $(ticks "$p"))); done
+  echo "$s"
+}
+CLK=$(getconf CLK_TCK)
+start() {
+  "$1" serve --ndb-connectstring "$NDB_CONNECTSTRING" --ndb-pool-size 2 --memcache "127.0.0.1:$PORT" \
+    --rest "127.0.0.1:$REST" --grpc "" --log-level warn --config bench/likeflex.yaml >"$out.log" 2>&1 &
+  gw=$!
+  wait_ready "$gw" "$REST" "$out.log" "compare-ndb-builds ($1)" || exit 1
+}
+stop() { kill "$gw"; wait "$gw" 2>/dev/null || true; gw=""; }
+
+if [ "$PRELOAD" = 1 ]; then
+  start "$1"
+  memtier_preload "$PORT" "$KEYS" --protocol=memcache_text -d 32 -t 2 -c 4 --pipeline=16 --key-minimum=1 >/dev/null 2>&1
+  stop
+fi
+for r in $(seq "$TRIALS"); do
+  for b in "$@"; do
+    start "$b"
+    sleep 1 # connected and described: the run measures reads only
+    c0=$(ticks "$gw") n0=$(ndbd_ticks)
+    memtier_benchmark -s 127.0.0.1 -p "$PORT" --protocol=memcache_text --hide-histogram -d 32 --key-minimum=1 \
+      --key-maximum="$KEYS" --test-time="$TIME" --distinct-client-seed --randomize "${args[@]}" \
+      --json-out-file="$out.json" >/dev/null 2>&1
+    c1=$(ticks "$gw") n1=$(ndbd_ticks)
+    keys=$(python3 bench/memtier_json.py "$out.json" "$TIME" "$batch" | awk '{print $2}')
+    awk -v b="$b" -v r="$r" -v d=$((c1 - c0)) -v nd=$((n1 - n0)) -v c="$CLK" -v k="$keys" -v t="$TIME" \
+      'BEGIN {printf "%s %d %d %.3f %.3f\n", b, r, k, d / c * 1e6 / (k * t), nd / c * 1e6 / (k * t)}' | tee -a "$out"
+    stop
+  done
+done
+echo "$MODE | build / first: keys/s, gateway CPU per key, data node CPU per key (medians of per-trial ratios, range; lower CPU in N of trials)"
+python3 - "$out" "$@" <<'PY'
+import collections, statistics, sys
+runs = collections.defaultdict(dict)
+for line in open(sys.argv[1]):
+    b, r, keys, gw, nd = line.split()
+    runs[r][b] = (float(keys), float(gw), float(nd))
+first = sys.argv[2]
+def spread(xs):
+    xs = sorted(xs)
+    return f"{statistics.median(xs):.3f} ({xs[0]:.3f}-{xs[-1]:.3f})" if xs else "-"
+for b in sys.argv[2:]:
+    med = [statistics.median(runs[r][b][i] for r in runs if b in runs[r]) for i in range(3)]
+    line = f"{b}: {med[0]:,.0f} keys/s, {med[1]:.2f} + {med[2]:.2f} µs a key"
+    if b != first:
+        ratios = [[runs[r][b][i] / runs[r][first][i] for r in runs if b in runs[r] and first in runs[r]] for i in range(3)]
+        lower = sum(1 for x in ratios[1] if x < 1)
+        line += f" | {spread(ratios[0])}, {spread(ratios[1])} (lower in {lower} of {len(ratios[1])}), {spread(ratios[2])}"
+    print(line)
+PY
+rm -f "$out" "$out.json" "$out.log"
