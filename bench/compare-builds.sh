@@ -37,7 +37,6 @@ WORKLOADS=${WORKLOADS:-"text_p1_1:10_32B_c1 binary_p1_1:10_32B_c1 text_p1_1:10_3
 command -v memtier_benchmark >/dev/null || { echo "compare-builds: memtier_benchmark is not on PATH (see bench/run-memtier.sh)" >&2; exit 2; }
 pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true' EXIT
-ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; } # user+system clock ticks
 CLK=$(getconf CLK_TCK)
 out=$(mktemp)
 for w in $WORKLOADS; do
@@ -47,10 +46,10 @@ for w in $WORKLOADS; do
     for t in "$@"; do
       start_target "$t" "$PORT"
       [ "$PRELOAD" = 0 ] || memtier_preload "$PORT" "$KEYS" "${a[@]}" --pipeline=16 -t 2 -c 4 >/dev/null 2>&1
-      c0=$(ticks "$pid")
+      c0=$(proc_ticks "$pid")
       memtier_benchmark -s 127.0.0.1 -p "$PORT" --hide-histogram -t 2 -c 25 "${a[@]}" \
         --key-pattern=R:R --key-maximum="$KEYS" --test-time "$TIME" --json-out-file="$out.json" >/dev/null 2>&1
-      c1=$(ticks "$pid")
+      c1=$(proc_ticks "$pid")
       # ops/s and p99; memtier's own rates divide by a misreported duration
       # (memtier_json.py). Then the server's CPU µs per op over the run.
       res=$(python3 "$(dirname "$0")/memtier_json.py" "$out.json" "$TIME" | awk '{print $1, $5}')

@@ -42,10 +42,9 @@ esac
 gw=""
 trap '[ -n "$gw" ] && kill "$gw" 2>/dev/null; wait 2>/dev/null || true' EXIT
 out=$(mktemp)
-ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; } # user+system clock ticks
 ndbd_ticks() {
   local s=0 p
-  for p in $(pgrep -x 'ndbd|ndbmtd'); do s=$((s + $(ticks "$p"))); done
+  for p in $(pgrep -x 'ndbd|ndbmtd'); do s=$((s + $(proc_ticks "$p"))); done
   echo "$s"
 }
 CLK=$(getconf CLK_TCK)
@@ -66,11 +65,11 @@ for r in $(seq "$TRIALS"); do
   for b in "$@"; do
     start "$b"
     sleep 1 # connected and described: the run measures reads only
-    c0=$(ticks "$gw") n0=$(ndbd_ticks)
+    c0=$(proc_ticks "$gw") n0=$(ndbd_ticks)
     memtier_benchmark -s 127.0.0.1 -p "$PORT" --protocol=memcache_text --hide-histogram -d 32 --key-minimum=1 \
       --key-maximum="$KEYS" --test-time="$TIME" --distinct-client-seed --randomize "${args[@]}" \
       --json-out-file="$out.json" >/dev/null 2>&1
-    c1=$(ticks "$gw") n1=$(ndbd_ticks)
+    c1=$(proc_ticks "$gw") n1=$(ndbd_ticks)
     keys=$(python3 bench/memtier_json.py "$out.json" "$TIME" "$batch" | awk '{print $2}')
     awk -v b="$b" -v r="$r" -v d=$((c1 - c0)) -v nd=$((n1 - n0)) -v c="$CLK" -v k="$keys" -v t="$TIME" \
       'BEGIN {printf "%s %d %d %.3f %.3f\n", b, r, k, d / c * 1e6 / (k * t), nd / c * 1e6 / (k * t)}' | tee -a "$out"

@@ -21,6 +21,10 @@ wait_port() {
   done
 }
 
+# proc_ticks PID: the user+system clock ticks PID has used (/proc, a
+# command name with spaces or parentheses included).
+proc_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+
 # wait_ready PID PORT LOG NAME: returns once the ndbgate of PID answers
 # /readyz on 127.0.0.1:PORT (its REST port): connected to its cluster and
 # its tables described. Fails, printing LOG's tail under NAME, if PID exits
