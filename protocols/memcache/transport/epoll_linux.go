@@ -79,8 +79,11 @@ type epollLoop struct {
 	buf    []byte
 	// turn holds the replies of the turn's connections, encoded in place
 	// (Output), until the turn ends; held lists those connections.
-	turn []byte
-	held []*epollConn
+	// turnWant is what the turn buffer would have needed for a reply that
+	// outgrew it: the next turn starts with that much (sendHeld).
+	turn     []byte
+	held     []*epollConn
+	turnWant int
 	// turnRead is the bytes the current turn read: a heavy turn polls
 	// before its loop sleeps (pollBriefly).
 	turnRead int
@@ -620,6 +623,12 @@ func (l *epollLoop) sendHeld() {
 	if cap(l.turn) > turnKeepMax {
 		l.turn = nil
 	}
+	if want := min(l.turnWant, turnKeepMax); want > cap(l.turn) {
+		// A reply outgrew the buffer: its encoder allocated and copied as
+		// it grew, every time. Room for it from the next turn on.
+		l.turn = make([]byte, 0, want)
+	}
+	l.turnWant = 0
 }
 
 func (l *epollLoop) sendDone(tag uint64, res int32) {
@@ -704,6 +713,9 @@ func (c *epollConn) Send(b []byte) {
 	}
 	l := c.loop
 	if len(b) >= heldReplyMax {
+		if !l.inPlace(b) {
+			l.turnWant = max(l.turnWant, len(l.turn)+len(b))
+		}
 		c.drain() // what is held or queued goes first
 		if len(c.out) == 0 && !c.failed {
 			n, ok := sendSome(c.fd, b)

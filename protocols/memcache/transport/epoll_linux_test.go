@@ -42,6 +42,32 @@ func TestHeldRepliesGoBeforeALargeOne(t *testing.T) {
 	require.True(t, bytes.Equal(want, got), "replies out of order")
 }
 
+// A reply too large for the turn buffer is encoded elsewhere, growing as it
+// goes; the turn after it starts with room for it, so the same reply is
+// then encoded in place. Either way it arrives whole.
+func TestTurnBufferGrowsToALargeReply(t *testing.T) {
+	l, conns, peers := newTestLoop(t, 1)
+	c := conns[0]
+	big := bytes.Repeat([]byte("v"), 4*heldReplyMax)
+	for turn := range 2 {
+		out := c.Output()
+		inPlace := cap(out) >= len(big)
+		require.Equal(t, turn == 1, inPlace, "turn %d: room in the turn buffer", turn)
+		c.Send(append(out, big...))
+		l.sendHeld()
+		got := make([]byte, 0, len(big))
+		buf := make([]byte, 64<<10)
+		for len(got) < len(big) {
+			n, err := syscall.Read(peers[0], buf)
+			require.NoError(t, err)
+			got = append(got, buf[:n]...)
+		}
+		require.True(t, bytes.Equal(big, got), "turn %d: the reply, whole", turn)
+	}
+	require.GreaterOrEqual(t, cap(l.turn), len(big))
+	require.Zero(t, l.turnWant, "asked for once")
+}
+
 // A loop whose waits keep finding work yields its CPU once it has been busy
 // for busyNanos, and a wait that sleeps starts the count again.
 func TestBusyLoopYieldsAfterBusyNanos(t *testing.T) {
