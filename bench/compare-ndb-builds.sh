@@ -12,6 +12,8 @@
 #   MODE               mget100 (default): 100-key gets, 2 x 8 connections,
 #                      each its own key range in sequence, on bench.flexlike
 #                      (bench/likeflex.yaml), as live.sh's likeflex group;
+#                      mget300: 300-key gets, which a text get's slices
+#                      (protocols/memcache, getKeysPerServe) may cut;
 #                      get1_p16: single gets at pipeline 16, same table;
 #                      c1: one connection, 1:10 sets and gets
 #   TRIALS (5), TIME (seconds a run, 10), PRELOAD (1: store the keys first)
@@ -34,9 +36,10 @@ for b in "$@"; do
 done
 case $MODE in
   mget100) args=(-t 2 -c 8 --ratio=0:100 --pipeline=1 --multi-key-get=100 --key-pattern=P:P) batch=100 ;;
+  mget300) args=(-t 2 -c 8 --ratio=0:300 --pipeline=1 --multi-key-get=300 --key-pattern=P:P) batch=300 ;;
   get1_p16) args=(-t 2 -c 8 --ratio=0:1 --pipeline=16 --key-pattern=P:P) batch=1 ;;
   c1) args=(-t 1 -c 1 --ratio=1:10 --pipeline=1 --key-pattern=R:R) batch=1 ;;
-  *) echo "compare-ndb-builds: unknown MODE $MODE (mget100 get1_p16 c1)" >&2; exit 2 ;;
+  *) echo "compare-ndb-builds: unknown MODE $MODE (mget100 mget300 get1_p16 c1)" >&2; exit 2 ;;
 esac
 
 gw=""
