@@ -32,14 +32,20 @@ func TestHeldRepliesGoBeforeALargeOne(t *testing.T) {
 	require.Empty(t, c.unsent(), "the large reply and what was held before it went at once")
 
 	want := append([]byte("small\r\n"), big...)
-	got := make([]byte, 0, len(want))
+	require.True(t, bytes.Equal(want, readBytes(t, fds[1], len(want))), "replies out of order")
+}
+
+// readBytes reads n bytes from the blocking socket fd.
+func readBytes(t *testing.T, fd, n int) []byte {
+	t.Helper()
+	got := make([]byte, 0, n)
 	buf := make([]byte, 64<<10)
-	for len(got) < len(want) {
-		n, err := syscall.Read(fds[1], buf)
+	for len(got) < n {
+		k, err := syscall.Read(fd, buf)
 		require.NoError(t, err)
-		got = append(got, buf[:n]...)
+		got = append(got, buf[:k]...)
 	}
-	require.True(t, bytes.Equal(want, got), "replies out of order")
+	return got
 }
 
 // A reply too large for the turn buffer is encoded elsewhere, growing as it
@@ -55,14 +61,7 @@ func TestTurnBufferGrowsToALargeReply(t *testing.T) {
 		require.Equal(t, turn == 1, inPlace, "turn %d: room in the turn buffer", turn)
 		c.Send(append(out, big...))
 		l.sendHeld()
-		got := make([]byte, 0, len(big))
-		buf := make([]byte, 64<<10)
-		for len(got) < len(big) {
-			n, err := syscall.Read(peers[0], buf)
-			require.NoError(t, err)
-			got = append(got, buf[:n]...)
-		}
-		require.True(t, bytes.Equal(big, got), "turn %d: the reply, whole", turn)
+		require.True(t, bytes.Equal(big, readBytes(t, peers[0], len(big))), "turn %d: the reply, whole", turn)
 	}
 	require.GreaterOrEqual(t, cap(l.turn), len(big))
 	require.Zero(t, l.turnWant, "asked for once")
