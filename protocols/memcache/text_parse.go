@@ -8,9 +8,6 @@ import (
 	"math"
 )
 
-// Parse parses the first command in buf into cmd. Slices in cmd alias buf.
-func (p *Parser) Parse(buf []byte, cmd *Command) Result { return p.parse(buf, cmd) }
-
 // Resume is where a retrieval served in slices stopped: the length of its
 // command line (Result.N of its first parse), and its first key not yet
 // started, as bytes past the start of the line's first key (KeySkip).
@@ -39,25 +36,13 @@ func (p *Parser) ParseFrom(buf []byte, at Resume, limit int, cmd *Command) Resul
 		}
 		return errorAt(n, replyError)
 	}
-	line := buf[:at.Line-1]
-	if len(line) > 0 && line[len(line)-1] == '\r' {
-		line = line[:len(line)-1]
-	}
+	line := commandLine(buf[:at.Line])
 	w := p.words[:p.split(line)]
-	var res Result
-	switch {
-	case len(w) == 0:
-		res = refuse(replyError)
-	case string(w[0]) == "get":
-		res = p.retrieval(CmdGet, line, w, at.Skip, limit, cmd)
-	case string(w[0]) == "gets":
-		res = p.retrieval(CmdGets, line, w, at.Skip, limit, cmd)
-	case string(w[0]) == "gat":
-		res = p.retrieval(CmdGat, line, w, at.Skip, limit, cmd)
-	case string(w[0]) == "gats":
-		res = p.retrieval(CmdGats, line, w, at.Skip, limit, cmd)
-	default:
-		res = refuse(replyError)
+	res := refuse(replyError)
+	if len(w) > 0 {
+		if kind := retrievalKind(w[0]); kind != CmdNone {
+			res = p.retrieval(kind, line, w, at.Skip, limit, cmd)
+		}
 	}
 	if res.Status == StatusError {
 		cmd.Keys = cmd.Keys[:0]
@@ -66,17 +51,15 @@ func (p *Parser) ParseFrom(buf []byte, at Resume, limit int, cmd *Command) Resul
 	return res
 }
 
-func (p *Parser) parse(buf []byte, cmd *Command) Result {
+// Parse parses the first command in buf into cmd. Slices in cmd alias buf.
+func (p *Parser) Parse(buf []byte, cmd *Command) Result {
 	*cmd = Command{Keys: p.keys[:0]}
 	nl := bytes.IndexByte(buf, '\n')
 	if nl < 0 {
 		return p.incomplete(buf)
 	}
 	lineLen := nl + 1
-	line := buf[:nl]
-	if len(line) > 0 && line[len(line)-1] == '\r' {
-		line = line[:len(line)-1]
-	}
+	line := commandLine(buf[:lineLen])
 	n := p.split(line)
 	if n == 0 {
 		return errorAt(lineLen, replyError)
@@ -84,14 +67,8 @@ func (p *Parser) parse(buf []byte, cmd *Command) Result {
 	w := p.words[:n]
 	var res Result
 	switch string(w[0]) {
-	case "get":
-		res = p.retrieval(CmdGet, line, w, 0, 0, cmd)
-	case "gets":
-		res = p.retrieval(CmdGets, line, w, 0, 0, cmd)
-	case "gat":
-		res = p.retrieval(CmdGat, line, w, 0, 0, cmd)
-	case "gats":
-		res = p.retrieval(CmdGats, line, w, 0, 0, cmd)
+	case "get", "gets", "gat", "gats":
+		res = p.retrieval(retrievalKind(w[0]), line, w, 0, 0, cmd)
 	case "set":
 		return p.storage(CmdSet, buf, lineLen, w, cmd)
 	case "add":
@@ -155,6 +132,31 @@ func (p *Parser) parse(buf []byte, cmd *Command) Result {
 	}
 	res.N = lineLen
 	return res
+}
+
+// commandLine is a command's line without its "\n" or "\r\n".
+func commandLine(withNewline []byte) []byte {
+	line := withNewline[:len(withNewline)-1]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	return line
+}
+
+// retrievalKind is the command a retrieval verb names; CmdNone for any
+// other word.
+func retrievalKind(verb []byte) CommandKind {
+	switch string(verb) {
+	case "get":
+		return CmdGet
+	case "gets":
+		return CmdGets
+	case "gat":
+		return CmdGat
+	case "gats":
+		return CmdGats
+	}
+	return CmdNone
 }
 
 // incomplete decides whether a line without a newline may still grow.
