@@ -16,6 +16,10 @@
 #                      (protocols/memcache, getKeysPerServe) may cut;
 #                      get1_p16: single gets at pipeline 16, same table;
 #                      c1: one connection, 1:10 sets and gets
+#   TABLE              flexlike (default): the modes' table above;
+#                      demo_table: ndbmemcache's demo container (no
+#                      --config), as live.sh's memtier group against
+#                      ndbmemcache; its expire column makes reads check expiry
 #   TRIALS (5), TIME (seconds a run, 10), PRELOAD (1: store the keys first)
 #   memtier_benchmark on PATH
 #
@@ -25,7 +29,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 
-TRIALS=${TRIALS:-5} TIME=${TIME:-10} MODE=${MODE:-mget100} PRELOAD=${PRELOAD:-1}
+TRIALS=${TRIALS:-5} TIME=${TIME:-10} MODE=${MODE:-mget100} PRELOAD=${PRELOAD:-1} TABLE=${TABLE:-flexlike}
 KEYS=100000 PORT=22330 REST=22331
 [ $# -ge 2 ] || { echo "usage: $0 NDB_BUILD NDB_BUILD..." >&2; exit 2; }
 [ -n "${NDB_CONNECTSTRING:-}" ] || { echo "compare-ndb-builds: set NDB_CONNECTSTRING (the cluster's management server)" >&2; exit 2; }
@@ -41,6 +45,11 @@ case $MODE in
   c1) args=(-t 1 -c 1 --ratio=1:10 --pipeline=1 --key-pattern=R:R) batch=1 ;;
   *) echo "compare-ndb-builds: unknown MODE $MODE (mget100 mget300 get1_p16 c1)" >&2; exit 2 ;;
 esac
+case $TABLE in
+  flexlike) config=(--config bench/likeflex.yaml) ;;
+  demo_table) config=() ;;
+  *) echo "compare-ndb-builds: unknown TABLE $TABLE (flexlike demo_table)" >&2; exit 2 ;;
+esac
 
 gw=""
 trap '[ -n "$gw" ] && kill "$gw" 2>/dev/null; wait 2>/dev/null || true' EXIT
@@ -53,7 +62,7 @@ ndbd_ticks() {
 CLK=$(getconf CLK_TCK)
 start() {
   "$1" serve --ndb-connectstring "$NDB_CONNECTSTRING" --ndb-pool-size 2 --memcache "127.0.0.1:$PORT" \
-    --rest "127.0.0.1:$REST" --grpc "" --log-level warn --config bench/likeflex.yaml >"$out.log" 2>&1 &
+    --rest "127.0.0.1:$REST" --grpc "" --log-level warn "${config[@]}" >"$out.log" 2>&1 &
   gw=$!
   wait_ready "$gw" "$REST" "$out.log" "compare-ndb-builds ($1)" || exit 1
 }
@@ -79,7 +88,7 @@ for r in $(seq "$TRIALS"); do
     stop
   done
 done
-echo "$MODE | build / first: keys/s, gateway CPU per key, data node CPU per key (medians of per-trial ratios, range; lower CPU in N of trials)"
+echo "$MODE on $TABLE | build / first: keys/s, gateway CPU per key, data node CPU per key (medians of per-trial ratios, range; lower CPU in N of trials)"
 python3 - "$out" "$@" <<'PY'
 import collections, statistics, sys
 runs = collections.defaultdict(dict)

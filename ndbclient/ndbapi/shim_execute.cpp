@@ -19,6 +19,25 @@ static bool expiryValid(const Op &op) {
          (l.size[op.expireCol] == 4 || l.size[op.expireCol] == 8);
 }
 
+// expiredIn: row, the op's row as read, has expired: its expire column is
+// neither NULL nor 0, and not after the flight's time. The rule of the
+// interpreted expiry check (branchIfAlive) and of the embedded engine; the
+// column compares as its type does, signed or not.
+static bool expiredIn(const Op &op, const char *row) {
+  const Layout &l = op.recs->layout;
+  const uint16_t c = op.expireCol;
+  if (isNullIn(l, row, c)) return false;
+  uint64_t at = 0;
+  memcpy(&at, row + l.offset[c], l.size[c]);  // little endian
+  if (at == 0) return false;
+  const NdbDictionary::Column::Type type = op.recs->t->getColumn(c)->getType();
+  if (type == NdbDictionary::Column::Int || type == NdbDictionary::Column::Bigint) {
+    const int64_t v = l.size[c] == 4 ? static_cast<int32_t>(static_cast<uint32_t>(at)) : static_cast<int64_t>(at);
+    return v <= static_cast<int64_t>(op.now);
+  }
+  return at <= op.now;
+}
+
 // fillRow writes the op's key (every primary-key column, nothing else) and
 // the values it sets into op.in, marking the set columns in op.setMask, and
 // checks the condition value.
@@ -141,9 +160,16 @@ static bool defineOp(NdbTransaction *tx, Op &op, NdbOperation::AbortOption ao, N
     shimError(err, kErrBadValue, NdbError::ApplicationError, "atomic add needs an INT or BIGINT column (signed or unsigned)");
     return false;
   }
+  // A committed read checks its row's expiry once the row arrives
+  // (collect), not in an interpreted program: building and sending the
+  // program, and running it on the data node, cost more than reading one
+  // more column. It locks nothing, so the answer is the same. A locking
+  // read keeps the program: an expired row must fail it on the data node,
+  // so that its linked run aborts as for a missing row.
+  op.expiryAfter = op.kind == kRead && lm == NdbOperation::LM_CommittedRead && (op.flags & fExpiry);
   const NdbOperation::OperationOptions *opts = &plain;
   NdbOperation::OperationOptions programmed;
-  if (hasProgram(op) && op.kind != kInsert) {
+  if (hasProgram(op) && op.kind != kInsert && !op.expiryAfter) {
     programmed = plain;
     if (!attachProgram(op, programmed, err)) return false;
     opts = &programmed;
@@ -180,6 +206,7 @@ static bool defineOp(NdbTransaction *tx, Op &op, NdbOperation::AbortOption ao, N
     // column gets nothing back and never completes. An existence check
     // reads the first key column, which writeResult does not return.
     if (op.kind == kRead && op.read.empty() && !l.keyCols.empty()) setBit(op.readMask, l.keyCols[0]);
+    if (op.expiryAfter) setBit(op.readMask, op.expireCol);  // fillRow checked the column
   }
   if (readBack) {
     op.readBack = tx->readTuple(r.key, op.in, r.row, op.out, NdbOperation::LM_Exclusive, op.readMask, &plain, optsSize);
@@ -262,15 +289,11 @@ static bool runAppend(Ndb *ndb, Op &op, NdbError &err) {
   if (!rd || tx->execute(NdbTransaction::NoCommit, NdbOperation::AbortOnError) != 0) {
     err = tx->getNdbError(); ndb->closeTransaction(tx); return false;
   }
-  if (expiry && !isNullIn(l, op.out, op.expireCol)) {
-    // The row is locked: its expiry cannot change before the update.
-    uint64_t at = 0;
-    memcpy(&at, op.out + l.offset[op.expireCol], l.size[op.expireCol]);
-    if (at != 0 && at <= op.now) {
-      shimError(err, 626, NdbError::NoDataFound, "Tuple did not exist");
-      ndb->closeTransaction(tx);
-      return false;
-    }
+  // The row is locked: its expiry cannot change before the update.
+  if (expiry && expiredIn(op, op.out)) {
+    shimError(err, kExitExpired, NdbError::NoDataFound, "Tuple did not exist");
+    ndb->closeTransaction(tx);
+    return false;
   }
   const uint32_t pre = l.prefix[ac];
   const unsigned char *old = nullptr;
@@ -578,6 +601,9 @@ static void collect(std::vector<Op> &ops, const Txn &t, std::vector<uint64_t> &a
     } else if (t.result != 0 && !(purged && committed)) {
       op.failed = true;
       op.err = te;
+    } else if (op.expiryAfter && expiredIn(op, op.out)) {
+      op.failed = true;  // a miss, as the program's exit would have made it
+      shimError(op.err, kExitExpired, NdbError::NoDataFound, "Tuple did not exist");
     } else {
       if (op.readBack) finishReadBack(op);
       affected[static_cast<size_t>(k)] = op.kind == kRead ? 0 : 1;

@@ -162,6 +162,7 @@ struct Op : WireOp {
   char *codeMem = nullptr;
   uint32_t codeWords = 0;
   NdbInterpretedCode *code = nullptr;
+  bool expiryAfter = false;  // a committed read: collect checks its expiry
   // valid until the transaction closes: the op, and the read after a write
   // that returns values
   const NdbOperation *nop = nullptr, *readBack = nullptr;

@@ -168,11 +168,72 @@ func TestExpiredRowsAreMisses(t *testing.T) {
 	assert.True(t, rd.Row[1].IsNull(), "the insert made a new row, not an update of the old one")
 	assert.ErrorIs(t, run(&ndbclient.Op{Kind: ndbclient.OpInsert, Table: tbl, Key: key("alive"),
 		Set: []ndbclient.ColumnValue{{Column: drivertest.ColValue, Value: ndbclient.String("new")}}}), ndbclient.ErrDuplicate)
+	// A committed read checks expiry once its row arrives (the shim's
+	// expiredIn), alone or in a batch of reads; a locking read checks it on
+	// the data node. The expire column is read for the check, not returned.
+	for _, k := range []string{"alive", "never"} {
+		rd := &ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Key: key(k), Read: []int{drivertest.ColValue}}
+		require.NoError(t, run(rd), k)
+		require.Len(t, rd.Row, 1, k)
+		assert.Equal(t, "old", string(rd.Row[0].B), k)
+	}
+	store("read2", past)
+	reads := []*ndbclient.Op{}
+	for _, k := range []string{"read", "alive", "read2", "never"} {
+		reads = append(reads, &ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Key: key(k), Read: []int{drivertest.ColValue}})
+	}
+	require.NoError(t, c.Execute(context.Background(), &ndbclient.Batch{Ops: reads}))
+	for i, want := range []bool{false, true, false, true} {
+		if want {
+			assert.NoError(t, reads[i].Err, "batch read %d", i)
+		} else {
+			assert.ErrorIs(t, reads[i].Err, ndbclient.ErrNotFound, "batch read %d", i)
+		}
+	}
+	for _, lock := range []ndbclient.LockMode{ndbclient.LockShared, ndbclient.LockExclusive} {
+		assert.ErrorIs(t, run(&ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Key: key("read"), Lock: lock, Read: []int{drivertest.ColValue}}),
+			ndbclient.ErrNotFound, "lock %v", lock)
+		assert.NoError(t, run(&ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Key: key("alive"), Lock: lock, Read: []int{drivertest.ColValue}}),
+			"lock %v", lock)
+	}
 	for _, k := range []string{"alive", "never"} {
 		add := &ndbclient.Op{Kind: ndbclient.OpAdd, Table: tbl, Key: key(k), AddColumn: drivertest.ColMath, Delta: 1, Read: []int{drivertest.ColMath}}
 		require.NoError(t, run(add), k)
 		assert.Equal(t, uint64(8), add.Row[0].Uint(), k)
 		require.NoError(t, run(&ndbclient.Op{Kind: ndbclient.OpAppend, Table: tbl, Key: key(k), AppendColumn: drivertest.ColValue, Data: []byte("+")}), k)
+	}
+}
+
+// A signed expire column compares signed, on the data node and after a
+// committed read alike: a negative time has passed, as for the embedded
+// engine's rule (NULL and 0 never expire).
+func TestSignedExpireColumn(t *testing.T) {
+	d := openDriver(t, connectstring(t), 1)
+	want := &ndbclient.Table{Database: "ndbgate_test", Name: "signed_expiry", ExpireColumn: -1,
+		Columns: []ndbclient.Column{{Name: "id", Type: ndbclient.TypeUint32}, {Name: "v", Type: ndbclient.TypeUint32, Nullable: true},
+			{Name: "expire", Type: ndbclient.TypeInt64, Nullable: true}},
+		PrimaryKey: []int{0}}
+	tbl := freshTable(t, d, d, want)
+	tbl.ExpireColumn = 2
+	c := ndbclient.NewClient(d)
+	run := func(op *ndbclient.Op) error {
+		require.NoError(t, c.Execute(context.Background(), &ndbclient.Batch{Ops: []*ndbclient.Op{op}}))
+		return op.Err
+	}
+	now := time.Now().Unix()
+	for id, exp := range map[uint64]ndbclient.Value{1: ndbclient.Int(-5), 2: ndbclient.Int(now + 3600), 3: ndbclient.Null(), 4: ndbclient.Int(0), 5: ndbclient.Int(now - 10)} {
+		require.NoError(t, run(&ndbclient.Op{Kind: ndbclient.OpWrite, Table: tbl, Key: []ndbclient.Value{ndbclient.Uint(id)},
+			Set: []ndbclient.ColumnValue{{Column: 1, Value: ndbclient.Uint(id)}, {Column: 2, Value: exp}}}))
+	}
+	for id, alive := range map[uint64]bool{1: false, 2: true, 3: true, 4: true, 5: false} {
+		for _, lock := range []ndbclient.LockMode{ndbclient.LockCommitted, ndbclient.LockShared} {
+			err := run(&ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Key: []ndbclient.Value{ndbclient.Uint(id)}, Lock: lock, Read: []int{1}})
+			if alive {
+				assert.NoError(t, err, "row %d, lock %v", id, lock)
+			} else {
+				assert.ErrorIs(t, err, ndbclient.ErrNotFound, "row %d, lock %v", id, lock)
+			}
+		}
 	}
 }
 
