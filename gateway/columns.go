@@ -62,8 +62,9 @@ func setUint(o *ndbclient.Op, col int, v uint64) {
 	}
 }
 
-// decodeText appends the memcache value of a row read with c.readProj. A
-// non-NULL math column is authoritative: incr/decr change only it.
+// decodeText appends the memcache value of a row read with c.readProj or
+// c.valueProj (both end with the math column). A non-NULL math column is
+// authoritative: incr/decr change only it.
 func decodeText(c *Container, row []ndbclient.Value, dst []byte) []byte {
 	if c.MathColumn >= 0 {
 		if m := row[len(row)-1]; !m.IsNull() {
@@ -80,13 +81,16 @@ func decodeText(c *Container, row []ndbclient.Value, dst []byte) []byte {
 }
 
 // rowMeta returns flags, cas and expiry (unix seconds, 0 never) of a row read
-// with c.readProj.
-func rowMeta(c *Container, row []ndbclient.Value) (flags uint32, cas uint64, expire uint32) {
+// with c.readProj; of one read with c.valueProj (values), only the flags.
+func rowMeta(c *Container, row []ndbclient.Value, values bool) (flags uint32, cas uint64, expire uint32) {
 	i := len(c.ValueColumns)
 	flags = c.StaticFlags
 	if c.FlagsColumn >= 0 {
 		flags = uint32(row[i].Uint())
 		i++
+	}
+	if values {
+		return flags, 0, 0
 	}
 	if c.CasColumn >= 0 {
 		cas = row[i].Uint()

@@ -150,6 +150,9 @@ type Container struct {
 
 	// readProj is what a get reads: value columns, then flags, cas, expire, math.
 	readProj []int
+	// valueProj is readProj without cas and expire: what a get whose answer
+	// is values and flags reads (Request.ValuesOnly).
+	valueProj []int
 	// simple is the fast path: one bytes key column and one bytes value column.
 	simple bool
 	// widest is the longest value text the value columns can hold.
@@ -209,9 +212,13 @@ func (c *Container) Prepare() error {
 		return fmt.Errorf("container %q: math column %q must be nullable (NULL marks a non-numeric value)", c.Name, t.Columns[c.MathColumn].Name)
 	}
 	c.readProj = append(c.readProj[:0], c.ValueColumns...)
+	c.valueProj = append(c.valueProj[:0], c.ValueColumns...)
 	for _, col := range []int{c.FlagsColumn, c.CasColumn, c.ExpireColumn, c.MathColumn} {
 		if col >= 0 {
 			c.readProj = append(c.readProj, col)
+			if col != c.CasColumn && col != c.ExpireColumn {
+				c.valueProj = append(c.valueProj, col)
+			}
 		}
 	}
 	c.simple = len(c.KeyColumns) == 1 && len(c.ValueColumns) == 1 &&

@@ -111,6 +111,13 @@ func (r *Request) inPass(p Policy, it *Item) bool {
 	return p.Get == AccessNDB || (p.Get == AccessCaching && !it.Hit && it.Err == nil)
 }
 
+// valuesOnly reports whether key t's read takes its container's valueProj:
+// the answer needs no cas or expiry (Request.ValuesOnly), and no local copy
+// is made from the row (a caching key's copy keeps all of readProj).
+func (r *Request) valuesOnly(t *keyTarget) bool {
+	return r.ValuesOnly && r.Verb == VerbGet && t.route.Policy.Get != AccessCaching
+}
+
 // addGetOps appends key i's ops from op index n: a read, followed for gat by an
 // expiry update in the same transaction. The read comes first because gat
 // returns the item as it was, even when the new expiry makes it expire at once.
@@ -125,7 +132,11 @@ func (r *Request) addGetOps(n, i int, t *keyTarget) int {
 		r.Items[i].Err = err
 		return n
 	}
-	o.Read = append(o.Read, c.readProj...)
+	if r.valuesOnly(t) {
+		o.Read = append(o.Read, c.valueProj...)
+	} else {
+		o.Read = append(o.Read, c.readProj...)
+	}
 	o.Tag = i // the item the read is for
 	o.NoBump, o.Lease = r.Meta.NoBump, r.Meta.Lease
 	if r.Meta.Recache > 0 {
@@ -153,7 +164,8 @@ func (r *Request) getDone() {
 		switch ndbclient.CodeOf(o.Err) {
 		case ndbclient.CodeOK:
 			it.Hit = true
-			it.Flags, it.Cas, it.Expire = rowMeta(r.targets[o.Tag].route.Container, o.Row)
+			t := &r.targets[o.Tag]
+			it.Flags, it.Cas, it.Expire = rowMeta(t.route.Container, o.Row, r.valuesOnly(t))
 			it.Meta, it.Won = o.Meta, o.Won
 			if r.Verb == VerbGat {
 				it.Expire = uint32(r.svc.expireAt(r.Exptime))

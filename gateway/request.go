@@ -111,6 +111,10 @@ type Request struct {
 	// Lone says the caller has nothing else to do until the request
 	// completes; its batches carry it to the driver (ndbclient.Batch.Lone).
 	Lone bool
+	// ValuesOnly says a get's answer uses its items' values and flags and
+	// nothing else (memcache text get): the cas and expire columns are not
+	// read, and the items' Cas and Expire are 0.
+	ValuesOnly bool
 
 	// Outputs.
 	Outcome Outcome
@@ -174,7 +178,7 @@ func (s *Service) NewRequest() *Request {
 // Reset clears inputs and outputs, keeping buffers.
 func (r *Request) Reset() {
 	r.Verb, r.Flags, r.Exptime, r.Cas, r.Delta = 0, 0, 0, 0, 0
-	r.Create, r.Initial, r.Meta, r.Route, r.Lone = false, 0, MetaOptions{}, nil, false
+	r.Create, r.Initial, r.Meta, r.Route, r.Lone, r.ValuesOnly = false, 0, MetaOptions{}, nil, false, false
 	r.Outcome, r.Number, r.NewCas, r.Err = OutcomeNone, 0, 0, nil
 	r.Size, r.Expire = 0, 0
 	r.Items = r.Items[:0]

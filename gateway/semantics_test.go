@@ -3,7 +3,10 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -360,4 +363,123 @@ func TestPinnedRouteAndRun(t *testing.T) {
 	got = h.do(t, gateway.VerbGet, "", nil, "s:s:abc")
 	require.True(t, got.Items[0].Hit)
 	assert.Equal(t, "v1", string(got.Items[0].Value))
+}
+
+// readProjections records, by key, the columns each read op names.
+type readProjections struct {
+	ndbclient.Driver
+	mu    *sync.Mutex
+	reads map[string][][]int
+}
+
+func (d readProjections) record(b *ndbclient.Batch) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, op := range b.Ops {
+		if op.Kind == ndbclient.OpRead {
+			k := string(op.Key[0].B)
+			d.reads[k] = append(d.reads[k], slices.Clone(op.Read))
+		}
+	}
+}
+
+func (d readProjections) Execute(ctx context.Context, b *ndbclient.Batch) error {
+	d.record(b)
+	return d.Driver.Execute(ctx, b)
+}
+
+func (d readProjections) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
+	d.record(b)
+	d.Driver.Submit(b, done)
+}
+
+// A get marked ValuesOnly (memcache text get) reads neither the cas nor the
+// expire column and answers with the same values and flags as a full get,
+// counters included; its items' Cas and Expire are 0. A caching key still
+// reads the whole row, which its local copy keeps.
+func TestValuesOnlyGet(t *testing.T) {
+	for _, drv := range drivers {
+		t.Run(drv.name, func(t *testing.T) {
+			var mu sync.Mutex
+			reads := map[string][][]int{} // both drivers': the local copy's and the backend's
+			h := newHarness(t, func(d ndbclient.Driver) ndbclient.Driver {
+				return readProjections{Driver: drv.wrap(d), mu: &mu, reads: reads}
+			}, gateway.Route{Prefix: "c:", Policy: gateway.PolicyCaching})
+			take := func() map[string][][]int {
+				mu.Lock()
+				defer mu.Unlock()
+				out := maps.Clone(reads)
+				clear(reads)
+				return out
+			}
+			tbl := gateway.DemoTable(itemMax)
+			cas, expire := tbl.ColumnIndex("cas_value"), tbl.ColumnIndex("expire_time")
+			require.GreaterOrEqual(t, cas, 0)
+			require.GreaterOrEqual(t, expire, 0)
+			h.do(t, gateway.VerbSet, "hello", func(r *gateway.Request) { r.Flags, r.Exptime = 42, 3600 }, "k")
+			h.do(t, gateway.VerbSet, "5", nil, "n")
+			h.do(t, gateway.VerbIncr, "", func(r *gateway.Request) { r.Delta = 2 }, "n")
+			h.do(t, gateway.VerbSet, "cached", func(r *gateway.Request) { r.Flags = 9 }, "c:c")
+			take()
+
+			type item struct {
+				value string
+				flags uint32
+				cas   uint64
+				exp   uint32
+			}
+			keys := []string{"k", "n", "c:c", "missing"}
+			getAll := func(valuesOnly bool) []item {
+				r := h.do(t, gateway.VerbGet, "", func(r *gateway.Request) { r.ValuesOnly = valuesOnly }, keys...)
+				require.Equal(t, gateway.OutcomeValues, r.Outcome, "err %v", r.Err)
+				var out []item
+				for _, it := range r.Items {
+					require.NoError(t, it.Err)
+					if it.Hit {
+						out = append(out, item{string(it.Value), it.Flags, it.Cas, it.Expire})
+					} else {
+						out = append(out, item{value: "<miss>"})
+					}
+				}
+				return out
+			}
+			full := getAll(false)
+			fullReads := take()
+			lean := getAll(true)
+			leanReads := take()
+
+			require.Len(t, full, 4)
+			assert.Equal(t, []string{"hello", "7", "cached", "<miss>"}, []string{full[0].value, full[1].value, full[2].value, full[3].value})
+			assert.NotZero(t, full[0].cas)
+			assert.NotZero(t, full[0].exp)
+			for i := range full {
+				assert.Equal(t, full[i].value, lean[i].value, "item %d", i)
+				assert.Equal(t, full[i].flags, lean[i].flags, "item %d", i)
+			}
+			assert.Equal(t, uint32(42), lean[0].flags)
+			for _, i := range []int{0, 1} {
+				assert.Zero(t, lean[i].cas, "item %d: not read", i)
+				assert.Zero(t, lean[i].exp, "item %d: not read", i)
+			}
+			assert.Equal(t, full[2].cas, lean[2].cas, "the caching key read its whole row")
+
+			// The route takes its prefix off: "c:c" is row "c".
+			for _, col := range []int{cas, expire} {
+				for _, k := range []string{"k", "n", "c", "missing"} {
+					require.NotEmpty(t, fullReads[k], "key %s read", k)
+					require.NotEmpty(t, leanReads[k], "key %s read", k)
+					for _, rd := range fullReads[k] {
+						assert.Contains(t, rd, col, "a full get of %s", k)
+					}
+					for _, rd := range leanReads[k] {
+						if k == "c" {
+							assert.Contains(t, rd, col, "a values-only get of the caching key")
+						} else {
+							assert.NotContains(t, rd, col, "a values-only get of %s", k)
+						}
+					}
+				}
+			}
+		})
+	}
 }
