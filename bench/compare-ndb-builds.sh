@@ -20,7 +20,8 @@
 #                      demo_table: ndbmemcache's demo container (no
 #                      --config), as live.sh's memtier group against
 #                      ndbmemcache; its expire column makes reads check expiry
-#   TRIALS (5), TIME (seconds a run, 10), PRELOAD (1: store the keys first)
+#   TRIALS (5), TIME (seconds a run, 10), PRELOAD (1: store the keys first;
+#                      with 0, a run whose gets miss stops the script)
 #   memtier_benchmark on PATH
 #
 #   NDB_CONNECTSTRING=127.0.0.1:1186 NDB_LIB_DIR=/opt/ndb/lib \
@@ -82,7 +83,13 @@ for r in $(seq "$TRIALS"); do
       --key-maximum="$KEYS" --test-time="$TIME" --distinct-client-seed --randomize "${args[@]}" \
       --json-out-file="$out.json" >/dev/null 2>&1
     c1=$(proc_ticks "$gw") n1=$(ndbd_ticks)
-    keys=$(python3 bench/memtier_json.py "$out.json" "$TIME" "$batch" | awk '{print $2}')
+    read -r _ keys hit _ < <(python3 bench/memtier_json.py "$out.json" "$TIME" "$batch")
+    # Every key was stored: a miss means the table was emptied since (the
+    # live e2e suite flushes it), and misses measure nothing of a read.
+    if awk -v h="$hit" 'BEGIN {exit !(h < 0.99)}'; then
+      echo "compare-ndb-builds: $b: only $hit of the gets hit; store the keys again (PRELOAD=1)" >&2
+      exit 1
+    fi
     awk -v b="$b" -v r="$r" -v d=$((c1 - c0)) -v nd=$((n1 - n0)) -v c="$CLK" -v k="$keys" -v t="$TIME" \
       'BEGIN {printf "%s %d %d %.3f %.3f\n", b, r, k, d / c * 1e6 / (k * t), nd / c * 1e6 / (k * t)}' | tee -a "$out"
     stop
