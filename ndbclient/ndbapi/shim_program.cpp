@@ -34,8 +34,10 @@ bool addable(const NdbDictionary::Column *c) {
   }
 }
 
-// hasProgram: the op runs an interpreted program (attachProgram): a CAS
-// update, an atomic add, or a delete or append with a condition.
+// hasProgram: the op may run an interpreted program (attachProgram), and
+// stageRows gives it room for one: a CAS update, an atomic add, a delete or
+// append with a condition, or an op that checks expiry. A committed read
+// checks expiry from its row instead (defineOp), and leaves the room unused.
 bool hasProgram(const Op &op) {
   return op.kind == kCondUpdate || op.kind == kAdd ||
          ((op.kind == kDelete || op.kind == kAppend) && (op.flags & fHasCond)) ||
