@@ -37,6 +37,17 @@ func logFiles(t testing.TB, dir string) []string {
 	return out
 }
 
+// currentLog is the log file the running server appends to: the newest.
+// Older ones can be there too: a start that failed on a taken port (which
+// startServer retries) snapshots the data dir on its way out, and that
+// snapshot's own log stays.
+func currentLog(t testing.TB, dir string) string {
+	t.Helper()
+	logs := logFiles(t, dir)
+	require.NotEmpty(t, logs)
+	return logs[len(logs)-1] // the names' zero-padded hex sorts by sequence
+}
+
 func fileLen(t testing.TB, path string) int64 {
 	t.Helper()
 	st, err := os.Stat(path)
@@ -303,11 +314,9 @@ func TestPersistFlushAllRefusedByFullDisk(t *testing.T) {
 	reply, err := m.set("kept", "value", 0)
 	require.NoError(t, err)
 	require.Equal(t, "STORED", reply)
-	logs := logFiles(t, dir)
-	require.Len(t, logs, 1)
 	var old unix.Rlimit
 	require.NoError(t, unix.Prlimit(s.pid(), unix.RLIMIT_FSIZE, nil, &old))
-	full := unix.Rlimit{Cur: uint64(fileLen(t, logs[0])), Max: old.Max} // not one more byte
+	full := unix.Rlimit{Cur: uint64(fileLen(t, currentLog(t, dir))), Max: old.Max} // not one more byte
 	require.NoError(t, unix.Prlimit(s.pid(), unix.RLIMIT_FSIZE, &full, nil), "prlimit on our own child")
 	const refused = "SERVER_ERROR cannot write to the data dir (disk full or failing), not stored"
 	reply, err = m.set("during", "x", 0)
@@ -454,16 +463,15 @@ func TestPersistGracefulRestart(t *testing.T) {
 // where each key's record ends, as the file says, not as a decoder would.
 func writeSequential(t *testing.T, s *server, dir string, n int) (string, []int64) {
 	m := mustDialMC(t, s.memcacheAddr)
-	logs := logFiles(t, dir)
-	require.Len(t, logs, 1)
+	logPath := currentLog(t, dir)
 	var ends []int64
 	for i := range n {
 		reply, err := m.set(fmt.Sprint("k", i), seqValue(i), 0)
 		require.NoError(t, err)
 		require.Equal(t, "STORED", reply)
-		ends = append(ends, fileLen(t, logs[0]))
+		ends = append(ends, fileLen(t, logPath))
 	}
-	return logs[0], ends
+	return logPath, ends
 }
 
 func seqValue(i int) string { return fmt.Sprintf("v%d:%s", i, strings.Repeat("abcdefgh", 10+i%7)) }
@@ -576,11 +584,9 @@ func TestPersistFullDisk(t *testing.T) {
 		require.Equal(t, "STORED", reply)
 		stored[k] = seqValue(i)
 	}
-	logs := logFiles(t, dir)
-	require.Len(t, logs, 1)
 	var old unix.Rlimit
 	require.NoError(t, unix.Prlimit(s.pid(), unix.RLIMIT_FSIZE, nil, &old))
-	limit := unix.Rlimit{Cur: uint64(fileLen(t, logs[0])) + 2000, Max: old.Max}
+	limit := unix.Rlimit{Cur: uint64(fileLen(t, currentLog(t, dir))) + 2000, Max: old.Max}
 	require.NoError(t, unix.Prlimit(s.pid(), unix.RLIMIT_FSIZE, &limit, nil), "prlimit on our own child")
 
 	var refused []string
