@@ -15,6 +15,7 @@
 #                      mget300: 300-key gets, which a text get's slices
 #                      (protocols/memcache, getKeysPerServe) may cut;
 #                      get1_p16: single gets at pipeline 16, same table;
+#                      bin_get1_p16: the same in the binary protocol;
 #                      c1: one connection, 1:10 sets and gets
 #   TABLE              flexlike (default): the modes' table above;
 #                      demo_table: ndbmemcache's demo container (no
@@ -31,6 +32,7 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 
 TRIALS=${TRIALS:-5} TIME=${TIME:-10} MODE=${MODE:-mget100} PRELOAD=${PRELOAD:-1} TABLE=${TABLE:-flexlike}
+proto=memcache_text
 KEYS=100000 PORT=22330 REST=22331
 [ $# -ge 2 ] || { echo "usage: $0 NDB_BUILD NDB_BUILD..." >&2; exit 2; }
 [ -n "${NDB_CONNECTSTRING:-}" ] || { echo "compare-ndb-builds: set NDB_CONNECTSTRING (the cluster's management server)" >&2; exit 2; }
@@ -43,8 +45,9 @@ case $MODE in
   mget100) args=(-t 2 -c 8 --ratio=0:100 --pipeline=1 --multi-key-get=100 --key-pattern=P:P) batch=100 ;;
   mget300) args=(-t 2 -c 8 --ratio=0:300 --pipeline=1 --multi-key-get=300 --key-pattern=P:P) batch=300 ;;
   get1_p16) args=(-t 2 -c 8 --ratio=0:1 --pipeline=16 --key-pattern=P:P) batch=1 ;;
+  bin_get1_p16) args=(-t 2 -c 8 --ratio=0:1 --pipeline=16 --key-pattern=P:P) batch=1 proto=memcache_binary ;;
   c1) args=(-t 1 -c 1 --ratio=1:10 --pipeline=1 --key-pattern=R:R) batch=1 ;;
-  *) echo "compare-ndb-builds: unknown MODE $MODE (mget100 mget300 get1_p16 c1)" >&2; exit 2 ;;
+  *) echo "compare-ndb-builds: unknown MODE $MODE (mget100 mget300 get1_p16 bin_get1_p16 c1)" >&2; exit 2 ;;
 esac
 case $TABLE in
   flexlike) config=(--config bench/likeflex.yaml) ;;
@@ -79,7 +82,7 @@ for r in $(seq "$TRIALS"); do
     start "$b"
     sleep 1 # connected and described: the run measures reads only
     c0=$(proc_ticks "$gw") n0=$(ndbd_ticks)
-    memtier_benchmark -s 127.0.0.1 -p "$PORT" --protocol=memcache_text --hide-histogram -d 32 --key-minimum=1 \
+    memtier_benchmark -s 127.0.0.1 -p "$PORT" --protocol="$proto" --hide-histogram -d 32 --key-minimum=1 \
       --key-maximum="$KEYS" --test-time="$TIME" --distinct-client-seed --randomize "${args[@]}" \
       --json-out-file="$out.json" >/dev/null 2>&1
     c1=$(proc_ticks "$gw") n1=$(ndbd_ticks)
