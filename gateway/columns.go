@@ -63,7 +63,7 @@ func setUint(o *ndbclient.Op, col int, v uint64) {
 }
 
 // decodeText appends the memcache value of a row read with c.readProj or
-// c.valueProj (both end with the math column). A non-NULL math column is
+// any c.getProj (all end with the math column). A non-NULL math column is
 // authoritative: incr/decr change only it.
 func decodeText(c *Container, row []ndbclient.Value, dst []byte) []byte {
 	if c.MathColumn >= 0 {
@@ -81,22 +81,19 @@ func decodeText(c *Container, row []ndbclient.Value, dst []byte) []byte {
 }
 
 // rowMeta returns flags, cas and expiry (unix seconds, 0 never) of a row read
-// with c.readProj; of one read with c.valueProj (values), only the flags.
-func rowMeta(c *Container, row []ndbclient.Value, values bool) (flags uint32, cas uint64, expire uint32) {
+// with c.getProj[omit]; what omit names is 0.
+func rowMeta(c *Container, row []ndbclient.Value, omit Omit) (flags uint32, cas uint64, expire uint32) {
 	i := len(c.ValueColumns)
 	flags = c.StaticFlags
 	if c.FlagsColumn >= 0 {
 		flags = uint32(row[i].Uint())
 		i++
 	}
-	if values {
-		return flags, 0, 0
-	}
-	if c.CasColumn >= 0 {
+	if c.CasColumn >= 0 && omit&OmitCas == 0 {
 		cas = row[i].Uint()
 		i++
 	}
-	if c.ExpireColumn >= 0 {
+	if c.ExpireColumn >= 0 && omit&OmitExpire == 0 {
 		expire = uint32(row[i].Uint())
 	}
 	return flags, cas, expire

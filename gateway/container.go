@@ -150,9 +150,9 @@ type Container struct {
 
 	// readProj is what a get reads: value columns, then flags, cas, expire, math.
 	readProj []int
-	// valueProj is readProj without cas and expire: what a get whose answer
-	// is values and flags reads (Request.ValuesOnly).
-	valueProj []int
+	// getProj[o] is readProj without the columns o omits (Request.Omit):
+	// what a get reads. getProj[0] is readProj.
+	getProj [omitAll + 1][]int
 	// simple is the fast path: one bytes key column and one bytes value column.
 	simple bool
 	// widest is the longest value text the value columns can hold.
@@ -212,13 +212,19 @@ func (c *Container) Prepare() error {
 		return fmt.Errorf("container %q: math column %q must be nullable (NULL marks a non-numeric value)", c.Name, t.Columns[c.MathColumn].Name)
 	}
 	c.readProj = append(c.readProj[:0], c.ValueColumns...)
-	c.valueProj = append(c.valueProj[:0], c.ValueColumns...)
 	for _, col := range []int{c.FlagsColumn, c.CasColumn, c.ExpireColumn, c.MathColumn} {
 		if col >= 0 {
 			c.readProj = append(c.readProj, col)
-			if col != c.CasColumn && col != c.ExpireColumn {
-				c.valueProj = append(c.valueProj, col)
+		}
+	}
+	for o := range c.getProj {
+		omit := Omit(o)
+		c.getProj[o] = c.getProj[o][:0]
+		for _, col := range c.readProj {
+			if col == c.CasColumn && omit&OmitCas != 0 || col == c.ExpireColumn && omit&OmitExpire != 0 {
+				continue
 			}
+			c.getProj[o] = append(c.getProj[o], col)
 		}
 	}
 	c.simple = len(c.KeyColumns) == 1 && len(c.ValueColumns) == 1 &&

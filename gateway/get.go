@@ -111,11 +111,14 @@ func (r *Request) inPass(p Policy, it *Item) bool {
 	return p.Get == AccessNDB || (p.Get == AccessCaching && !it.Hit && it.Err == nil)
 }
 
-// valuesOnly reports whether key t's read takes its container's valueProj:
-// the answer needs no cas or expiry (Request.ValuesOnly), and no local copy
-// is made from the row (a caching key's copy keeps all of readProj).
-func (r *Request) valuesOnly(t *keyTarget) bool {
-	return r.ValuesOnly && r.Verb == VerbGet && t.route.Policy.Get != AccessCaching
+// omit is what key t's read leaves out (its container's getProj): what the
+// answer does not use (Request.Omit), unless a local copy is made from the
+// row (a caching key's copy keeps all of readProj). gat reads everything.
+func (r *Request) omit(t *keyTarget) Omit {
+	if r.Verb != VerbGet || t.route.Policy.Get == AccessCaching {
+		return 0
+	}
+	return r.Omit & omitAll
 }
 
 // addGetOps appends key i's ops from op index n: a read, followed for gat by an
@@ -132,11 +135,7 @@ func (r *Request) addGetOps(n, i int, t *keyTarget) int {
 		r.Items[i].Err = err
 		return n
 	}
-	if r.valuesOnly(t) {
-		o.Read = append(o.Read, c.valueProj...)
-	} else {
-		o.Read = append(o.Read, c.readProj...)
-	}
+	o.Read = append(o.Read, c.getProj[r.omit(t)]...)
 	o.Tag = i // the item the read is for
 	o.NoBump, o.Lease = r.Meta.NoBump, r.Meta.Lease
 	if r.Meta.Recache > 0 {
@@ -165,7 +164,7 @@ func (r *Request) getDone() {
 		case ndbclient.CodeOK:
 			it.Hit = true
 			t := &r.targets[o.Tag]
-			it.Flags, it.Cas, it.Expire = rowMeta(t.route.Container, o.Row, r.valuesOnly(t))
+			it.Flags, it.Cas, it.Expire = rowMeta(t.route.Container, o.Row, r.omit(t))
 			it.Meta, it.Won = o.Meta, o.Won
 			if r.Verb == VerbGat {
 				it.Expire = uint32(r.svc.expireAt(r.Exptime))

@@ -82,6 +82,15 @@ type MetaOptions struct {
 	WantSize   bool // store: report the stored value's size in Size
 }
 
+// Omit is a set of item fields a get's answer does not use (Request.Omit).
+type Omit uint8
+
+const (
+	OmitCas    Omit = 1 << iota // Item.Cas
+	OmitExpire                  // Item.Expire
+	omitAll    = OmitCas | OmitExpire
+)
+
 // Request is one reusable key-value request. A front end owns it: it fills the
 // inputs, calls Service.Do, and reads the outputs in Done. Buffers are kept
 // across uses so the steady state allocates nothing. A Request is not safe for
@@ -111,10 +120,10 @@ type Request struct {
 	// Lone says the caller has nothing else to do until the request
 	// completes; its batches carry it to the driver (ndbclient.Batch.Lone).
 	Lone bool
-	// ValuesOnly says a get's answer uses its items' values and flags and
-	// nothing else (memcache text get): the cas and expire columns are not
-	// read, and the items' Cas and Expire are 0.
-	ValuesOnly bool
+	// Omit names what a get's answer does not use (a memcache text get uses
+	// neither cas nor expiry, a binary get no expiry): its reads skip those
+	// columns, and its items' Cas or Expire are 0.
+	Omit Omit
 
 	// Outputs.
 	Outcome Outcome
@@ -178,7 +187,7 @@ func (s *Service) NewRequest() *Request {
 // Reset clears inputs and outputs, keeping buffers.
 func (r *Request) Reset() {
 	r.Verb, r.Flags, r.Exptime, r.Cas, r.Delta = 0, 0, 0, 0, 0
-	r.Create, r.Initial, r.Meta, r.Route, r.Lone, r.ValuesOnly = false, 0, MetaOptions{}, nil, false, false
+	r.Create, r.Initial, r.Meta, r.Route, r.Lone, r.Omit = false, 0, MetaOptions{}, nil, false, 0
 	r.Outcome, r.Number, r.NewCas, r.Err = OutcomeNone, 0, 0, nil
 	r.Size, r.Expire = 0, 0
 	r.Items = r.Items[:0]

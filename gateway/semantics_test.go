@@ -393,11 +393,12 @@ func (d readProjections) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, 
 	d.Driver.Submit(b, done)
 }
 
-// A get marked ValuesOnly (memcache text get) reads neither the cas nor the
-// expire column and answers with the same values and flags as a full get,
-// counters included; its items' Cas and Expire are 0. A caching key still
-// reads the whole row, which its local copy keeps.
-func TestValuesOnlyGet(t *testing.T) {
+// A get's Omit (memcache text get: cas and expiry; gets and binary gets:
+// expiry) takes those columns out of its reads, and it answers with the same
+// values, flags and whatever it does not omit as a full get, counters
+// included; what it omits is 0. A caching key still reads the whole row,
+// which its local copy keeps, and gat reads everything.
+func TestGetOmits(t *testing.T) {
 	for _, drv := range drivers {
 		t.Run(drv.name, func(t *testing.T) {
 			var mu sync.Mutex
@@ -429,8 +430,8 @@ func TestValuesOnlyGet(t *testing.T) {
 				exp   uint32
 			}
 			keys := []string{"k", "n", "c:c", "missing"}
-			getAll := func(valuesOnly bool) []item {
-				r := h.do(t, gateway.VerbGet, "", func(r *gateway.Request) { r.ValuesOnly = valuesOnly }, keys...)
+			getAll := func(verb gateway.Verb, omit gateway.Omit) []item {
+				r := h.do(t, verb, "", func(r *gateway.Request) { r.Omit, r.Exptime = omit, 3600 }, keys...)
 				require.Equal(t, gateway.OutcomeValues, r.Outcome, "err %v", r.Err)
 				var out []item
 				for _, it := range r.Items {
@@ -443,42 +444,65 @@ func TestValuesOnlyGet(t *testing.T) {
 				}
 				return out
 			}
-			full := getAll(false)
+			full := getAll(gateway.VerbGet, 0)
 			fullReads := take()
-			lean := getAll(true)
-			leanReads := take()
-
 			require.Len(t, full, 4)
 			assert.Equal(t, []string{"hello", "7", "cached", "<miss>"}, []string{full[0].value, full[1].value, full[2].value, full[3].value})
+			assert.Equal(t, uint32(42), full[0].flags)
 			assert.NotZero(t, full[0].cas)
 			assert.NotZero(t, full[0].exp)
-			for i := range full {
-				assert.Equal(t, full[i].value, lean[i].value, "item %d", i)
-				assert.Equal(t, full[i].flags, lean[i].flags, "item %d", i)
+			for _, k := range []string{"k", "n", "c", "missing"} { // the route takes "c:" off
+				require.NotEmpty(t, fullReads[k], "key %s read", k)
+				for _, rd := range fullReads[k] {
+					assert.Contains(t, rd, cas, "a full get of %s", k)
+					assert.Contains(t, rd, expire, "a full get of %s", k)
+				}
 			}
-			assert.Equal(t, uint32(42), lean[0].flags)
-			for _, i := range []int{0, 1} {
-				assert.Zero(t, lean[i].cas, "item %d: not read", i)
-				assert.Zero(t, lean[i].exp, "item %d: not read", i)
-			}
-			assert.Equal(t, full[2].cas, lean[2].cas, "the caching key read its whole row")
 
-			// The route takes its prefix off: "c:c" is row "c".
-			for _, col := range []int{cas, expire} {
-				for _, k := range []string{"k", "n", "c", "missing"} {
-					require.NotEmpty(t, fullReads[k], "key %s read", k)
-					require.NotEmpty(t, leanReads[k], "key %s read", k)
-					for _, rd := range fullReads[k] {
-						assert.Contains(t, rd, col, "a full get of %s", k)
+			for _, omit := range []gateway.Omit{gateway.OmitCas | gateway.OmitExpire, gateway.OmitCas, gateway.OmitExpire} {
+				lean := getAll(gateway.VerbGet, omit)
+				leanReads := take()
+				for i := range full {
+					assert.Equal(t, full[i].value, lean[i].value, "omit %d, item %d", omit, i)
+					assert.Equal(t, full[i].flags, lean[i].flags, "omit %d, item %d", omit, i)
+				}
+				for _, i := range []int{0, 1} {
+					if omit&gateway.OmitCas != 0 {
+						assert.Zero(t, lean[i].cas, "omit %d, item %d: not read", omit, i)
+					} else {
+						assert.Equal(t, full[i].cas, lean[i].cas, "omit %d, item %d", omit, i)
 					}
-					for _, rd := range leanReads[k] {
-						if k == "c" {
-							assert.Contains(t, rd, col, "a values-only get of the caching key")
-						} else {
-							assert.NotContains(t, rd, col, "a values-only get of %s", k)
+					if omit&gateway.OmitExpire != 0 {
+						assert.Zero(t, lean[i].exp, "omit %d, item %d: not read", omit, i)
+					} else {
+						assert.Equal(t, full[i].exp, lean[i].exp, "omit %d, item %d", omit, i)
+					}
+				}
+				assert.Equal(t, full[2], lean[2], "omit %d: the caching key read its whole row", omit)
+				for _, x := range []struct {
+					col  int
+					omit gateway.Omit
+				}{{cas, gateway.OmitCas}, {expire, gateway.OmitExpire}} {
+					for _, k := range []string{"k", "n", "c", "missing"} {
+						require.NotEmpty(t, leanReads[k], "omit %d, key %s read", omit, k)
+						for _, rd := range leanReads[k] {
+							if k == "c" || omit&x.omit == 0 {
+								assert.Contains(t, rd, x.col, "omit %d, a get of %s", omit, k)
+							} else {
+								assert.NotContains(t, rd, x.col, "omit %d, a get of %s", omit, k)
+							}
 						}
 					}
 				}
+			}
+
+			// gat answers with the new expiry and reads the row's cas.
+			gat := getAll(gateway.VerbGat, gateway.OmitCas|gateway.OmitExpire)
+			gatReads := take()
+			assert.Equal(t, full[0].cas, gat[0].cas)
+			assert.NotZero(t, gat[0].exp)
+			for _, rd := range gatReads["k"] {
+				assert.Contains(t, rd, cas, "gat")
 			}
 		})
 	}

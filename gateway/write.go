@@ -405,7 +405,7 @@ func (r *Request) readModifyDone() {
 		return
 	}
 	c := r.targets[0].route.Container
-	_, readCas, readExpire := rowMeta(c, rd.Row, false)
+	_, readCas, readExpire := rowMeta(c, rd.Row, 0)
 	if r.Cas != 0 && c.CasColumn >= 0 && readCas != r.Cas { // meta C on append/arithmetic
 		r.Outcome, r.NewCas = OutcomeExists, 0
 		r.finish()

@@ -102,7 +102,7 @@ func (r *batchRun) add(cmd *Command) {
 		return
 	}
 	if cmd.Binary && p.req.NumKeys() == 0 { // the run's first get sets its verb
-		p.req.Verb = gateway.VerbGet
+		p.req.Verb, p.req.Omit = gateway.VerbGet, gateway.OmitExpire // a binary reply has the cas
 		if cmd.Kind == CmdGat || cmd.Kind == CmdTouch {
 			p.req.Verb, p.req.Exptime = gateway.VerbGat, cmd.Exptime
 		}
@@ -111,6 +111,7 @@ func (r *batchRun) add(cmd *Command) {
 	p.req.AddKey(cmd.Keys[0])
 	if cmd.Kind == CmdMetaGet {
 		p.addMeta(cmd)
+		p.req.Omit &= metaGetOmit(cmd) // the run reads what any of its mgs needs
 	} else {
 		p.bin.keys = append(p.bin.keys, binKey{cmd.Opcode, cmd.Opaque, false})
 	}

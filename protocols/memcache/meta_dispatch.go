@@ -40,10 +40,24 @@ func metaGetBatchable(cmd *Command) bool {
 	return cmd.Kind == CmdMetaGet && !cmd.Meta.On('T') && !cmd.Meta.On('N')
 }
 
+// metaGetOmit is what an mg's reply does not use: the cas without c or C,
+// the expiry without t.
+func metaGetOmit(cmd *Command) gateway.Omit {
+	m := &cmd.Meta
+	var o gateway.Omit
+	if !m.On('c') && !m.On('C') {
+		o |= gateway.OmitCas
+	}
+	if !m.On('t') {
+		o |= gateway.OmitExpire
+	}
+	return o
+}
+
 // metaGetOptions sets a meta get's request options.
 func metaGetOptions(r *gateway.Request, cmd *Command) {
 	m := &cmd.Meta
-	r.Verb = gateway.VerbGet
+	r.Verb, r.Omit = gateway.VerbGet, metaGetOmit(cmd)
 	if m.On('T') {
 		r.Verb, r.Exptime = gateway.VerbGat, m.TTL
 	}

@@ -86,7 +86,10 @@ func (cs *connState) dispatchGet(cmd *Command) stop {
 		p := cs.newPending(dialectText, cmd.Kind, false)
 		p.text = textReply{piece: base > 0 || i > 0 || more, more: more}
 		r := p.req
-		r.Verb, r.ValuesOnly = gateway.VerbGet, cmd.Kind == CmdGet // get's answer has no cas
+		r.Verb, r.Omit = gateway.VerbGet, gateway.OmitExpire
+		if cmd.Kind == CmdGet {
+			r.Omit |= gateway.OmitCas // gets answers with the cas; get does not
+		}
 		if cmd.Kind == CmdGat || cmd.Kind == CmdGats {
 			r.Verb, r.Exptime = gateway.VerbGat, cmd.Exptime
 		}
