@@ -6,10 +6,11 @@ import "github.com/ndbgate/ndbgate/gateway"
 // at most two requests, one backend batch each: binary gets of one verb,
 // quiet or not (GET, GETQ, GETKQ, ...; a touch joins as a GAT that reads
 // nothing back), with binary sets (SET or SETQ without a cas) among them,
-// or meta gets (mg ... q, ended by one without q). A pipelining
-// client's gets then read as one multi-get and its sets store as one
-// multi-key set (gateway.Request.AddSet), while each command still gets its
-// own reply, in arrival order (encodeBinaryRun). A command on a key the run
+// meta gets (mg ... q, ended by one without q), or text gets of one key
+// (all get or all gets). A pipelining client's gets then read as one
+// multi-get and its sets store as one multi-key set
+// (gateway.Request.AddSet), while each command still gets its own reply, in
+// arrival order (encodeBinaryRun, encodeTextRun). A command on a key the run
 // already holds, where either writes it, waits for the run (conflicts), so
 // the run's two requests share no key and their order does not matter. A
 // command that cannot join, a meta get without q, a piece's worth of keys,
@@ -32,12 +33,18 @@ const setRunBytes = 64 << 10
 // batchable reports whether a command can share a run with its neighbours:
 // a binary get-family one, a binary set without a cas where any keys may
 // share a request (gateway.Service.SetsCanShareABatch: routes can change
-// while the server serves), or a meta get.
-func (s *Server) batchable(cmd *Command) bool {
-	if cmd.Binary {
-		return cmd.Kind == CmdGet || cmd.Kind == CmdGat || cmd.Kind == CmdTouch || isRunSet(cmd) && s.svc.SetsCanShareABatch()
+// while the server serves), a meta get, or a text get or gets of one key
+// that is not what is left of a get stopped between its pieces
+// (dispatchGet: that one ends the earlier pieces' reply).
+func (cs *connState) batchable(cmd *Command) bool {
+	switch {
+	case cmd.Binary:
+		return cmd.Kind == CmdGet || cmd.Kind == CmdGat || cmd.Kind == CmdTouch || isRunSet(cmd) && cs.srv.svc.SetsCanShareABatch()
+	case cmd.Kind.IsMeta():
+		return metaGetBatchable(cmd)
+	default:
+		return (cmd.Kind == CmdGet || cmd.Kind == CmdGets) && len(cmd.Keys) == 1 && cmd.Next == 0 && cs.getResume == Resume{}
 	}
-	return metaGetBatchable(cmd)
 }
 
 // isRunSet reports whether cmd is a set a run can take: binary, no cas.
@@ -57,6 +64,9 @@ func (r *batchRun) joins(cmd *Command) bool {
 	if r.p.kind == CmdMetaGet {
 		return false
 	}
+	if r.p.dialect == dialectText || !cmd.Binary { // text gets: all get, or all gets
+		return r.p.dialect == dialectText && !cmd.Binary && cmd.Kind == r.p.kind
+	}
 	if isRunSet(cmd) || req.NumKeys() == 0 {
 		return true
 	}
@@ -69,10 +79,15 @@ func (r *batchRun) joins(cmd *Command) bool {
 // open opens a run with cmd's options.
 func (r *batchRun) open(cmd *Command) {
 	cs := r.cs
-	if cmd.Kind == CmdMetaGet {
+	switch {
+	case cmd.Kind == CmdMetaGet:
 		r.p = cs.newPending(dialectMeta, CmdMetaGet, false)
 		metaGetOptions(r.p.req, cmd)
-	} else {
+	case !cmd.Binary:
+		r.p = cs.newPending(dialectText, cmd.Kind, false)
+		r.p.text.run = true
+		r.p.req.Verb, r.p.req.Omit = gateway.VerbGet, textGetOmit(cmd)
+	default:
 		kind := cmd.Kind
 		if kind == CmdTouch {
 			kind = CmdGat // a run of touches is a gat that reads nothing back
@@ -109,10 +124,11 @@ func (r *batchRun) add(cmd *Command) {
 	}
 	p.writes = p.writes || writesKeys(cmd) // a GAT's
 	p.req.AddKey(cmd.Keys[0])
-	if cmd.Kind == CmdMetaGet {
+	switch {
+	case cmd.Kind == CmdMetaGet:
 		p.addMeta(cmd)
 		p.req.Omit &= metaGetOmit(cmd) // the run reads what any of its mgs needs
-	} else {
+	case cmd.Binary:
 		p.bin.keys = append(p.bin.keys, binKey{cmd.Opcode, cmd.Opaque, false})
 	}
 	if !cmd.Quiet && cmd.Kind == CmdMetaGet {

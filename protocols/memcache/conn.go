@@ -342,7 +342,7 @@ func (cs *connState) refuse(cmd *Command, res Result) (int, stop) {
 // the connection's run, anything else closes it and is dispatched. last
 // says the command ends the input.
 func (cs *connState) start(cmd *Command, n int, last bool) (int, stop) {
-	batch := cs.srv.batchable(cmd)
+	batch := cs.batchable(cmd)
 	if !batch || !cs.run.joins(cmd) {
 		cs.run.close()
 	}

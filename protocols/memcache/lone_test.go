@@ -72,8 +72,14 @@ func TestLoneRequests(t *testing.T) {
 			assert.Equal(t, map[string]bool{"a": true}, rec.take("a"), "a set alone")
 			assert.Equal(t, []string{"VALUE a 0 1\r\n", "x\r\n", "END\r\n"}, send("get a\r\n", 3))
 			assert.Equal(t, map[string]bool{"a": true}, rec.take("a"), "a get alone")
-			assert.Equal(t, []string{"END\r\n", "END\r\n"}, send("get b\r\nget c\r\n", 2))
-			assert.Equal(t, map[string]bool{"b": false, "c": true}, rec.take("b", "c"), "a pipeline: its last get only")
+			assert.Equal(t, []string{"END\r\n", "END\r\n"}, send("get b x\r\nget c\r\n", 2))
+			assert.Equal(t, map[string]bool{"b": false, "x": false, "c": true}, rec.take("b", "x", "c"), "a pipeline: its last get only")
+			// get j, get k: one run (one-key text gets), closed by the end of the input.
+			assert.Equal(t, []string{"END\r\n", "END\r\n"}, send("get j\r\nget k\r\n", 2))
+			assert.Equal(t, map[string]bool{"j": true, "k": true}, rec.take("j", "k"), "a text run at the end of the input")
+			// get l, version: the run closes before the version.
+			assert.Equal(t, []string{"END\r\n", "VERSION test\r\n"}, send("get l\r\nversion\r\n", 2))
+			assert.Equal(t, map[string]bool{"l": false}, rec.take("l"), "a text run closed by the command after it")
 
 			bin := dialServer(t, addr, 10*time.Second)
 			sendBin := func(req []byte, replies int) {

@@ -135,6 +135,10 @@ func (m *serverMetrics) observe(p *pending, now int64) {
 		n = max(1, len(p.bin.keys))
 	case dialectMeta:
 		n = max(1, len(p.meta.keys))
+	case dialectText:
+		if p.text.run {
+			n = p.req.NumKeys()
+		}
 	}
 	dialectCounts.Add(shard, int(p.dialect), uint64(n))
 	m.stats.Add(shard, int(p.dialect), uint64(n))

@@ -105,6 +105,7 @@ type metaReply struct {
 // (no END after it).
 type textReply struct {
 	piece, more bool
+	run         bool // a run of one-key gets (batchRun): a reply per key
 }
 
 // newPending queues a command of dialect d in arrival order.

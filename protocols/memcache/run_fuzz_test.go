@@ -3,6 +3,7 @@ package memcache
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ndbgate/ndbgate/internal/shardmetrics"
@@ -113,6 +114,95 @@ func FuzzBinaryRuns(f *testing.F) {
 		}
 		if len(out) > 0 {
 			t.Fatalf("%d bytes of replies beyond the %d expected", len(out), len(wants))
+		}
+	})
+}
+
+// FuzzTextRuns is FuzzBinaryRuns for text: pipelined one-key gets and gets
+// (which run as batches), multi-key gets, sets, deletes and version on a
+// few keys, the input cut where the fuzzer says; the replies must be
+// memcached's for each command alone, in order.
+func FuzzTextRuns(f *testing.F) {
+	f.Add([]byte{0x00, 0x08, 0x02, 0x00, 0x01, 0x10, 0x03, 0x00}, uint16(5))
+	f.Add([]byte{0x02, 0x00, 0x00, 0x04, 0x00, 0x01, 0x01, 0x05, 0x00}, uint16(30))
+	f.Add([]byte{0x06, 0x00, 0x0a, 0x12, 0x07, 0x01, 0x09}, uint16(0))
+	f.Fuzz(func(t *testing.T, script []byte, cut uint16) {
+		e := embedded.New(embedded.Config{Partitions: 2})
+		defer e.Close()
+		srv := NewServer(Config{Version: "fuzz", MaxPending: 8}, newDemoService(t, e), discardLog)
+		tr := &captureTransport{}
+		cs := srv.newConnState(tr, shardmetrics.SharedShard, nil)
+
+		model := map[string]string{}
+		value := func(key string, cas bool) string {
+			v, ok := model[key]
+			switch {
+			case !ok:
+				return ""
+			case cas:
+				return fmt.Sprintf("VALUE %s 0 %d *\r\n%s\r\n", key, len(v), v)
+			default:
+				return fmt.Sprintf("VALUE %s 0 %d\r\n%s\r\n", key, len(v), v)
+			}
+		}
+		var in, want []byte
+		for i, b := range script {
+			if i == 200 {
+				break
+			}
+			key := fmt.Sprintf("k%d", b>>3&3)
+			switch b & 7 {
+			case 0, 1: // get, gets
+				verb := []string{"get", "gets"}[b&1]
+				in = fmt.Appendf(in, "%s %s\r\n", verb, key)
+				want = fmt.Appendf(want, "%sEND\r\n", value(key, b&1 == 1))
+			case 2: // get of two keys
+				other := fmt.Sprintf("k%d", b>>5&3)
+				in = fmt.Appendf(in, "get %s %s\r\n", key, other)
+				want = fmt.Appendf(want, "%s%sEND\r\n", value(key, false), value(other, false))
+			case 3, 4: // set
+				v := fmt.Sprintf("v%d", i)
+				in = fmt.Appendf(in, "set %s 0 0 %d\r\n%s\r\n", key, len(v), v)
+				want = append(want, "STORED\r\n"...)
+				model[key] = v
+			case 5: // delete
+				in = fmt.Appendf(in, "delete %s\r\n", key)
+				if _, ok := model[key]; ok {
+					want = append(want, "DELETED\r\n"...)
+				} else {
+					want = append(want, "NOT_FOUND\r\n"...)
+				}
+				delete(model, key)
+			default:
+				in = append(in, "version\r\n"...)
+				want = append(want, "VERSION fuzz\r\n"...)
+			}
+		}
+		at := int(cut) % (len(in) + 1)
+		var buf []byte
+		for _, chunk := range [][]byte{in[:at], in[at:]} {
+			buf = append(buf, chunk...)
+			for len(buf) > 0 {
+				n := cs.serve(buf)
+				cs.flush()
+				if n == 0 {
+					break
+				}
+				buf = buf[n:]
+			}
+		}
+		if len(buf) > 0 {
+			t.Fatalf("%d bytes never served", len(buf))
+		}
+		// A gets line's cas is the server's: compare it as "*".
+		lines := strings.SplitAfter(string(tr.out), "\r\n")
+		for i, l := range lines {
+			if f := strings.Fields(l); len(f) == 5 && f[0] == "VALUE" {
+				lines[i] = strings.Join(append(f[:4], "*"), " ") + "\r\n"
+			}
+		}
+		if got := strings.Join(lines, ""); got != string(want) {
+			t.Fatalf("input %q\ngot  %q\nwant %q", in, got, want)
 		}
 	})
 }

@@ -86,10 +86,7 @@ func (cs *connState) dispatchGet(cmd *Command) stop {
 		p := cs.newPending(dialectText, cmd.Kind, false)
 		p.text = textReply{piece: base > 0 || i > 0 || more, more: more}
 		r := p.req
-		r.Verb, r.Omit = gateway.VerbGet, gateway.OmitExpire
-		if cmd.Kind == CmdGet {
-			r.Omit |= gateway.OmitCas // gets answers with the cas; get does not
-		}
+		r.Verb, r.Omit = gateway.VerbGet, textGetOmit(cmd)
 		if cmd.Kind == CmdGat || cmd.Kind == CmdGats {
 			r.Verb, r.Exptime = gateway.VerbGat, cmd.Exptime
 		}
@@ -112,4 +109,13 @@ func (cs *connState) dispatchGet(cmd *Command) stop {
 func (cs *connState) stopGet(skip int, why stop) stop {
 	cs.getResume = Resume{Line: cs.lineLen, Skip: skip}
 	return why
+}
+
+// textGetOmit is what a text get's reply does not show: the expiry, and for
+// get the cas (gets shows it).
+func textGetOmit(cmd *Command) gateway.Omit {
+	if cmd.Kind == CmdGet {
+		return gateway.OmitCas | gateway.OmitExpire
+	}
+	return gateway.OmitExpire
 }

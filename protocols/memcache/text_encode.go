@@ -94,6 +94,9 @@ func AppendVersion(dst []byte, v string) []byte {
 // encodeText appends a text command's reply.
 func (cs *connState) encodeText(dst []byte, p *pending) []byte {
 	r := p.req
+	if p.text.run {
+		return cs.encodeTextRun(dst, p)
+	}
 	if p.text.piece {
 		// A get in pieces answers as one: after a piece fails, its error
 		// line ends the reply and the later pieces say nothing.
@@ -144,6 +147,33 @@ func (cs *connState) encodeText(dst []byte, p *pending) []byte {
 	default:
 		return appendErrorReply(dst, r.Err)
 	}
+}
+
+// encodeTextRun answers each get of a run of one-key text gets (batchRun)
+// as it would have been answered alone, in the order they came. A request
+// that failed whole answers each of them with its error.
+func (cs *connState) encodeTextRun(dst []byte, p *pending) []byte {
+	r := p.req
+	withCas := p.kind == CmdGets
+	for i := range r.NumKeys() {
+		dst = cs.spill(dst)
+		if r.Outcome != gateway.OutcomeValues {
+			dst = appendErrorReply(dst, r.Err)
+			continue
+		}
+		it := &r.Items[i]
+		switch {
+		case it.Err != nil:
+			dst = appendErrorReply(dst, it.Err)
+			continue
+		case it.Hit && withCas:
+			dst = AppendValueCas(dst, it.Key, it.Flags, it.Value, it.Cas)
+		case it.Hit:
+			dst = AppendValue(dst, it.Key, it.Flags, it.Value)
+		}
+		dst = append(dst, replyEnd...)
+	}
+	return dst
 }
 
 // itemFailed reports whether a key of r's get failed (not a miss).
