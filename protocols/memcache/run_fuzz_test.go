@@ -19,6 +19,37 @@ func (c *captureTransport) Wake()          {}
 func (c *captureTransport) Backlog() int   { return 0 }
 func (c *captureTransport) WakeWhenSent()  {}
 
+// fuzzConn is a connection to a server on a fresh embedded engine (closed
+// when t ends), its replies kept by tr.
+func fuzzConn(t *testing.T, tr *captureTransport) *connState {
+	e := embedded.New(embedded.Config{Partitions: 2})
+	t.Cleanup(func() { _ = e.Close() })
+	srv := NewServer(Config{Version: "fuzz", MaxPending: 8}, newDemoService(t, e), discardLog)
+	return srv.newConnState(tr, shardmetrics.SharedShard, nil)
+}
+
+// serveCut serves in on cs in two reads, cut anywhere (cut), as a socket
+// may deliver it: what a serve leaves waits for more. Every byte must be
+// served.
+func serveCut(t *testing.T, cs *connState, in []byte, cut uint16) {
+	at := int(cut) % (len(in) + 1)
+	var buf []byte
+	for _, chunk := range [][]byte{in[:at], in[at:]} {
+		buf = append(buf, chunk...)
+		for len(buf) > 0 {
+			n := cs.serve(buf)
+			cs.flush()
+			if n == 0 {
+				break
+			}
+			buf = buf[n:]
+		}
+	}
+	if len(buf) > 0 {
+		t.Fatalf("%d bytes never served", len(buf))
+	}
+}
+
 // FuzzBinaryRuns drives a connection with pipelined binary gets, sets and
 // deletes on a few keys, the input cut where the fuzzer says, and checks
 // every reply against a model of memcached: runs of gets and sets
@@ -28,11 +59,8 @@ func FuzzBinaryRuns(f *testing.F) {
 	f.Add([]byte{0x02, 0x01, 0x02, 0x09, 0x0b, 0x11, 0x00, 0x08, 0x10, 0x18}, uint16(40))
 	f.Add([]byte{0x03, 0x03, 0x01, 0x04, 0x00, 0x02, 0x0a, 0x12, 0x1a, 0x01, 0x00}, uint16(0))
 	f.Fuzz(func(t *testing.T, script []byte, cut uint16) {
-		e := embedded.New(embedded.Config{Partitions: 2})
-		defer e.Close()
-		srv := NewServer(Config{Version: "fuzz", MaxPending: 8}, newDemoService(t, e), discardLog)
 		tr := &captureTransport{}
-		cs := srv.newConnState(tr, shardmetrics.SharedShard, nil)
+		cs := fuzzConn(t, tr)
 
 		type want struct {
 			op     uint8
@@ -81,24 +109,7 @@ func FuzzBinaryRuns(f *testing.F) {
 				wants = append(wants, want{opNoop, opaque, statusOK, ""})
 			}
 		}
-		// Serve in two reads, cut anywhere, as a socket may deliver it: what
-		// a serve leaves waits for more.
-		at := int(cut) % (len(in) + 1)
-		var buf []byte
-		for _, chunk := range [][]byte{in[:at], in[at:]} {
-			buf = append(buf, chunk...)
-			for len(buf) > 0 {
-				n := cs.serve(buf)
-				cs.flush()
-				if n == 0 {
-					break
-				}
-				buf = buf[n:]
-			}
-		}
-		if len(buf) > 0 {
-			t.Fatalf("%d bytes never served", len(buf))
-		}
+		serveCut(t, cs, in, cut)
 		out := tr.out
 		for i, w := range wants {
 			if len(out) < binHeaderLen {
@@ -127,11 +138,8 @@ func FuzzTextRuns(f *testing.F) {
 	f.Add([]byte{0x02, 0x00, 0x00, 0x04, 0x00, 0x01, 0x01, 0x05, 0x00}, uint16(30))
 	f.Add([]byte{0x06, 0x00, 0x0a, 0x12, 0x07, 0x01, 0x09}, uint16(0))
 	f.Fuzz(func(t *testing.T, script []byte, cut uint16) {
-		e := embedded.New(embedded.Config{Partitions: 2})
-		defer e.Close()
-		srv := NewServer(Config{Version: "fuzz", MaxPending: 8}, newDemoService(t, e), discardLog)
 		tr := &captureTransport{}
-		cs := srv.newConnState(tr, shardmetrics.SharedShard, nil)
+		cs := fuzzConn(t, tr)
 
 		model := map[string]string{}
 		value := func(key string, cas bool) string {
@@ -178,22 +186,7 @@ func FuzzTextRuns(f *testing.F) {
 				want = append(want, "VERSION fuzz\r\n"...)
 			}
 		}
-		at := int(cut) % (len(in) + 1)
-		var buf []byte
-		for _, chunk := range [][]byte{in[:at], in[at:]} {
-			buf = append(buf, chunk...)
-			for len(buf) > 0 {
-				n := cs.serve(buf)
-				cs.flush()
-				if n == 0 {
-					break
-				}
-				buf = buf[n:]
-			}
-		}
-		if len(buf) > 0 {
-			t.Fatalf("%d bytes never served", len(buf))
-		}
+		serveCut(t, cs, in, cut)
 		// A gets line's cas is the server's: compare it as "*".
 		lines := strings.SplitAfter(string(tr.out), "\r\n")
 		for i, l := range lines {
