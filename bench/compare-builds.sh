@@ -27,6 +27,7 @@ declare -A ARGS=(
   [binary_p1_1:10_32B]="--protocol=memcache_binary --pipeline=1 --ratio=1:10 -d 32"
   [text_p16_1:10_32B]="--protocol=memcache_text --pipeline=16 --ratio=1:10 -d 32"
   [binary_p16_1:10_32B]="--protocol=memcache_binary --pipeline=16 --ratio=1:10 -d 32"
+  [text_p16_1:1_32B]="--protocol=memcache_text --pipeline=16 --ratio=1:1 -d 32"
   [binary_p16_1:1_32B]="--protocol=memcache_binary --pipeline=16 --ratio=1:1 -d 32"
   [binary_p16_1:1_1024B]="--protocol=memcache_binary --pipeline=16 --ratio=1:1 -d 1024"
   [binary_p16_gets]="--protocol=memcache_binary --pipeline=16 --ratio=0:1 -d 32"
