@@ -7,8 +7,8 @@ import "github.com/ndbgate/ndbgate/gateway"
 // quiet or not (GET, GETQ, GETKQ, ...; a touch joins as a GAT that reads
 // nothing back), with binary sets (SET or SETQ without a cas) among them,
 // meta gets (mg ... q, ended by one without q), or text gets of one key
-// (all get or all gets). A pipelining client's gets then read as one
-// multi-get and its sets store as one multi-key set
+// (all get or all gets) with text sets among them. A pipelining client's
+// gets then read as one multi-get and its sets store as one multi-key set
 // (gateway.Request.AddSet), while each command still gets its own reply, in
 // arrival order (encodeBinaryRun, encodeTextRun). A command on a key the run
 // already holds, where either writes it, waits for the run (conflicts), so
@@ -33,22 +33,26 @@ const setRunBytes = 64 << 10
 // batchable reports whether a command can share a run with its neighbours:
 // a binary get-family one, a binary set without a cas where any keys may
 // share a request (gateway.Service.SetsCanShareABatch: routes can change
-// while the server serves), a meta get, or a text get or gets of one key
-// that is not what is left of a get stopped between its pieces
-// (dispatchGet: that one ends the earlier pieces' reply).
+// while the server serves) and a text set on the same terms, a meta get,
+// or a text get or gets of one key that is not what is left of a get
+// stopped between its pieces (dispatchGet: that one ends the earlier
+// pieces' reply).
 func (cs *connState) batchable(cmd *Command) bool {
 	switch {
 	case cmd.Binary:
 		return cmd.Kind == CmdGet || cmd.Kind == CmdGat || cmd.Kind == CmdTouch || isRunSet(cmd) && cs.srv.svc.SetsCanShareABatch()
 	case cmd.Kind.IsMeta():
 		return metaGetBatchable(cmd)
+	case isRunSet(cmd):
+		return cs.srv.svc.SetsCanShareABatch()
 	default:
 		return (cmd.Kind == CmdGet || cmd.Kind == CmdGets) && len(cmd.Keys) == 1 && cmd.Next == 0 && cs.getResume == Resume{}
 	}
 }
 
-// isRunSet reports whether cmd is a set a run can take: binary, no cas.
-func isRunSet(cmd *Command) bool { return cmd.Binary && cmd.Kind == CmdSet && cmd.Cas == 0 }
+// isRunSet reports whether cmd is a set a run can take: a binary set
+// without a cas, or a text set.
+func isRunSet(cmd *Command) bool { return cmd.Kind == CmdSet && cmd.Cas == 0 }
 
 // joins reports whether a batchable cmd can join the open run: a set joins
 // any binary run, a get one whose gets (if any yet) have its verb and
@@ -64,8 +68,11 @@ func (r *batchRun) joins(cmd *Command) bool {
 	if r.p.kind == CmdMetaGet {
 		return false
 	}
-	if r.p.dialect == dialectText || !cmd.Binary { // text gets: all get, or all gets
-		return r.p.dialect == dialectText && !cmd.Binary && cmd.Kind == r.p.kind
+	if r.p.dialect == dialectText || !cmd.Binary { // text sets, and gets all get or all gets
+		if r.p.dialect != dialectText || cmd.Binary {
+			return false
+		}
+		return cmd.Kind == CmdSet || r.p.text.getKind == 0 || cmd.Kind == r.p.text.getKind
 	}
 	if isRunSet(cmd) || req.NumKeys() == 0 {
 		return true
@@ -86,7 +93,6 @@ func (r *batchRun) open(cmd *Command) {
 	case !cmd.Binary:
 		r.p = cs.newPending(dialectText, cmd.Kind, false)
 		r.p.text.run = true
-		r.p.req.Verb, r.p.req.Omit = gateway.VerbGet, textGetOmit(cmd)
 	default:
 		kind := cmd.Kind
 		if kind == CmdTouch {
@@ -110,7 +116,11 @@ func (r *batchRun) add(cmd *Command) {
 	if isRunSet(cmd) { // its key is in setKeys, which write
 		sets := p.setRequest()
 		sets.AddSet(cmd.Keys[0], cmd.Data, cmd.Flags, cmd.Exptime)
-		p.bin.keys = append(p.bin.keys, binKey{cmd.Opcode, cmd.Opaque, true})
+		if cmd.Binary {
+			p.bin.keys = append(p.bin.keys, binKey{cmd.Opcode, cmd.Opaque, true})
+		} else {
+			p.text.cmds = append(p.text.cmds, textCmd{set: true, noreply: cmd.NoReply})
+		}
 		if len(sets.Value()) >= setRunBytes {
 			r.close()
 		}
@@ -130,6 +140,12 @@ func (r *batchRun) add(cmd *Command) {
 		p.req.Omit &= metaGetOmit(cmd) // the run reads what any of its mgs needs
 	case cmd.Binary:
 		p.bin.keys = append(p.bin.keys, binKey{cmd.Opcode, cmd.Opaque, false})
+	default:
+		if p.text.getKind == 0 { // the run's first get sets its verb
+			p.text.getKind = cmd.Kind
+			p.req.Verb, p.req.Omit = gateway.VerbGet, textGetOmit(cmd)
+		}
+		p.text.cmds = append(p.text.cmds, textCmd{})
 	}
 	if !cmd.Quiet && cmd.Kind == CmdMetaGet {
 		r.close()

@@ -137,7 +137,7 @@ func (m *serverMetrics) observe(p *pending, now int64) {
 		n = max(1, len(p.meta.keys))
 	case dialectText:
 		if p.text.run {
-			n = p.req.NumKeys()
+			n = max(1, len(p.text.cmds))
 		}
 	}
 	dialectCounts.Add(shard, int(p.dialect), uint64(n))

@@ -105,7 +105,17 @@ type metaReply struct {
 // (no END after it).
 type textReply struct {
 	piece, more bool
-	run         bool // a run of one-key gets (batchRun): a reply per key
+	// A run (batchRun) of one-key gets and sets answers each command for
+	// itself, in the order of cmds. Its gets are all getKind (get or gets).
+	run     bool
+	cmds    []textCmd
+	getKind CommandKind
+}
+
+// textCmd is one command of a text run: a set (its key in the run's set
+// request) or a get.
+type textCmd struct {
+	set, noreply bool
 }
 
 // newPending queues a command of dialect d in arrival order.
@@ -126,7 +136,7 @@ func (cs *connState) newPending(d dialect, kind CommandKind, noreply bool) *pend
 	p.writes, p.keys, p.setKeys, p.hasSets = false, p.keys[:0], p.setKeys[:0], false
 	p.bin = binReply{keys: p.bin.keys[:0]}
 	p.meta = metaReply{keys: p.meta.keys[:0], buf: p.meta.buf[:0]}
-	p.text = textReply{}
+	p.text = textReply{cmds: p.text.cmds[:0]}
 	p.start = cs.scratch.now
 	if p.start == 0 {
 		p.start = monoNanos()

@@ -73,8 +73,8 @@ func (ps *prefixStats) record(p *pending) {
 		return // a reply made without the gateway (an error, stats), or a run of sets only
 	}
 	kind := p.kind
-	if len(p.bin.keys) > 0 {
-		kind = CmdGet // a binary run's req holds its gets
+	if len(p.bin.keys) > 0 || p.text.run {
+		kind = CmdGet // a run's req holds its gets
 	}
 	switch kind {
 	case CmdGet, CmdGets, CmdGat, CmdGats:

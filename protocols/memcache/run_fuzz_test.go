@@ -130,9 +130,9 @@ func FuzzBinaryRuns(f *testing.F) {
 }
 
 // FuzzTextRuns is FuzzBinaryRuns for text: pipelined one-key gets and gets
-// (which run as batches), multi-key gets, sets, deletes and version on a
-// few keys, the input cut where the fuzzer says; the replies must be
-// memcached's for each command alone, in order.
+// and sets, noreply or not (which run as batches), multi-key gets, deletes
+// and version on a few keys, the input cut where the fuzzer says; the
+// replies must be memcached's for each command alone, in order.
 func FuzzTextRuns(f *testing.F) {
 	f.Add([]byte{0x00, 0x08, 0x02, 0x00, 0x01, 0x10, 0x03, 0x00}, uint16(5))
 	f.Add([]byte{0x02, 0x00, 0x00, 0x04, 0x00, 0x01, 0x01, 0x05, 0x00}, uint16(30))
@@ -168,10 +168,14 @@ func FuzzTextRuns(f *testing.F) {
 				other := fmt.Sprintf("k%d", b>>5&3)
 				in = fmt.Appendf(in, "get %s %s\r\n", key, other)
 				want = fmt.Appendf(want, "%s%sEND\r\n", value(key, false), value(other, false))
-			case 3, 4: // set
+			case 3, 4: // set, set noreply
 				v := fmt.Sprintf("v%d", i)
-				in = fmt.Appendf(in, "set %s 0 0 %d\r\n%s\r\n", key, len(v), v)
-				want = append(want, "STORED\r\n"...)
+				if b&7 == 3 {
+					in = fmt.Appendf(in, "set %s 0 0 %d\r\n%s\r\n", key, len(v), v)
+					want = append(want, "STORED\r\n"...)
+				} else {
+					in = fmt.Appendf(in, "set %s 0 0 %d noreply\r\n%s\r\n", key, len(v), v)
+				}
 				model[key] = v
 			case 5: // delete
 				in = fmt.Appendf(in, "delete %s\r\n", key)

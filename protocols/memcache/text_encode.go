@@ -149,29 +149,44 @@ func (cs *connState) encodeText(dst []byte, p *pending) []byte {
 	}
 }
 
-// encodeTextRun answers each get of a run of one-key text gets (batchRun)
-// as it would have been answered alone, in the order they came. A request
-// that failed whole answers each of them with its error.
+// encodeTextRun answers each command of a text run (batchRun) as it would
+// have been answered alone, in the order they came: a get from the run's
+// get request, a set from its set request. A request that failed whole
+// answers each of its commands with its error. noreply hides a set's reply,
+// errors included, as memcached's does.
 func (cs *connState) encodeTextRun(dst []byte, p *pending) []byte {
-	r := p.req
-	withCas := p.kind == CmdGets
-	for i := range r.NumKeys() {
+	gets, sets := p.req, p.sets
+	g, s := 0, 0
+	withCas := p.text.getKind == CmdGets
+	for _, c := range p.text.cmds {
 		dst = cs.spill(dst)
+		r, i := gets, &g
+		if c.set {
+			r, i = sets, &s
+		}
 		if r.Outcome != gateway.OutcomeValues {
-			dst = appendErrorReply(dst, r.Err)
+			if !c.noreply {
+				dst = appendErrorReply(dst, r.Err)
+			}
 			continue
 		}
-		it := &r.Items[i]
+		it := &r.Items[*i]
+		*i++
 		switch {
+		case c.noreply:
 		case it.Err != nil:
 			dst = appendErrorReply(dst, it.Err)
-			continue
+		case c.set:
+			dst = append(dst, replyStored...)
 		case it.Hit && withCas:
 			dst = AppendValueCas(dst, it.Key, it.Flags, it.Value, it.Cas)
+			dst = append(dst, replyEnd...)
 		case it.Hit:
 			dst = AppendValue(dst, it.Key, it.Flags, it.Value)
+			dst = append(dst, replyEnd...)
+		default:
+			dst = append(dst, replyEnd...)
 		}
-		dst = append(dst, replyEnd...)
 	}
 	return dst
 }

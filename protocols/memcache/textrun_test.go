@@ -3,6 +3,7 @@ package memcache
 import (
 	"bufio"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,10 +61,11 @@ func (s *textSession) stat(name string) uint64 {
 	return v
 }
 
-// A pipeline of one-key text gets reads as one batch, and each get is
-// answered as it would be alone, in order. get and gets do not share a run;
-// a multi-key get, a write or any other command ends one; and a get after a
-// set of its key in the same pipeline sees the set.
+// A pipeline of one-key text gets reads as one batch, its sets among them
+// store as one, and each command is answered as it would be alone, in
+// order. get and gets do not share a run; a multi-key get or any other
+// command ends one; and a get after a set of its key in the same pipeline
+// sees the set.
 func TestTextGetRuns(t *testing.T) {
 	drv := &countingDriver{Driver: newEngine(t)}
 	addr := startServer(t, "", drv, 64)
@@ -97,6 +99,15 @@ func TestTextGetRuns(t *testing.T) {
 		"VALUE a 1 2\r\nva\r\nVALUE c 3 2\r\nvc\r\nEND\r\n"+
 		"END\r\nVERSION test\r\nVALUE c 3 2\r\nvc\r\nEND\r\n", got)
 	assert.Equal(t, []int{2, 2, 1, 1}, drv.take())
+
+	// Sets join a run as one multi-key set; noreply hides a set's reply.
+	got = send("set x 0 0 1\r\n1\r\nget a\r\nset y 0 0 1 noreply\r\n2\r\nget c\r\nset z 0 0 1\r\n3\r\n", 8)
+	assert.Equal(t, "STORED\r\nVALUE a 1 2\r\nva\r\nEND\r\nVALUE c 3 2\r\nvc\r\nEND\r\nSTORED\r\n", got)
+	sizes := drv.take()
+	slices.Sort(sizes)
+	assert.Equal(t, []int{2, 3}, sizes, "one batch of the gets, one of the sets")
+	assert.Equal(t, "VALUE x 0 1\r\n1\r\nEND\r\nVALUE y 0 1\r\n2\r\nEND\r\nVALUE z 0 1\r\n3\r\nEND\r\n", send("get x\r\nget y\r\nget z\r\n", 9))
+	drv.take()
 
 	// A set between gets of its key: the gets after it see it.
 	got = send("get a\r\nset a 5 0 3\r\nnew\r\nget a\r\nget c\r\n", 10)
