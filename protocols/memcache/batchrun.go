@@ -54,9 +54,9 @@ func (cs *connState) batchable(cmd *Command) bool {
 // without a cas, or a text set.
 func isRunSet(cmd *Command) bool { return cmd.Kind == CmdSet && cmd.Cas == 0 }
 
-// joins reports whether a batchable cmd can join the open run: a set joins
-// any binary run, a get one whose gets (if any yet) have its verb and
-// options.
+// joins reports whether a batchable cmd can join the open run of its
+// dialect: a set joins any binary or text run, a get one whose gets (if any
+// yet) have its verb and options.
 func (r *batchRun) joins(cmd *Command) bool {
 	if r.p == nil {
 		return false
@@ -68,11 +68,9 @@ func (r *batchRun) joins(cmd *Command) bool {
 	if r.p.kind == CmdMetaGet {
 		return false
 	}
-	if r.p.dialect == dialectText || !cmd.Binary { // text sets, and gets all get or all gets
-		if r.p.dialect != dialectText || cmd.Binary {
-			return false
-		}
-		return cmd.Kind == CmdSet || r.p.text.getKind == 0 || cmd.Kind == r.p.text.getKind
+	if r.p.dialect == dialectText || !cmd.Binary {
+		return r.p.dialect == dialectText && !cmd.Binary &&
+			(cmd.Kind == CmdSet || r.p.text.getKind == CmdNone || cmd.Kind == r.p.text.getKind)
 	}
 	if isRunSet(cmd) || req.NumKeys() == 0 {
 		return true
@@ -141,7 +139,7 @@ func (r *batchRun) add(cmd *Command) {
 	case cmd.Binary:
 		p.bin.keys = append(p.bin.keys, binKey{cmd.Opcode, cmd.Opaque, false})
 	default:
-		if p.text.getKind == 0 { // the run's first get sets its verb
+		if p.text.getKind == CmdNone { // the run's first get sets its verb
 			p.text.getKind = cmd.Kind
 			p.req.Verb, p.req.Omit = gateway.VerbGet, textGetOmit(cmd)
 		}
