@@ -65,6 +65,9 @@ type TLS struct {
 type NDB struct {
 	Connectstring string
 	PoolSize      int
+	// BusyPoll is how long a lone flight polls for the data nodes' answer
+	// before it sleeps; 0 is off (ndbapi.Config.BusyPoll).
+	BusyPoll Duration
 }
 
 // Ndbmemcache serves a server role of ndbmemcache's configuration, read
@@ -235,6 +238,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Memcache.BusyPoll > 0 && c.Memcache.EventLoop == "gnet" {
 		errs = append(errs, fmt.Errorf("%s = %s polls in the epoll loops only: drop it, or use memcache.event_loop epoll", nameOf("memcache.busy_poll"), time.Duration(c.Memcache.BusyPoll)))
+	}
+	if c.NDB.BusyPoll > 0 && c.NDB.Connectstring == "" {
+		errs = append(errs, fmt.Errorf("%s = %s polls for a cluster's answers: set ndb.connectstring, or drop it", nameOf("ndb.busy_poll"), time.Duration(c.NDB.BusyPoll)))
 	}
 	if c.Embedded.DataDir != "" && c.NDB.Connectstring != "" {
 		errs = append(errs, fmt.Errorf("%s is for the embedded engine; with ndb.connectstring the cluster keeps the data: drop one of them", nameOf("embedded.data_dir")))

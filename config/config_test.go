@@ -107,6 +107,8 @@ func TestValidationNamesTheSetting(t *testing.T) {
 		{"snapshot interval", func(c *Config) { c.Embedded.SnapshotInterval = -1 }, "embedded.snapshot_interval"},
 		{"busy poll long", func(c *Config) { c.Memcache.BusyPoll = Duration(2 * time.Millisecond) }, "memcache.busy_poll (--memcache-busy-poll) = 2ms: must be 0..1ms"},
 		{"busy poll on gnet", func(c *Config) { c.Memcache.BusyPoll = Duration(50 * time.Microsecond); c.Memcache.EventLoop = "gnet" }, "polls in the epoll loops only"},
+		{"ndb busy poll long", func(c *Config) { c.NDB.Connectstring = "mgm:1186"; c.NDB.BusyPoll = Duration(2 * time.Millisecond) }, "ndb.busy_poll (--ndb-busy-poll) = 2ms: must be 0..1ms"},
+		{"ndb busy poll without a cluster", func(c *Config) { c.NDB.BusyPoll = Duration(200 * time.Microsecond) }, "ndb.busy_poll (--ndb-busy-poll) = 200µs polls for a cluster's answers"},
 		{"data dir with a cluster", func(c *Config) { c.Embedded.DataDir = "/d"; c.NDB.Connectstring = "mgm:1186" }, "embedded.data_dir (--data-dir) is for the embedded engine"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -96,6 +96,10 @@ var settings = []setting{
 	{Key: "ndb.pool_size", Env: "NDBGATE_NDB_POOL_SIZE", Flag: "ndb-pool-size", Default: "2",
 		Help: "NDB cluster connections in the pool", Check: within(1, 64, "must be 1..64"),
 		Field: func(c *Config) any { return &c.NDB.PoolSize }},
+	{Key: "ndb.busy_poll", Env: "NDBGATE_NDB_BUSY_POLL", Flag: "ndb-busy-poll", Default: "0s",
+		Help:  "NDB: a lone request (the only work of its epoll loop, run on the loop's thread) polls the cluster's sockets up to this long for the data nodes' answer (200us was measured with data nodes on the same host) before it sleeps: lower latency for a client that sends one request at a time, for more CPU; with memcache.busy_poll, neither wake-up of a one-at-a-time request is paid; 0 = off",
+		Check: within(0, Duration(time.Millisecond), "must be 0..1ms (0 = off)"),
+		Field: func(c *Config) any { return &c.NDB.BusyPoll }},
 
 	{Key: "ndbmemcache.role", Env: "NDBGATE_NDBMEMCACHE_ROLE", Flag: "ndbmemcache-role",
 		Help:  "serve this server role of ndbmemcache's configuration (the ndbmemcache schema in the cluster): its key prefixes, containers and policies; YAML key_prefixes and containers of the same name win over it",

@@ -134,6 +134,10 @@ type DriverStats struct {
 	// FlightsOnCaller counts flights run on a lone caller's goroutine
 	// (Batch.Lone) instead of being handed to another thread (NDB).
 	FlightsOnCaller uint64
+	// FlightsPolled counts the round trips of lone flights that polled the
+	// cluster's sockets for their answer before sleeping (ndb.busy_poll;
+	// NDB).
+	FlightsPolled uint64
 	// The embedded engine's data dir (0 without one): bytes of log since the
 	// last snapshot, snapshots taken, and failed log writes or fsyncs.
 	LogBytes       uint64

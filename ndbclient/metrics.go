@@ -92,6 +92,7 @@ var (
 	descRemad = prometheus.NewDesc("ndbgate_backend_connections_remade_total", "Pooled NDB connections made again to learn data nodes added to the cluster.", nil, nil)
 	descRedes = prometheus.NewDesc("ndbgate_backend_tables_redescribed_total", "Tables described again after NDB reported them altered or reorganised.", nil, nil)
 	descLone  = prometheus.NewDesc("ndbgate_backend_flights_on_caller_total", "Flights the driver ran on the goroutine of a lone request (the only work of its event loop) instead of handing them to another thread (NDB).", nil, nil)
+	descPoll  = prometheus.NewDesc("ndbgate_backend_flights_polled_total", "Round trips of lone flights that polled the cluster's sockets for their answer before sleeping (ndb.busy_poll; NDB).", nil, nil)
 	descOnPri = prometheus.NewDesc("ndbgate_backend_transactions_on_primary_total", "Hinted transactions whose TC ran on the data node holding the key's primary replica (NDB).", nil, nil)
 	descLogB  = prometheus.NewDesc("ndbgate_engine_log_bytes", "Bytes of the embedded engine's log since its last snapshot (0 without a data dir).", nil, nil)
 	descSnaps = prometheus.NewDesc("ndbgate_engine_snapshots_total", "Snapshots the embedded engine wrote to its data dir.", nil, nil)
@@ -118,6 +119,7 @@ func (c *driverCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descRemad
 	ch <- descRedes
 	ch <- descLone
+	ch <- descPoll
 	ch <- descLogB
 	ch <- descSnaps
 	ch <- descLogE
@@ -141,6 +143,7 @@ func (c *driverCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descRemad, prometheus.CounterValue, float64(s.ConnectionsRemade))
 	ch <- prometheus.MustNewConstMetric(descRedes, prometheus.CounterValue, float64(s.TablesRedescribed))
 	ch <- prometheus.MustNewConstMetric(descLone, prometheus.CounterValue, float64(s.FlightsOnCaller))
+	ch <- prometheus.MustNewConstMetric(descPoll, prometheus.CounterValue, float64(s.FlightsPolled))
 	ch <- prometheus.MustNewConstMetric(descLogB, prometheus.GaugeValue, float64(s.LogBytes))
 	ch <- prometheus.MustNewConstMetric(descSnaps, prometheus.CounterValue, float64(s.Snapshots))
 	ch <- prometheus.MustNewConstMetric(descLogE, prometheus.CounterValue, float64(s.LogWriteErrors))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/ndbgate/ndbgate/config"
 	"github.com/ndbgate/ndbgate/internal/ndbmemcache"
@@ -17,7 +18,8 @@ import (
 func driversBuilt() string { return "embedded, ndbapi" }
 
 func openNDB(cfg config.Config, log *slog.Logger) (ndbclient.Driver, error) {
-	d, err := ndbapi.Open(ndbapi.Config{Connectstring: cfg.NDB.Connectstring, PoolSize: cfg.NDB.PoolSize, Log: log})
+	d, err := ndbapi.Open(ndbapi.Config{Connectstring: cfg.NDB.Connectstring, PoolSize: cfg.NDB.PoolSize,
+		BusyPoll: time.Duration(cfg.NDB.BusyPoll), Log: log})
 	if err != nil {
 		return nil, err
 	}

@@ -65,7 +65,11 @@ type Config struct {
 	Connectstring string // host:1186[,host2:1186]
 	PoolSize      int    // cluster connections, each with its executor; default 2
 	TimeoutSec    int    // connect and wait-until-ready timeout; default 30
-	Log           *slog.Logger
+	// BusyPoll: a lone flight (Batch.Lone, run on its caller) polls this
+	// long for the data nodes' answer before it sleeps (ndb.busy_poll); 0
+	// is off.
+	BusyPoll time.Duration
+	Log      *slog.Logger
 }
 
 // Driver is the NDB API driver. Each pool connection has one executor
@@ -83,6 +87,7 @@ type Driver struct {
 	// connectstring and timeoutSec make connections again (follow.go).
 	connectstring string
 	timeoutSec    int
+	busyPollUs    C.int // Config.BusyPoll
 	next          atomic.Uint32
 	// releaseProcs gives back the Ps reserved for the executors.
 	releaseProcs func()
@@ -137,9 +142,12 @@ type executor struct {
 	// running counts flights in runFlight: more than one is a broken
 	// exclusion (Driver.Overlaps).
 	running atomic.Int32
-	req     []byte
-	resp    []byte
-	state   stateFlight
+	// pollUs is the busy poll of the flight running: the driver's for a
+	// lone caller's flight (Submit), else 0.
+	pollUs C.int
+	req    []byte
+	resp   []byte
+	state  stateFlight
 }
 
 // Open connects to the cluster.
@@ -161,7 +169,8 @@ func Open(cfg Config) (*Driver, error) {
 		cfg.Log = slog.Default()
 	}
 	d := &Driver{pool: p, connectstring: cfg.Connectstring, timeoutSec: cfg.TimeoutSec,
-		byName: map[string]*tableInfo{}, refreshing: map[*tableInfo]bool{},
+		busyPollUs: C.int(cfg.BusyPoll.Microseconds()),
+		byName:     map[string]*tableInfo{}, refreshing: map[*tableInfo]bool{},
 		stopWatch: make(chan struct{}), log: cfg.Log}
 	d.nodes.Store(int32(C.ndbgate_data_nodes(p)))
 	d.watching.Add(1)
@@ -452,7 +461,9 @@ func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 	if b.Lone && e.claimIdle() {
 		// The caller has nothing else to do: run the flight here, with no
 		// thread hand-off either way (Batch.Lone).
+		e.pollUs = d.busyPollUs
 		err := e.runFlight(b)
+		e.pollUs = 0
 		e.release()
 		d.closeMu.RUnlock()
 		d.flightsOnCaller.Add(1)
@@ -661,7 +672,7 @@ func (e *executor) call(ops []*ndbclient.Op, extra []stateExtra, now uint32) err
 	var errBuf [512]C.char
 	n := C.ndbgate_execute(e.d.pool, C.int(e.conn),
 		(*C.uchar)(unsafe.Pointer(&e.req[0])), C.int(len(e.req)),
-		(*C.uchar)(unsafe.Pointer(&e.resp[0])), C.int(len(e.resp)), &errBuf[0], C.int(len(errBuf)))
+		(*C.uchar)(unsafe.Pointer(&e.resp[0])), C.int(len(e.resp)), e.pollUs, &errBuf[0], C.int(len(errBuf)))
 	if n < 0 {
 		return e.fail(ops, ndbclient.Errorf(ndbclient.CodeInternal, "NDB shim: %s", C.GoString(&errBuf[0])))
 	}
@@ -876,7 +887,7 @@ func (d *Driver) Stats() ndbclient.DriverStats {
 	return ndbclient.DriverStats{Nodes: int(d.nodes.Load()), Tables: tables, Partitions: partitions, LiveNodes: live,
 		Connects: 1 + d.reconnects.Load(), HintedTransactions: uint64(hinted), TransactionsOnPrimary: uint64(onPrimary),
 		ConnectionsRemade: d.connectionsRemade.Load(), TablesRedescribed: d.redescribed.Load(), Items: items,
-		FlightsOnCaller: d.flightsOnCaller.Load()}
+		FlightsOnCaller: d.flightsOnCaller.Load(), FlightsPolled: uint64(C.ndbgate_polled_flights(d.pool))}
 }
 
 // ScanRows reads every row of t (ndbclient.RowScanner) with one

@@ -120,13 +120,19 @@ int ndbgate_partition(ndbgate_pool *pool, int table_id,
 // ndbgate_primary_node: the data node holding a partition's primary replica.
 int ndbgate_primary_node(ndbgate_pool *pool, int table_id, int partition);
 
+// ndbgate_polled_flights: the round trips of ndbgate_execute that polled
+// for their answer (poll_us) before sleeping.
+unsigned long long ndbgate_polled_flights(ndbgate_pool *pool);
+
 // ndbgate_execute runs one flight's ops, or the item-state reads before or
 // updates after one (state.go), on connection conn (each connection is used
-// by one executor thread at a time). Returns the bytes written to resp, or
-// -needed when resp is too small (nothing was executed then), or -1 with err.
+// by one executor thread at a time). With poll_us > 0 it polls up to that
+// many microseconds for NDB's first answer before it sleeps (a lone
+// flight, ndb.busy_poll). Returns the bytes written to resp, or -needed
+// when resp is too small (nothing was executed then), or -1 with err.
 int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req,
-                    int reqlen, unsigned char *resp, int resplen, char *err,
-                    int errlen);
+                    int reqlen, unsigned char *resp, int resplen, int poll_us,
+                    char *err, int errlen);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@ namespace shim {
 // itself (which drops the table objects). Callers hold flightMu exclusively
 // and dictMu, or own c alone (ndbgate_close, a replaced connection).
 void dropConnNdbs(Conn &c, const std::vector<TableRecs *> &recs) {
+  dropPollGroup(c);
   delete c.ndb;
   c.ndb = nullptr;
   dropAbandoned(c);
@@ -34,6 +35,11 @@ static void dropNdbs(ndbgate_pool *pool, size_t i) {
     if (i < byConn.size()) recs.push_back(&byConn[i]);
   }
   dropConnNdbs(pool->conns[i], recs);
+}
+
+void dropPollGroup(Conn &c) {
+  if (c.pollGroup) c.cluster->release_ndb_wait_group(c.pollGroup);
+  c.pollGroup = nullptr;
 }
 
 // makeNdbs gives connection c a new executor Ndb and dictionary Ndb.
@@ -93,6 +99,10 @@ void ndbgate_close(ndbgate_pool *pool) {
     delete pool->conns[i].cluster;
   }
   delete pool;
+}
+
+unsigned long long ndbgate_polled_flights(ndbgate_pool *pool) {
+  return pool->polledFlights.load(std::memory_order_relaxed);
 }
 
 void ndbgate_hint_stats(ndbgate_pool *pool, unsigned long long *hinted, unsigned long long *on_primary) {

@@ -21,6 +21,25 @@
 #include <utility>
 #include <vector>
 
+// NdbWaitGroup (Ndb_cluster_connection::create_ndb_wait_group) is in
+// libndbclient, and its wait reads the transporter's sockets with the
+// caller's timeout, zero included: the one way through the NDB API to poll
+// for an answer without sleeping (pollNdb(0) only collects what another
+// thread read). Its header is not among those an install ships (in 7.5 and
+// 8.x it is in storage/ndb/src/ndbapi), so these are the three public
+// members the shim calls, as 7.5 and 8.x declare them. The object is only
+// ever handled by pointer.
+class NdbWaitGroup {
+ public:
+  int push(Ndb *ndb);
+  int wait(Uint32 timeout_millis, int pct_ready);
+  Ndb *pop();
+
+ private:
+  NdbWaitGroup() = delete;
+  ~NdbWaitGroup() = delete;
+};
+
 namespace shim {
 
 // partitionCount: getPartitionCount came with fully replicated tables
@@ -49,6 +68,9 @@ const int kNdbTransactions = 1024;
 const int kPollMs = 1000;
 const int kMaxPolls = 600;
 const int kMaxAbandoned = 256;
+// A connection's wait group (pollFor) holds one Ndb at a time; NDB grows
+// its list if ever needed.
+const int kPollGroupSize = 4;
 
 // The arena room of a program (shim_program.cpp, staged by shim_execute.cpp): the NdbInterpretedCode object, then its words.
 // Without the condition's value, attachProgram's longest program (a
@@ -219,6 +241,9 @@ struct OpVectors {
 // ndbgate_close after ndb is deleted and before dict is.
 struct Conn {
   Ndb_cluster_connection *cluster = nullptr;
+  // pollGroup: made at the first lone flight with a busy poll (pollFor),
+  // let go of with ndb (dropPollGroup), which it may hold.
+  NdbWaitGroup *pollGroup = nullptr;
   Ndb *ndb = nullptr;
   Ndb *dict = nullptr;
   std::vector<char> arena;
@@ -273,6 +298,7 @@ struct ndbgate_pool {
   // Transactions started with a key hint, and those of them whose TC runs on
   // the node holding the key's primary replica (ndbgate_hint_stats).
   std::atomic<uint64_t> hintedTxns{0}, primaryTxns{0};
+  std::atomic<uint64_t> polledFlights{0};  // round trips that polled (pollFor)
   // Flights hold flightMu shared while they use table objects and records; a
   // refresh holds it exclusively, so it never frees what a flight still uses.
   std::shared_mutex flightMu;
@@ -315,6 +341,9 @@ bool attachProgram(Op &op, NdbOperation::OperationOptions &opts, NdbError &err);
 // shim_conn.cpp
 bool makeNdbs(Conn &c, char *err, int errlen);
 void dropConnNdbs(Conn &c, const std::vector<TableRecs *> &recs);
+// dropPollGroup lets go of c's wait group, if it has one. Its caller owns
+// c's executor Ndb: no flight is polling through the group.
+void dropPollGroup(Conn &c);
 
 // shim_table.cpp
 bool describeOn(Conn &c, const char *db, const char *table, bool invalidate, TableRecs &r, std::string &err);

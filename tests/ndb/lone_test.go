@@ -14,15 +14,28 @@ import (
 
 	"github.com/ndbgate/ndbgate/ndbclient"
 	"github.com/ndbgate/ndbgate/ndbclient/drivertest"
+	"github.com/ndbgate/ndbgate/ndbclient/ndbapi"
 )
 
 // Lone batches (Batch.Lone) run on their caller's goroutine when the first
 // executor is idle, and queue behind it when it is not. Lone writers and
 // readers race batches handed to the executors; every read must see its
 // own writer's last value, and nothing may be left queued (a post that
-// found the executor busy with a lone flight).
+// found the executor busy with a lone flight). With a busy poll
+// (ndb.busy_poll) each lone flight polls for its answer through the
+// connection's wait group, beside executors that sleep in NDB's poll.
 func TestLoneFlightsShareTheExecutor(t *testing.T) {
-	d := openDriver(t, connectstring(t), 2)
+	for _, poll := range []time.Duration{0, 200 * time.Microsecond} {
+		t.Run(fmt.Sprintf("busy poll %s", poll), func(t *testing.T) {
+			d, err := ndbapi.Open(ndbapi.Config{Connectstring: connectstring(t), PoolSize: 2, BusyPoll: poll})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = d.Close() })
+			testLoneFlights(t, d, poll > 0)
+		})
+	}
+}
+
+func testLoneFlights(t *testing.T, d *ndbapi.Driver, polls bool) {
 	tbl := suiteTable(t, d, "lone", true)
 	c := ndbclient.NewClientWith(d, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
 	write := func(k, v string) *ndbclient.Op {
@@ -56,8 +69,8 @@ func TestLoneFlightsShareTheExecutor(t *testing.T) {
 		return nil
 	}
 
-	// Alone, every lone flight runs on the caller.
-	before := d.Stats().FlightsOnCaller
+	// Alone, every lone flight runs on the caller, and polls if asked to.
+	before, polledBefore := d.Stats().FlightsOnCaller, d.Stats().FlightsPolled
 	for i := range 100 {
 		k := fmt.Sprintf("alone-%d", i)
 		require.NoError(t, run(true, write(k, "v")))
@@ -66,6 +79,36 @@ func TestLoneFlightsShareTheExecutor(t *testing.T) {
 		require.Equal(t, "v", string(op.Row[0].B))
 	}
 	assert.Equal(t, uint64(200), d.Stats().FlightsOnCaller-before, "each of 200 lone flights on its caller")
+	if polled := d.Stats().FlightsPolled - polledBefore; polls {
+		assert.Equal(t, uint64(200), polled, "each of 200 lone flights polled for its answer")
+	} else {
+		assert.Zero(t, polled, "no flight polls without a busy poll")
+	}
+	// Five keys at a time: a lone batch's rounds for one data node run on
+	// the caller as one flight of several transactions (five writes), or
+	// of reads sharing one; the poll waits for the first answer, the rest
+	// are collected as without it.
+	before, polledBefore = d.Stats().FlightsOnCaller, d.Stats().FlightsPolled
+	for i := range 20 {
+		var keys []string
+		var ws, rs []*ndbclient.Op
+		for j := range 5 {
+			k := fmt.Sprintf("five-%d-%d", i, j)
+			keys, ws, rs = append(keys, k), append(ws, write(k, "v"+k)), append(rs, read(k))
+		}
+		require.NoError(t, run(true, ws...))
+		require.NoError(t, run(true, rs...))
+		for j, op := range rs {
+			require.Equal(t, "v"+keys[j], string(op.Row[0].B))
+		}
+	}
+	onCaller, polled := d.Stats().FlightsOnCaller-before, d.Stats().FlightsPolled-polledBefore
+	assert.Positive(t, onCaller, "some five-key flights on their callers")
+	if polls {
+		assert.Equal(t, onCaller, polled, "every flight on a caller polled")
+	} else {
+		assert.Zero(t, polled)
+	}
 
 	// Raced: 8 lone writers, 4 batch writers, for 3 s.
 	before = d.Stats().FlightsOnCaller
@@ -117,7 +160,7 @@ func TestLoneFlightsShareTheExecutor(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	onCaller := d.Stats().FlightsOnCaller - before
+	onCaller = d.Stats().FlightsOnCaller - before
 	ops.Range(func(g, n any) bool {
 		assert.Positive(t, n.(int), "goroutine %d made progress", g)
 		return true
