@@ -39,12 +39,12 @@ const setRunBytes = 64 << 10
 // pieces' reply).
 func (cs *connState) batchable(cmd *Command) bool {
 	switch {
-	case cmd.Binary:
-		return cmd.Kind == CmdGet || cmd.Kind == CmdGat || cmd.Kind == CmdTouch || isRunSet(cmd) && cs.srv.svc.SetsCanShareABatch()
-	case cmd.Kind.IsMeta():
-		return metaGetBatchable(cmd)
 	case isRunSet(cmd):
 		return cs.srv.svc.SetsCanShareABatch()
+	case cmd.Binary:
+		return cmd.Kind == CmdGet || cmd.Kind == CmdGat || cmd.Kind == CmdTouch
+	case cmd.Kind.IsMeta():
+		return metaGetBatchable(cmd)
 	default:
 		return (cmd.Kind == CmdGet || cmd.Kind == CmdGets) && len(cmd.Keys) == 1 && cmd.Next == 0 && cs.getResume == Resume{}
 	}
