@@ -71,7 +71,15 @@ type scenario struct {
 	// search grows fast with a key's history: 4 keys gave it about 7,000
 	// operations each in 10 s, more than the checker's bound could decide.
 	keys int
+	// polling is how many of the gateways (the first ones) run with both
+	// busy polls on, so that one history holds lone requests that poll for
+	// their answer and ones that sleep for it. Each of them must have
+	// polled by the end.
+	polling int
 }
+
+// pollingArgs turn on both busy polls: the front end's and the driver's.
+var pollingArgs = []string{"--memcache-busy-poll", "50us", "--ndb-busy-poll", "200us"}
 
 func (sc scenario) run(t *testing.T) {
 	cs := liveOnly(t)
@@ -87,7 +95,11 @@ func (sc scenario) run(t *testing.T) {
 	}
 	var gws []*gateway
 	for i := 0; i < sc.gateways; i++ {
-		gws = append(gws, startGateway(t, args...))
+		a := args
+		if i < sc.polling {
+			a = append(slices.Clone(args), pollingArgs...)
+		}
+		gws = append(gws, startGateway(t, a...))
 	}
 	rec := NewRecorder()
 	n := sc.keys
@@ -112,6 +124,13 @@ func (sc scenario) run(t *testing.T) {
 	finalReads(rec, len(cs2), gws, w.Keys, liveOpTimeout)
 	if sc.fault != nil {
 		t.Logf("fault healed %v after it began; %s", time.Duration(healed-faultAt).Round(time.Millisecond), errorWindow(rec, faultAt))
+	}
+	for i := 0; i < sc.polling; i++ {
+		n, ok := polledFlights(gws[i])
+		if !ok || n == 0 {
+			t.Errorf("gateway %d runs with the busy polls, yet polled no flight (metrics read: %v)", i, ok)
+		}
+		t.Logf("gateway %d polled %.0f flights", i, n)
 	}
 	if sc.caching {
 		mustFitCaching(t, rec)
@@ -153,6 +172,18 @@ func TestLiveCaching(t *testing.T) {
 	scenario{gateways: 2, meta: 6, rest: 2, before: 10 * time.Second, caching: true, keys: 16}.run(t)
 }
 
+// polledFlights is g's ndbgate_backend_flights_polled_total; false when its
+// metrics could not be read.
+func polledFlights(g *gateway) (float64, bool) {
+	var n float64
+	ok := scrapeMetrics(g, func(name, _ string, v float64) {
+		if name == "ndbgate_backend_flights_polled_total" {
+			n += v
+		}
+	})
+	return n, ok
+}
+
 // errorWindow describes the failed operations from the fault on.
 func errorWindow(rec *Recorder, from int64) string {
 	f := rec.Failures()
@@ -186,13 +217,14 @@ func TestLiveGateways(t *testing.T) {
 }
 
 // TestLiveDataNodeKilled: kill -9 of a data node; its angel starts it again.
+// The first gateway runs with the busy polls on, the second without.
 func TestLiveDataNodeKilled(t *testing.T) {
 	cs := liveFaults(t)
 	victim := envInt("NDBGATE_TEST_KILL_NODE", 2)
 	if !ndbproc.NodeStarted(cs, victim) {
 		t.Fatalf("node %d must be started", victim)
 	}
-	scenario{gateways: 2, meta: 6, rest: 2, before: 5 * time.Second, after: 5 * time.Second,
+	scenario{gateways: 2, meta: 6, rest: 2, before: 5 * time.Second, after: 5 * time.Second, polling: 1,
 		fault: func(t *testing.T, _ []*gateway) {
 			if err := ndbproc.KillDataNode(cs, victim, 5*time.Minute); err != nil {
 				t.Fatal(err)
@@ -201,10 +233,11 @@ func TestLiveDataNodeKilled(t *testing.T) {
 }
 
 // TestLiveEveryDataNodeRestarted: every data node restarted at once (ndb_mgm
-// "all restart"); the cluster is down until they are back.
+// "all restart"); the cluster is down until they are back. The first gateway
+// runs with the busy polls on, the second without.
 func TestLiveEveryDataNodeRestarted(t *testing.T) {
 	cs := liveFaults(t)
-	scenario{gateways: 2, meta: 6, rest: 2, before: 5 * time.Second, after: 5 * time.Second,
+	scenario{gateways: 2, meta: 6, rest: 2, before: 5 * time.Second, after: 5 * time.Second, polling: 1,
 		fault: func(t *testing.T, _ []*gateway) {
 			ndbproc.Mgm(cs, "all restart")
 			time.Sleep(time.Second)
