@@ -44,9 +44,11 @@ go build -o bin/ndbgate ./cmd/ndbgate
 go build -o bin/idleconns ./bench/cmd/idleconns
 tmp=$(mktemp -d /tmp/ndbgate-connscale.XXXXXX)
 pid=""; idle_pid=""
+# Ifs, not "[ … ] && …": under set -e a function whose last test is false
+# fails, and the EXIT trap then stopped before removing $tmp (exit 1).
 stop_all() {
-  [ -n "$idle_pid" ] && { kill "$idle_pid" 2>/dev/null || true; wait "$idle_pid" 2>/dev/null || true; idle_pid=""; }
-  [ -n "$pid" ] && { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""; }
+  if [ -n "$idle_pid" ]; then kill "$idle_pid" 2>/dev/null || true; wait "$idle_pid" 2>/dev/null || true; idle_pid=""; fi
+  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""; fi
 }
 trap 'stop_all; rm -rf "$tmp"' EXIT
 maxconns=$((most + 1024))
