@@ -156,14 +156,18 @@ func NewHistogramVec(name, help string, bounds []float64, unit float64, variable
 }
 
 // Observe records the value d (in observed units) for child on shard.
-func (h *HistogramVec) Observe(shard, child int, d int64) {
+func (h *HistogramVec) Observe(shard, child int, d int64) { h.ObserveN(shard, child, d, 1) }
+
+// ObserveN records the value d n times: the commands of a pipelined run
+// share one duration.
+func (h *HistogramVec) ObserveN(shard, child int, d int64, n uint64) {
 	b := 0
 	for b < len(h.limits) && d > h.limits[b] {
 		b++
 	}
 	base := child * (h.buckets + 1)
-	h.c.at(shard, base+b).Add(1)
-	h.c.at(shard, base+h.buckets).Add(uint64(max(d, 0)))
+	h.c.at(shard, base+b).Add(n)
+	h.c.at(shard, base+h.buckets).Add(uint64(max(d, 0)) * n)
 }
 
 // Describe implements prometheus.Collector.

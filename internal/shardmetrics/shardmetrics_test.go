@@ -60,6 +60,7 @@ func TestHistogramBucketsAndSum(t *testing.T) {
 	h.Observe(2, 0, 2000)    // second bucket
 	h.Observe(0, 0, 5e9)     // +Inf
 	h.Observe(0, 1, 1000000) // set: 1 ms, second bucket
+	h.ObserveN(1, 1, 2e9, 3) // set: three of 2 s, +Inf
 
 	for _, m := range gather(t, reg, "x_seconds") {
 		hist := m.GetHistogram()
@@ -71,7 +72,8 @@ func TestHistogramBucketsAndSum(t *testing.T) {
 			assert.Equal(t, uint64(2), hist.GetBucket()[0].GetCumulativeCount())
 			assert.Equal(t, uint64(3), hist.GetBucket()[1].GetCumulativeCount())
 		case "set":
-			assert.Equal(t, uint64(1), hist.GetSampleCount())
+			assert.Equal(t, uint64(4), hist.GetSampleCount())
+			assert.InDelta(t, 6.001, hist.GetSampleSum(), 1e-9)
 			assert.Equal(t, uint64(0), hist.GetBucket()[0].GetCumulativeCount())
 			assert.Equal(t, uint64(1), hist.GetBucket()[1].GetCumulativeCount())
 		default:

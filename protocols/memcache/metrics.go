@@ -97,6 +97,10 @@ func monoNanos() int64 { return transport.Nanos() }
 
 // observe counts p, done at now (monoNanos).
 func (m *serverMetrics) observe(p *pending, now int64) {
+	if p.text.run || len(p.bin.keys) > 0 || len(p.meta.keys) > 1 {
+		m.observeRun(p, now)
+		return
+	}
 	o := outcomeOK
 	r := p.result()
 	switch r.Outcome {
@@ -129,20 +133,115 @@ func (m *serverMetrics) observe(p *pending, now int64) {
 	}
 	shard := p.cs.shard
 	requestMetrics.Counts.Add(shard, int(p.kind)*numOutcomes+o, 1)
-	n := 1
-	switch p.dialect {
-	case dialectBinary:
-		n = max(1, len(p.bin.keys))
-	case dialectMeta:
-		n = max(1, len(p.meta.keys))
-	case dialectText:
-		if p.text.run {
-			n = max(1, len(p.text.cmds))
+	dialectCounts.Add(shard, int(p.dialect), 1)
+	m.stats.Add(shard, int(p.dialect), 1)
+	requestMetrics.Durations.Observe(shard, int(p.kind), now-p.start)
+}
+
+// observeRun counts each command of a run (batchRun) as the request it
+// was sent as, under its own command and outcome, with the run's duration:
+// a pipeline of 16 gets is 16 gets, as memcached's cmd_get says.
+func (m *serverMetrics) observeRun(p *pending, now int64) {
+	var t runTally
+	g, s := 0, 0 // the next item of the run's get and set requests
+	switch {
+	case p.text.run:
+		for _, c := range p.text.cmds {
+			if c.set {
+				t.add(CmdSet, m.runOutcome(p, p.sets, s, true))
+				s++
+			} else {
+				t.add(p.text.getKind, m.runOutcome(p, p.req, g, false))
+				g++
+			}
+		}
+	case len(p.bin.keys) > 0:
+		getKind := CmdGet
+		if p.req.Verb == gateway.VerbGat {
+			getKind = CmdGat
+		}
+		for _, bk := range p.bin.keys {
+			switch {
+			case bk.set:
+				t.add(CmdSet, m.runOutcome(p, p.sets, s, true))
+				s++
+			case bk.opcode == opTouch:
+				o := m.runOutcome(p, p.req, g, false)
+				if o == outcomeOK && g < len(p.req.Items) && !p.req.Items[g].Hit {
+					o = outcomeMiss // as a lone touch of a missing key (NotFound)
+				}
+				t.add(CmdTouch, o)
+				g++
+			default:
+				t.add(getKind, m.runOutcome(p, p.req, g, false))
+				g++
+			}
+		}
+	default: // meta gets
+		for range p.meta.keys {
+			t.add(CmdMetaGet, m.runOutcome(p, p.req, g, false))
+			g++
 		}
 	}
-	dialectCounts.Add(shard, int(p.dialect), uint64(n))
-	m.stats.Add(shard, int(p.dialect), uint64(n))
-	requestMetrics.Durations.Observe(shard, int(p.kind), now-p.start)
+	shard, d := p.cs.shard, now-p.start
+	var n uint64
+	for _, e := range t.entries[:t.used] {
+		requestMetrics.Counts.Add(shard, int(e.kind)*numOutcomes+e.outcome, e.n)
+		requestMetrics.Durations.ObserveN(shard, int(e.kind), d, e.n)
+		n += e.n
+	}
+	dialectCounts.Add(shard, int(p.dialect), n)
+	m.stats.Add(shard, int(p.dialect), n)
+}
+
+// runOutcome is the outcome of the run's command answered by item i of r
+// (its get or its set request): the request's error when it failed whole,
+// else the item's. A set refused as too large counts in store_too_large.
+func (m *serverMetrics) runOutcome(p *pending, r *gateway.Request, i int, set bool) int {
+	err := r.Err
+	if r.Outcome == gateway.OutcomeValues {
+		err = nil
+		if i < len(r.Items) {
+			err = r.Items[i].Err
+		}
+	}
+	switch {
+	case err == nil:
+		return outcomeOK
+	case set && ndbclient.CodeOf(err) == ndbclient.CodeTooLarge:
+		m.stats.Add(p.cs.shard, statStoreTooLarge, 1)
+	}
+	if isClientError(err) {
+		return outcomeClientError
+	}
+	return outcomeServerError
+}
+
+// runTally adds up a run's commands by command and outcome: a run holds
+// at most three commands (gets of one verb, touches among binary GATs, and
+// sets), and a run of like commands costs one add.
+type runTally struct {
+	entries [3 * numOutcomes]struct {
+		kind    CommandKind
+		outcome int
+		n       uint64
+	}
+	used int
+}
+
+func (t *runTally) add(kind CommandKind, outcome int) {
+	for i := range t.entries[:t.used] {
+		if e := &t.entries[i]; e.kind == kind && e.outcome == outcome {
+			e.n++
+			return
+		}
+	}
+	if t.used == len(t.entries) { // not with the commands above; never index past the end
+		t.entries[t.used-1].n++
+		return
+	}
+	t.entries[t.used].kind, t.entries[t.used].outcome, t.entries[t.used].n = kind, outcome, 1
+	t.used++
 }
 
 func isClientError(err error) bool {
