@@ -18,6 +18,11 @@
 //	              install). Tables missing from the cluster are created first
 //	              (ndbgate ndb-create-tables). Tests of what only the embedded
 //	              engine has (memory limit, simulated nodes) skip, saying why.
+//	NDBGATE_TEST_LIVE_FLAGS
+//	              live mode: flags every server also gets, split on spaces
+//	              (before each test's own), e.g. "--ndb-busy-poll 200us" to
+//	              run the suite with lone flights polling (not
+//	              --memcache-busy-poll: the gnet servers refuse it)
 package e2e
 
 import (
@@ -231,7 +236,8 @@ func launchServer(t testing.TB, extraArgs []string) (*server, error) {
 		restTLS:      containsArg(extraArgs, "--api-tls"),
 	}
 	if cs := liveCluster(); cs != "" {
-		extraArgs = append([]string{"--ndb-connectstring", cs}, extraArgs...)
+		live := append([]string{"--ndb-connectstring", cs}, strings.Fields(os.Getenv("NDBGATE_TEST_LIVE_FLAGS"))...)
+		extraArgs = append(live, extraArgs...)
 		if err := createLiveTables(extraArgs); err != nil {
 			return nil, err
 		}
