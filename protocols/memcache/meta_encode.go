@@ -16,7 +16,12 @@ func (cs *connState) encodeMeta(dst []byte, p *pending) []byte {
 	switch p.kind {
 	case CmdMetaGet:
 		if r.Outcome != gateway.OutcomeValues {
-			return appendErrorReply(dst, r.Err)
+			// Each mg of a run answers for itself: q hides a miss, not an
+			// error, as in memcached.
+			for range max(1, len(p.meta.keys)) {
+				dst = appendErrorReply(cs.spill(dst), r.Err)
+			}
+			return dst
 		}
 		now := uint32(time.Now().Unix())
 		for i := range r.Items {

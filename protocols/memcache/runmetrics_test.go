@@ -61,8 +61,9 @@ func (rc requestCounts) since(before requestCounts) (counts, timed map[string]ui
 	return counts, timed
 }
 
-// waitCounts waits until the request counters have moved by want (the
-// counts are made when a reply is flushed, just after the client reads it).
+// waitCounts waits until the request counters have moved by want (they
+// are counted as a reply is flushed, just before it is sent, or after, when
+// it spills).
 func waitCounts(t *testing.T, before requestCounts, want, wantTimed map[string]uint64) {
 	t.Helper()
 	var counts, timed map[string]uint64
@@ -161,7 +162,7 @@ func TestBinaryRunCountsEachCommand(t *testing.T) {
 	assert.Len(t, drv.take(), 1, "one batch (a GAT's key has two ops)")
 	waitCounts(t, before, map[string]uint64{"touch/ok": 1, "touch/miss": 1, "gat/ok": 1}, map[string]uint64{"touch": 2, "gat": 1})
 
-	// A lone touch of a missing key counts as a miss too.
+	// A touch of a missing key alone, a run of one, counts as a miss too.
 	before = readRequestCounts(t)
 	_, err = conn.Write(binReq(opTouch, []byte("missing"), be32(100), nil, 13, 0))
 	require.NoError(t, err)
@@ -231,4 +232,22 @@ func TestRunSetTooLargeCounts(t *testing.T) {
 		map[string]uint64{"set/client_error": 1, "set/ok": 1, "get/ok": 1},
 		map[string]uint64{"set": 2, "get": 1})
 	assert.Equal(t, tooLarge+1, srv.m.stats.Value(statStoreTooLarge), "store_too_large")
+}
+
+// A run of mgs whose request fails whole answers each mg with the error (q
+// hides a miss, not an error, as in memcached), and counts each.
+func TestMetaRunFailedAnswersEachCommand(t *testing.T) {
+	addr := startServer(t, "", failingDriver{newEngine(t)}, 64)
+	conn := dialServer(t, addr, 10*time.Second)
+	rd := bufio.NewReader(conn)
+	before := readRequestCounts(t)
+	_, err := conn.Write([]byte("mg a v q\r\nmg b v q\r\nmg c v\r\nmn\r\n"))
+	require.NoError(t, err)
+	for _, want := range []string{"SERVER_ERROR backend unavailable\r\n", "SERVER_ERROR backend unavailable\r\n",
+		"SERVER_ERROR backend unavailable\r\n", "MN\r\n"} {
+		line, err := rd.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, want, line)
+	}
+	waitCounts(t, before, map[string]uint64{"mg/server_error": 3, "mn/ok": 1}, map[string]uint64{"mg": 3, "mn": 1})
 }
