@@ -158,8 +158,7 @@ func NewHistogramVec(name, help string, bounds []float64, unit float64, variable
 // Observe records the value d (in observed units) for child on shard.
 func (h *HistogramVec) Observe(shard, child int, d int64) { h.ObserveN(shard, child, d, 1) }
 
-// ObserveN records the value d n times: the commands of a pipelined run
-// share one duration.
+// ObserveN records the value d n times, for n events that took as long.
 func (h *HistogramVec) ObserveN(shard, child int, d int64, n uint64) {
 	b := 0
 	for b < len(h.limits) && d > h.limits[b] {

@@ -319,14 +319,20 @@ func (cs *connState) refuse(cmd *Command, res Result) (int, stop) {
 	}
 	cs.swallow = res.Swallow
 	cs.srv.m.parseErrors.Inc()
-	if len(res.Reply) > 0 {
+	switch {
+	case len(res.Reply) > 0:
 		cs.reply(dialectOf(cmd), cmd.Kind, res.Reply, false)
+	case res.TooLarge && cmd.NoReply:
+		// Nothing is sent, but the set counts, in store_too_large too, as
+		// memcached counts it.
+		cs.reply(dialectOf(cmd), cmd.Kind, replyTooLarge, true)
 	}
 	if res.TooLarge && (cmd.Kind == CmdSet || cmd.Kind == CmdMetaSet) && len(cmd.Keys) == 1 {
 		// memcached drops the old item when a set is refused, so a client
-		// never reads back the value it meant to replace. No reply: it
-		// counts as a text delete.
+		// never reads back the value it meant to replace. No reply, and not
+		// a command of the client's.
 		p := cs.newPending(dialectText, CmdDelete, true)
+		p.unsent = true
 		p.req.Verb = gateway.VerbUnlink
 		p.req.AddKey(cmd.Keys[0])
 		p.writes = true
@@ -473,7 +479,7 @@ func (cs *connState) flush() {
 		if n == 0 {
 			out = cs.t.Output()
 		}
-		if cs.srv.prefix.on.Load() {
+		if !p.unsent && cs.srv.prefix.on.Load() {
 			cs.srv.prefix.record(p)
 		}
 		if p.render != nil {
@@ -489,7 +495,9 @@ func (cs *connState) flush() {
 		if now == 0 {
 			now = monoNanos()
 		}
-		cs.srv.m.observe(p, now)
+		if !p.unsent {
+			cs.srv.m.observe(p, now)
+		}
 		n++
 	}
 	if n == 0 {

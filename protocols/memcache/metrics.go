@@ -2,6 +2,7 @@ package memcache
 
 import (
 	"bytes"
+	"encoding/binary"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -97,6 +98,8 @@ func monoNanos() int64 { return transport.Nanos() }
 
 // observe counts p, done at now (monoNanos).
 func (m *serverMetrics) observe(p *pending, now int64) {
+	// A binary or text run has its commands listed even when it holds one;
+	// a meta command has one key unless it is a run of mgs.
 	if p.text.run || len(p.bin.keys) > 0 || len(p.meta.keys) > 1 {
 		m.observeRun(p, now)
 		return
@@ -122,20 +125,54 @@ func (m *serverMetrics) observe(p *pending, now int64) {
 			o = outcomeClientError
 		}
 		if ndbclient.CodeOf(r.Err) == ndbclient.CodeTooLarge {
-			m.stats.Add(p.cs.shard, statStoreTooLarge, 1)
+			m.storeTooLarge(p)
 		}
 	case gateway.OutcomeNone:
-		if len(p.fixed) > 0 && (p.fixed[0] == 'C' || p.fixed[0] == 'E') { // CLIENT_ERROR, ERROR
-			o = outcomeClientError
-		} else if bytes.Equal(p.fixed, replyTooLarge) { // refused while parsing, data swallowed
-			m.stats.Add(p.cs.shard, statStoreTooLarge, 1)
-		}
+		o = m.fixedOutcome(p)
 	}
 	shard := p.cs.shard
 	requestMetrics.Counts.Add(shard, int(p.kind)*numOutcomes+o, 1)
 	dialectCounts.Add(shard, int(p.dialect), 1)
 	m.stats.Add(shard, int(p.dialect), 1)
 	requestMetrics.Durations.Observe(shard, int(p.kind), now-p.start)
+}
+
+// storeTooLarge counts a store refused as too large in store_too_large, as
+// memcached (1.6.18) does for text and meta stores; its binary stores
+// never count there.
+func (m *serverMetrics) storeTooLarge(p *pending) {
+	if p.dialect != dialectBinary {
+		m.stats.Add(p.cs.shard, statStoreTooLarge, 1)
+	}
+}
+
+// fixedOutcome is the outcome of a reply made without the gateway: a
+// refusal while parsing (the client's error, a store too large too, as when
+// the backend refuses it), or an answer such as version's.
+func (m *serverMetrics) fixedOutcome(p *pending) int {
+	f := p.fixed
+	if p.dialect == dialectBinary {
+		if len(f) < binHeaderLen || f[0] != binResMagic {
+			return outcomeOK
+		}
+		switch binary.BigEndian.Uint16(f[6:]) {
+		case statusOK, statusAuthContinue:
+			return outcomeOK
+		case statusOutOfMemory, statusInternal, statusBusy, statusTempFailure:
+			return outcomeServerError
+		}
+		return outcomeClientError
+	}
+	switch {
+	case bytes.Equal(f, replyTooLarge): // refused while parsing, data swallowed
+		m.storeTooLarge(p)
+		return outcomeClientError
+	case bytes.HasPrefix(f, replyError), bytes.HasPrefix(f, []byte("CLIENT_ERROR")):
+		return outcomeClientError
+	case bytes.HasPrefix(f, []byte("SERVER_ERROR")):
+		return outcomeServerError
+	}
+	return outcomeOK
 }
 
 // observeRun counts each command of a run (batchRun) as the request it
@@ -205,11 +242,11 @@ func (m *serverMetrics) runOutcome(p *pending, r *gateway.Request, i int, set bo
 			err = r.Items[i].Err
 		}
 	}
-	switch {
-	case err == nil:
+	if err == nil {
 		return outcomeOK
-	case set && ndbclient.CodeOf(err) == ndbclient.CodeTooLarge:
-		m.stats.Add(p.cs.shard, statStoreTooLarge, 1)
+	}
+	if set && ndbclient.CodeOf(err) == ndbclient.CodeTooLarge {
+		m.storeTooLarge(p)
 	}
 	if isClientError(err) {
 		return outcomeClientError
@@ -217,8 +254,8 @@ func (m *serverMetrics) runOutcome(p *pending, r *gateway.Request, i int, set bo
 	return outcomeServerError
 }
 
-// runTally adds up a run's commands by command and outcome: a run holds
-// at most three commands (gets of one verb, touches among binary GATs, and
+// runTally adds up a run's commands by command and outcome: a run holds at
+// most three command kinds (gets of one verb, touches among binary GATs, and
 // sets), and a run of like commands costs one add.
 type runTally struct {
 	entries [3 * numOutcomes]struct {
@@ -236,7 +273,7 @@ func (t *runTally) add(kind CommandKind, outcome int) {
 			return
 		}
 	}
-	if t.used == len(t.entries) { // not with the commands above; never index past the end
+	if t.used == len(t.entries) { // cannot happen (3 kinds × numOutcomes entries); never panic
 		t.entries[t.used-1].n++
 		return
 	}

@@ -71,7 +71,10 @@ type pending struct {
 	// elsewhere: completing on another goroutine, counted in Server.handoffs
 	// until flushed.
 	elsewhere bool
-	onDone    func(*gateway.Request)
+	// unsent: made by the server, not sent by the client (the unlink after
+	// a set refused as too large), so not counted as a request.
+	unsent bool
+	onDone func(*gateway.Request)
 	// What each dialect's encoder needs beyond the request.
 	bin  binReply
 	meta metaReply
@@ -133,7 +136,7 @@ func (cs *connState) newPending(d dialect, kind CommandKind, noreply bool) *pend
 	}
 	p.cs = cs
 	p.kind, p.dialect, p.noreply, p.fixed, p.render, p.barrier = kind, d, noreply, p.fixed[:0], nil, false
-	p.writes, p.keys, p.setKeys, p.hasSets = false, p.keys[:0], p.setKeys[:0], false
+	p.writes, p.keys, p.setKeys, p.hasSets, p.unsent = false, p.keys[:0], p.setKeys[:0], false, false
 	p.bin = binReply{keys: p.bin.keys[:0]}
 	p.meta = metaReply{keys: p.meta.keys[:0], buf: p.meta.buf[:0]}
 	p.text = textReply{cmds: p.text.cmds[:0]}

@@ -251,3 +251,35 @@ func TestMetaRunFailedAnswersEachCommand(t *testing.T) {
 	}
 	waitCounts(t, before, map[string]uint64{"mg/server_error": 3, "mn/ok": 1}, map[string]uint64{"mg": 3, "mn": 1})
 }
+
+// Sets refused while parsing as too large, with noreply too, count as the
+// client's error, and text ones in store_too_large, as memcached 1.6.18
+// counts them (not its binary ones); the unlink that follows (memcached
+// drops the old item) is the server's, not counted.
+func TestSetRefusedWhileParsingCounts(t *testing.T) {
+	addr, srv := startServerConfig(t, Config{MaxPending: 64, ItemSizeMax: 1024}, newEngine(t))
+	big := strings.Repeat("x", 2000)
+
+	text := dialServer(t, addr, 10*time.Second)
+	rd := bufio.NewReader(text)
+	tooLarge := srv.m.stats.Value(statStoreTooLarge)
+	before := readRequestCounts(t)
+	_, err := text.Write([]byte("set a 0 0 2000\r\n" + big + "\r\nset b 0 0 2000 noreply\r\n" + big + "\r\nmn\r\n"))
+	require.NoError(t, err)
+	for _, want := range []string{"SERVER_ERROR object too large for cache\r\n", "MN\r\n"} {
+		line, err := rd.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, want, line)
+	}
+	waitCounts(t, before, map[string]uint64{"set/client_error": 2, "mn/ok": 1}, map[string]uint64{"set": 2, "mn": 1})
+	assert.Equal(t, tooLarge+2, srv.m.stats.Value(statStoreTooLarge), "store_too_large")
+
+	bin := dialServer(t, addr, 10*time.Second)
+	before = readRequestCounts(t)
+	_, err = bin.Write(binReq(opSet, []byte("c"), setExtras(0, 0), []byte(big), 7, 0))
+	require.NoError(t, err)
+	r := readResp(t, bin)
+	assert.Equal(t, uint16(statusTooLarge), r.status)
+	waitCounts(t, before, map[string]uint64{"set/client_error": 1}, map[string]uint64{"set": 1})
+	assert.Equal(t, tooLarge+2, srv.m.stats.Value(statStoreTooLarge), "store_too_large: not for binary")
+}
