@@ -180,6 +180,67 @@ func (m *serverMetrics) fixedOutcome(p *pending) int {
 // a pipeline of 16 gets is 16 gets, as memcached's cmd_get says.
 func (m *serverMetrics) observeRun(p *pending, now int64) {
 	var t runTally
+	if getKind, bulk := runGetKind(p); bulk && answeredWhole(p.req) && (!p.hasSets || answeredWhole(p.sets)) {
+		// The common case: no command of the run failed, so each request's
+		// keys are its commands, all ok.
+		t.addN(getKind, outcomeOK, uint64(p.req.NumKeys()))
+		if p.hasSets {
+			t.addN(CmdSet, outcomeOK, uint64(p.sets.NumKeys()))
+		}
+	} else {
+		m.tallyRun(&t, p)
+	}
+	shard, d := p.cs.shard, now-p.start
+	var n uint64
+	for _, e := range t.entries[:t.used] {
+		requestMetrics.Counts.Add(shard, int(e.kind)*numOutcomes+e.outcome, e.n)
+		requestMetrics.Durations.ObserveN(shard, int(e.kind), d, e.n)
+		n += e.n
+	}
+	dialectCounts.Add(shard, int(p.dialect), n)
+	m.stats.Add(shard, int(p.dialect), n)
+}
+
+// runGetKind is the command of a run's gets, and whether they can be counted
+// in bulk: not when binary touches are among them, whose misses count as
+// misses.
+func runGetKind(p *pending) (CommandKind, bool) {
+	switch {
+	case p.text.run:
+		return p.text.getKind, true
+	case len(p.bin.keys) > 0:
+		for _, bk := range p.bin.keys {
+			if bk.opcode == opTouch {
+				return CmdNone, false
+			}
+		}
+		if p.req.Verb == gateway.VerbGat {
+			return CmdGat, true
+		}
+		return CmdGet, true
+	}
+	return CmdMetaGet, true
+}
+
+// answeredWhole reports whether every key of r was answered without an
+// error (a get's miss is an answer), or r has none.
+func answeredWhole(r *gateway.Request) bool {
+	if r.NumKeys() == 0 {
+		return true
+	}
+	if r.Outcome != gateway.OutcomeValues || len(r.Items) != r.NumKeys() {
+		return false
+	}
+	for i := range r.Items {
+		if r.Items[i].Err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// tallyRun adds up each command of a run with its own outcome.
+func (m *serverMetrics) tallyRun(t *runTally, p *pending) {
 	g, s := 0, 0 // the next item of the run's get and set requests
 	switch {
 	case p.text.run:
@@ -220,15 +281,6 @@ func (m *serverMetrics) observeRun(p *pending, now int64) {
 			g++
 		}
 	}
-	shard, d := p.cs.shard, now-p.start
-	var n uint64
-	for _, e := range t.entries[:t.used] {
-		requestMetrics.Counts.Add(shard, int(e.kind)*numOutcomes+e.outcome, e.n)
-		requestMetrics.Durations.ObserveN(shard, int(e.kind), d, e.n)
-		n += e.n
-	}
-	dialectCounts.Add(shard, int(p.dialect), n)
-	m.stats.Add(shard, int(p.dialect), n)
 }
 
 // runOutcome is the outcome of the run's command answered by item i of r
@@ -266,18 +318,23 @@ type runTally struct {
 	used int
 }
 
-func (t *runTally) add(kind CommandKind, outcome int) {
+func (t *runTally) add(kind CommandKind, outcome int) { t.addN(kind, outcome, 1) }
+
+func (t *runTally) addN(kind CommandKind, outcome int, n uint64) {
+	if n == 0 {
+		return
+	}
 	for i := range t.entries[:t.used] {
 		if e := &t.entries[i]; e.kind == kind && e.outcome == outcome {
-			e.n++
+			e.n += n
 			return
 		}
 	}
 	if t.used == len(t.entries) { // cannot happen (3 kinds × numOutcomes entries); never panic
-		t.entries[t.used-1].n++
+		t.entries[t.used-1].n += n
 		return
 	}
-	t.entries[t.used].kind, t.entries[t.used].outcome, t.entries[t.used].n = kind, outcome, 1
+	t.entries[t.used].kind, t.entries[t.used].outcome, t.entries[t.used].n = kind, outcome, n
 	t.used++
 }
 

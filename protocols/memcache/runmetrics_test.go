@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ndbgate/ndbgate/gateway"
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
@@ -282,4 +283,24 @@ func TestSetRefusedWhileParsingCounts(t *testing.T) {
 	assert.Equal(t, uint16(statusTooLarge), r.status)
 	waitCounts(t, before, map[string]uint64{"set/client_error": 1}, map[string]uint64{"set": 1})
 	assert.Equal(t, tooLarge+2, srv.m.stats.Value(statStoreTooLarge), "store_too_large: not for binary")
+}
+
+// The metrics of a pipelined run of 8 sets and 8 gets, all answered: the
+// bulk path (31 ns a run here; 82 ns command by command, 16 ns when a run
+// counted once).
+func BenchmarkObserveRun(b *testing.B) {
+	m := newServerMetrics()
+	p := &pending{cs: &connState{}, dialect: dialectText, kind: CmdSet, req: &gateway.Request{}, sets: &gateway.Request{}, hasSets: true}
+	p.text.run, p.text.getKind = true, CmdGet
+	for range 8 {
+		p.text.cmds = append(p.text.cmds, textCmd{set: true}, textCmd{})
+		p.req.AddKey([]byte("k"))
+		p.sets.AddSet([]byte("s"), []byte("v"), 0, 0)
+	}
+	p.req.Outcome, p.sets.Outcome = gateway.OutcomeValues, gateway.OutcomeValues
+	p.req.Items, p.sets.Items = make([]gateway.Item, 8), make([]gateway.Item, 8)
+	b.ReportAllocs()
+	for b.Loop() {
+		m.observe(p, 1000)
+	}
 }
