@@ -10,7 +10,9 @@
 #   TRIALS=4 TIME=6 WORKLOADS="text_p16_1:10_32B" bench/compare-builds.sh B A
 #   PRELOAD=0 WORKLOADS=binary_p16_gets bench/compare-builds.sh B A   # every get misses
 #
-# Reverse the targets' order in a second run to see any effect of position.
+# The order rotates from trial to trial (A B, then B A): on session 36's
+# host the second target of a trial measured up to 4 % more CPU per op than
+# the same binary run first (bench/HISTORY.md, session 37).
 # Measure only on a quiet machine.
 set -euo pipefail
 TRIALS=${TRIALS:-${ROUNDS:-3}} # ROUNDS is its old name
@@ -40,11 +42,13 @@ pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true' EXIT
 CLK=$(getconf CLK_TCK)
 out=$(mktemp)
+targets=("$@")
 for w in $WORKLOADS; do
   args=${ARGS[$w]:?unknown workload $w}
   read -r -a a <<< "$args"
   for r in $(seq "$TRIALS"); do
-    for t in "$@"; do
+    for i in $(seq 0 $(($# - 1))); do
+      t=${targets[$(((i + r - 1) % $#))]}
       start_target "$t" "$PORT"
       [ "$PRELOAD" = 0 ] || memtier_preload "$PORT" "$KEYS" "${a[@]}" --pipeline=16 -t 2 -c 4 >/dev/null 2>&1
       c0=$(proc_ticks "$pid")

@@ -77,8 +77,10 @@ if [ "$PRELOAD" = 1 ]; then
   memtier_preload "$PORT" "$KEYS" --protocol=memcache_text -d 32 -t 2 -c 4 --pipeline=16 --key-minimum=1 >/dev/null 2>&1
   stop
 fi
+builds=("$@")
 for r in $(seq "$TRIALS"); do
-  for b in "$@"; do
+  for i in $(seq 0 $(($# - 1))); do # the order rotates from trial to trial
+    b=${builds[$(((i + r - 1) % $#))]}
     start "$b"
     sleep 1 # connected and described: the run measures reads only
     c0=$(proc_ticks "$gw") n0=$(ndbd_ticks)
