@@ -324,7 +324,9 @@ func (cs *connState) refuse(cmd *Command, res Result) (int, stop) {
 		cs.reply(dialectOf(cmd), cmd.Kind, res.Reply, false)
 	case res.TooLarge && cmd.NoReply:
 		// Nothing is sent, but the set counts, in store_too_large too, as
-		// memcached counts it.
+		// memcached counts it. (The parser drops a noreply refusal's reply,
+		// so one over MaxBuffered, answered "out of memory" without
+		// noreply, counts here as too large as well.)
 		cs.reply(dialectOf(cmd), cmd.Kind, replyTooLarge, true)
 	}
 	if res.TooLarge && (cmd.Kind == CmdSet || cmd.Kind == CmdMetaSet) && len(cmd.Keys) == 1 {

@@ -177,7 +177,7 @@ func (m *serverMetrics) fixedOutcome(p *pending) int {
 
 // observeRun counts each command of a run (batchRun) as the request it
 // was sent as, under its own command and outcome, with the run's duration:
-// a pipeline of 16 gets is 16 gets, as memcached's cmd_get says.
+// a pipeline of 16 gets is 16 get requests.
 func (m *serverMetrics) observeRun(p *pending, now int64) {
 	var t runTally
 	if getKind, bulk := runGetKind(p); bulk && answeredWhole(p.req) && (!p.hasSets || answeredWhole(p.sets)) {
@@ -214,12 +214,17 @@ func runGetKind(p *pending) (CommandKind, bool) {
 				return CmdNone, false
 			}
 		}
-		if p.req.Verb == gateway.VerbGat {
-			return CmdGat, true
-		}
-		return CmdGet, true
+		return binGetKind(p), true
 	}
 	return CmdMetaGet, true
+}
+
+// binGetKind is the command of a binary run's gets: its request's verb.
+func binGetKind(p *pending) CommandKind {
+	if p.req.Verb == gateway.VerbGat {
+		return CmdGat
+	}
+	return CmdGet
 }
 
 // answeredWhole reports whether every key of r was answered without an
@@ -254,10 +259,7 @@ func (m *serverMetrics) tallyRun(t *runTally, p *pending) {
 			}
 		}
 	case len(p.bin.keys) > 0:
-		getKind := CmdGet
-		if p.req.Verb == gateway.VerbGat {
-			getKind = CmdGat
-		}
+		getKind := binGetKind(p)
 		for _, bk := range p.bin.keys {
 			switch {
 			case bk.set:
