@@ -188,7 +188,7 @@ func (p *Parser) ParseBinary(buf []byte, cmd *Command) Result {
 			status = statusOutOfMemory
 		}
 		r := fail(status, head, valueLen, false)
-		r.TooLarge = true
+		r.TooLarge, r.NoMemory = true, noRoom
 		return r
 	}
 	if len(buf) < total {

@@ -323,11 +323,14 @@ func (cs *connState) refuse(cmd *Command, res Result) (int, stop) {
 	case len(res.Reply) > 0:
 		cs.reply(dialectOf(cmd), cmd.Kind, res.Reply, false)
 	case res.TooLarge && cmd.NoReply:
-		// Nothing is sent, but the set counts, in store_too_large too, as
-		// memcached counts it. (The parser drops a noreply refusal's reply,
-		// so one over MaxBuffered, answered "out of memory" without
-		// noreply, counts here as too large as well.)
-		cs.reply(dialectOf(cmd), cmd.Kind, replyTooLarge, true)
+		// Nothing is sent, but the set counts, in store_too_large or
+		// store_no_memory too, as memcached counts it: by the reply it
+		// would have sent.
+		refusal := replyTooLarge
+		if res.NoMemory {
+			refusal = replyOutOfMemory
+		}
+		cs.reply(dialectOf(cmd), cmd.Kind, refusal, true)
 	}
 	if res.TooLarge && (cmd.Kind == CmdSet || cmd.Kind == CmdMetaSet) && len(cmd.Keys) == 1 {
 		// memcached drops the old item when a set is refused, so a client

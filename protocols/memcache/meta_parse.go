@@ -134,7 +134,7 @@ func (p *Parser) meta(kind CommandKind, buf []byte, lineLen int, line []byte, w 
 		if len(buf) < total {
 			if p.MaxBuffered > 0 && total > p.MaxBuffered {
 				r := refuse(replyOutOfMemory)
-				r.TooLarge = true
+				r.TooLarge, r.NoMemory = true, true
 				return r
 			}
 			return Result{Status: StatusNeedMore, Need: total}

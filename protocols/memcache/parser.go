@@ -33,6 +33,10 @@ type Result struct {
 	// size, or more than MaxBuffered to receive); memcached then also drops
 	// the old item of a set so a stale value is never served.
 	TooLarge bool
+	// NoMemory marks, beside TooLarge, a refusal for the memory to receive
+	// the value (over MaxBuffered), not for its size: memcached counts the
+	// two apart (store_no_memory, store_too_large), noreply or not.
+	NoMemory bool
 	// Need is, with StatusNeedMore, the length of the whole command when its
 	// header says it (a storage command's data block); 0 when unknown.
 	Need int

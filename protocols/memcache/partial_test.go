@@ -35,6 +35,8 @@ func TestPartialValuesStayWithinTheirBudget(t *testing.T) {
 		_, err := ctl.Write([]byte("set c 0 0 3\r\nold\r\n"))
 		require.NoError(t, err)
 		require.Equal(t, []string{"STORED\r\n"}, readLines(t, ctlR, 1))
+		stats := newTextSession(t, addr)
+		noMemory, tooLarge := stats.stat("store_no_memory"), stats.stat("store_too_large")
 
 		// Two values start and stall: 2 MB of the 2.5 MB held.
 		a, b := dialServer(t, addr, 10*time.Second), dialServer(t, addr, 10*time.Second)
@@ -76,6 +78,16 @@ func TestPartialValuesStayWithinTheirBudget(t *testing.T) {
 		_, err = meta.Write(append([]byte("ms m 1000000 T0\r\n"), data[:100]...))
 		require.NoError(t, err)
 		require.Equal(t, []string{"SERVER_ERROR out of memory storing object\r\n"}, readLines(t, bufio.NewReader(meta), 1))
+		// A noreply set is refused alike, in silence.
+		quiet := newTextSession(t, addr)
+		_, err = quiet.conn.Write(append([]byte("set e 0 0 1000000 noreply\r\n"), data[:100]...))
+		require.NoError(t, err)
+		assert.Equal(t, "MN\r\n", quiet.send(string(data[100:])+"\r\nmn\r\n", 1))
+		// Each counts in store_no_memory, as memcached counts a value it has
+		// no memory for, except the binary one (memcached 1.6.18 counts no
+		// binary store there); none counts as too large.
+		assert.Equal(t, noMemory+3, stats.stat("store_no_memory"), "text, meta and noreply text refusals")
+		assert.Equal(t, tooLarge, stats.stat("store_too_large"))
 
 		// a completes; its budget comes back, and so does b's when b hangs up.
 		_, err = a.Write(append(data[100:], "\r\n"...))

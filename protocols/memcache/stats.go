@@ -83,7 +83,7 @@ func (s *Server) appendGeneralStats(dst []byte) []byte {
 	dst = AppendStat(dst, "reclaimed", ds.Expired)
 	dst = AppendStat(dst, "cmd_meta", s.m.stats.Value(int(dialectMeta)))
 	dst = AppendStat(dst, "store_too_large", s.m.stats.Value(statStoreTooLarge))
-	dst = AppendStat(dst, "store_no_memory", ds.OutOfMemory)
+	dst = AppendStat(dst, "store_no_memory", ds.OutOfMemory+s.m.stats.Value(statStoreNoMemory))
 	dst = AppendStat(dst, "accepting_conns", 1) // past max_connections a connection is refused alone
 	dst = AppendStat(dst, "listen_disabled_num", 0)
 	dst = AppendStat(dst, "time_in_listen_disabled_us", 0)

@@ -340,7 +340,7 @@ func (p *Parser) storage(kind CommandKind, buf []byte, lineLen int, w [][]byte, 
 	total := lineLen + swallow
 	if len(buf) < total {
 		if p.MaxBuffered > 0 && total > p.MaxBuffered {
-			return quiet(Result{Status: StatusError, N: lineLen, Reply: replyOutOfMemory, Swallow: swallow, TooLarge: true})
+			return quiet(Result{Status: StatusError, N: lineLen, Reply: replyOutOfMemory, Swallow: swallow, TooLarge: true, NoMemory: true})
 		}
 		cmd.Keys = cmd.Keys[:0]
 		return Result{Status: StatusNeedMore, Need: total}
