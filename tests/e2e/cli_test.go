@@ -143,3 +143,14 @@ func TestCLINdbmemcacheRoleWithoutItsSchema(t *testing.T) {
 		assert.Contains(t, stderr, w)
 	}
 }
+
+// NDBGATE_TEST_LIVE_FLAGS reach every server but a gnet one's
+// --memcache-busy-poll, which it would refuse at start-up.
+func TestLiveFlagsLeaveGnetUnpolled(t *testing.T) {
+	t.Setenv("NDBGATE_TEST_LIVE_FLAGS", "--ndb-busy-poll 200us --memcache-busy-poll 50us --memcache-busy-poll=50us")
+	all := []string{"--ndb-busy-poll", "200us", "--memcache-busy-poll", "50us", "--memcache-busy-poll=50us"}
+	assert.Equal(t, all, liveFlags(nil))
+	assert.Equal(t, all, liveFlags([]string{"--memcache-io-uring=false"}))
+	assert.Equal(t, []string{"--ndb-busy-poll", "200us"}, liveFlags([]string{"--memcache-event-loop", "gnet", "--log-level", "warn"}))
+	assert.Equal(t, []string{"--ndb-busy-poll", "200us"}, liveFlags([]string{"--memcache-event-loop=gnet"}))
+}

@@ -20,9 +20,10 @@
 //	              engine has (memory limit, simulated nodes) skip, saying why.
 //	NDBGATE_TEST_LIVE_FLAGS
 //	              live mode: flags every server also gets, split on spaces
-//	              (before each test's own), e.g. "--ndb-busy-poll 200us" to
-//	              run the suite with lone flights polling (not
-//	              --memcache-busy-poll: the gnet servers refuse it)
+//	              (before each test's own), e.g. "--ndb-busy-poll 200us
+//	              --memcache-busy-poll 50us" to run the suite with lone
+//	              requests polling; a gnet server, which refuses
+//	              --memcache-busy-poll, runs without that one
 package e2e
 
 import (
@@ -226,6 +227,31 @@ func startServer(t testing.TB, extraArgs ...string) *server {
 	return nil
 }
 
+// liveFlags are NDBGATE_TEST_LIVE_FLAGS for a server started with args:
+// all of them, but --memcache-busy-poll (and its value) not on a gnet
+// loop, whose polls cannot be kept awake and which refuses it.
+func liveFlags(args []string) []string {
+	flags := strings.Fields(os.Getenv("NDBGATE_TEST_LIVE_FLAGS"))
+	gnet := false
+	for i, a := range args {
+		gnet = gnet || a == "--memcache-event-loop=gnet" || a == "--memcache-event-loop" && i+1 < len(args) && args[i+1] == "gnet"
+	}
+	if !gnet {
+		return flags
+	}
+	kept := flags[:0:0]
+	for i := 0; i < len(flags); i++ {
+		switch {
+		case flags[i] == "--memcache-busy-poll":
+			i++ // and its value
+		case strings.HasPrefix(flags[i], "--memcache-busy-poll="):
+		default:
+			kept = append(kept, flags[i])
+		}
+	}
+	return kept
+}
+
 func launchServer(t testing.TB, extraArgs []string) (*server, error) {
 	t.Helper()
 	s := &server{
@@ -236,7 +262,7 @@ func launchServer(t testing.TB, extraArgs []string) (*server, error) {
 		restTLS:      containsArg(extraArgs, "--api-tls"),
 	}
 	if cs := liveCluster(); cs != "" {
-		live := append([]string{"--ndb-connectstring", cs}, strings.Fields(os.Getenv("NDBGATE_TEST_LIVE_FLAGS"))...)
+		live := append([]string{"--ndb-connectstring", cs}, liveFlags(extraArgs)...)
 		extraArgs = append(live, extraArgs...)
 		if err := createLiveTables(extraArgs); err != nil {
 			return nil, err
