@@ -3,8 +3,9 @@
 # commits, say, before and after a change) and memcached: per workload and
 # trial, each target is started afresh, preloaded, and measured in turn.
 # Prints one line per run (workload trial target ops/s p99-ms server-CPU-µs
-# per op), then the medians of the per-trial ratios of each target to the
-# first one: ops/s and server CPU per op.
+# per op, and of those the kernel's, system time), then the medians of the
+# per-trial ratios of each target to the first one: ops/s and server CPU
+# per op.
 #
 #   bench/compare-builds.sh /tmp/ndbgate-old /tmp/ndbgate-new memcached
 #   TRIALS=4 TIME=6 WORKLOADS="text_p16_1:10_32B" bench/compare-builds.sh B A
@@ -51,15 +52,16 @@ for w in $WORKLOADS; do
       t=${targets[$(((i + r - 1) % $#))]}
       start_target "$t" "$PORT"
       [ "$PRELOAD" = 0 ] || memtier_preload "$PORT" "$KEYS" "${a[@]}" --pipeline=16 -t 2 -c 4 >/dev/null 2>&1
-      c0=$(proc_ticks "$pid")
+      c0=$(proc_ticks "$pid") s0=$(proc_sys_ticks "$pid")
       memtier_benchmark -s 127.0.0.1 -p "$PORT" --hide-histogram -t 2 -c 25 "${a[@]}" \
         --key-pattern=R:R --key-maximum="$KEYS" --test-time "$TIME" --json-out-file="$out.json" >/dev/null 2>&1
-      c1=$(proc_ticks "$pid")
+      c1=$(proc_ticks "$pid") s1=$(proc_sys_ticks "$pid")
       # ops/s and p99; memtier's own rates divide by a misreported duration
       # (memtier_json.py). Then the server's CPU µs per op over the run.
       res=$(python3 "$(dirname "$0")/memtier_json.py" "$out.json" "$TIME" | awk '{print $1, $5}')
       cpu=$(awk -v d=$((c1 - c0)) -v c="$CLK" -v ops="${res%% *}" -v t="$TIME" 'BEGIN {printf "%.2f", d / c * 1e6 / (ops * t)}')
-      echo "$w $r $t $res $cpu" | tee -a "$out"
+      sys=$(awk -v d=$((s1 - s0)) -v c="$CLK" -v ops="${res%% *}" -v t="$TIME" 'BEGIN {printf "%.2f", d / c * 1e6 / (ops * t)}')
+      echo "$w $r $t $res $cpu $sys" | tee -a "$out"
       kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
     done
   done

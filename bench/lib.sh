@@ -24,6 +24,8 @@ wait_port() {
 # proc_ticks PID: the user+system clock ticks PID has used (/proc, a
 # command name with spaces or parentheses included).
 proc_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+# proc_sys_ticks PID: the system part of proc_ticks.
+proc_sys_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $13}'; }
 
 # wait_ready PID PORT LOG NAME: returns once the ndbgate of PID answers
 # /readyz on 127.0.0.1:PORT (its REST port): connected to its cluster and
