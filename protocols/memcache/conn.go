@@ -319,13 +319,18 @@ func (cs *connState) refuse(cmd *Command, res Result) (int, stop) {
 	}
 	cs.swallow = res.Swallow
 	cs.srv.m.parseErrors.Inc()
+	if res.NoMemory && dialectOf(cmd) != dialectBinary {
+		// memcached counts a text or meta store it has no memory for,
+		// noreply or not; its binary stores never count there.
+		cs.srv.m.stats.Add(cs.shard, statStoreNoMemory, 1)
+	}
 	switch {
 	case len(res.Reply) > 0:
 		cs.reply(dialectOf(cmd), cmd.Kind, res.Reply, false)
 	case res.TooLarge && cmd.NoReply:
-		// Nothing is sent, but the set counts, in store_too_large or
-		// store_no_memory too, as memcached counts it: by the reply it
-		// would have sent.
+		// Nothing is sent, but the set counts as memcached counts it (a
+		// store too large in store_too_large too): by the reply it would
+		// have sent.
 		refusal := replyTooLarge
 		if res.NoMemory {
 			refusal = replyOutOfMemory

@@ -59,7 +59,7 @@ const (
 	statBytesRead = int(numDialects) + iota
 	statBytesWritten
 	statStoreTooLarge // memcached's store_too_large: stores refused as too large
-	statStoreNoMemory // stores refused while parsing for the memory to receive them
+	statStoreNoMemory // text and meta stores refused while parsing for the memory to receive them (conn.refuse)
 	numStats
 )
 
@@ -147,16 +147,6 @@ func (m *serverMetrics) storeTooLarge(p *pending) {
 	}
 }
 
-// storeNoMemory counts a text or meta store refused while parsing for the
-// memory to receive its value (Parser.MaxBuffered) in store_no_memory, as
-// memcached counts a value it cannot allocate; as with store_too_large, its
-// binary stores never count there.
-func (m *serverMetrics) storeNoMemory(p *pending) {
-	if p.dialect != dialectBinary {
-		m.stats.Add(p.cs.shard, statStoreNoMemory, 1)
-	}
-}
-
 // fixedOutcome is the outcome of a reply made without the gateway: a
 // refusal while parsing (the client's error, a store too large too, as when
 // the backend refuses it), or an answer such as version's.
@@ -178,9 +168,6 @@ func (m *serverMetrics) fixedOutcome(p *pending) int {
 	case bytes.Equal(f, replyTooLarge): // refused while parsing, data swallowed
 		m.storeTooLarge(p)
 		return outcomeClientError
-	case bytes.Equal(f, replyOutOfMemory): // refused while parsing: no room to receive it
-		m.storeNoMemory(p)
-		return outcomeServerError
 	case bytes.HasPrefix(f, replyError), bytes.HasPrefix(f, []byte("CLIENT_ERROR")):
 		return outcomeClientError
 	case bytes.HasPrefix(f, []byte("SERVER_ERROR")):
