@@ -13,6 +13,7 @@ import (
 
 	"github.com/ndbgate/ndbgate/gateway"
 	"github.com/ndbgate/ndbgate/internal/shardmetrics"
+	"github.com/ndbgate/ndbgate/ndbclient"
 	"github.com/ndbgate/ndbgate/protocols/memcache/transport"
 )
 
@@ -91,6 +92,9 @@ type Server struct {
 	currConns, totalConns, rejectedConns atomic.Int64
 	verbosity                            atomic.Int64
 	prefix                               prefixStats // stats detail
+	// resetBase is the driver's counters at the last "stats reset", which
+	// the stats that come from them count from (nil: since start-up).
+	resetBase atomic.Pointer[ndbclient.DriverStats]
 	// partial is what connections hold of storage commands still arriving
 	// (connState.partial), against cfg.PartialBytes.
 	partial atomic.Int64

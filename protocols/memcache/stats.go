@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ndbgate/ndbgate/gateway"
+	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
 // appendStats renders "stats" and its sub-commands in memcached's format;
@@ -25,6 +26,8 @@ func (s *Server) appendStats(dst, arg, arg2 []byte) []byte {
 	case "reset":
 		s.prefix.reset()
 		s.svc.ResetStats()
+		ds := s.svc.DriverStats()
+		s.resetBase.Store(&ds)
 		s.m.stats.Reset()
 		s.totalConns.Store(0)
 		s.rejectedConns.Store(0)
@@ -79,11 +82,17 @@ func (s *Server) appendGeneralStats(dst []byte) []byte {
 	dst = AppendStat(dst, "bytes", ds.Bytes)
 	dst = AppendStat(dst, "curr_items", ds.Items)
 	dst = AppendStat(dst, "total_items", s.svc.Stat(gateway.StatTotalItems))
-	dst = AppendStat(dst, "evictions", ds.Evictions)
-	dst = AppendStat(dst, "reclaimed", ds.Expired)
+	// The driver's counters run from its start; memcached's from the last
+	// "stats reset".
+	base := s.resetBase.Load()
+	if base == nil {
+		base = &ndbclient.DriverStats{}
+	}
+	dst = AppendStat(dst, "evictions", since(ds.Evictions, base.Evictions))
+	dst = AppendStat(dst, "reclaimed", since(ds.Expired, base.Expired))
 	dst = AppendStat(dst, "cmd_meta", s.m.stats.Value(int(dialectMeta)))
 	dst = AppendStat(dst, "store_too_large", s.m.stats.Value(statStoreTooLarge))
-	dst = AppendStat(dst, "store_no_memory", ds.OutOfMemory+s.m.stats.Value(statStoreNoMemory))
+	dst = AppendStat(dst, "store_no_memory", since(ds.OutOfMemory, base.OutOfMemory)+s.m.stats.Value(statStoreNoMemory))
 	dst = AppendStat(dst, "accepting_conns", 1) // past max_connections a connection is refused alone
 	dst = AppendStat(dst, "listen_disabled_num", 0)
 	dst = AppendStat(dst, "time_in_listen_disabled_us", 0)
@@ -166,4 +175,13 @@ func portOf(addr string) string {
 		}
 	}
 	return addr
+}
+
+// since is a driver counter's count from base, or all of it if the counter
+// went back (a driver whose counters started again).
+func since(now, base uint64) uint64 {
+	if now < base {
+		return now
+	}
+	return now - base
 }

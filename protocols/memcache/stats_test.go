@@ -1,0 +1,50 @@
+package memcache
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndbgate/ndbgate/ndbclient/embedded"
+)
+
+// "stats reset" zeroes the counters that come from the driver, as
+// memcached zeroes its own: evictions and reclaimed count from the reset,
+// as get_hits does.
+func TestStatsResetZeroesDriverCounters(t *testing.T) {
+	e := embedded.New(embedded.Config{Partitions: 2, Nodes: 1, MemoryLimit: 4 << 20})
+	t.Cleanup(func() { _ = e.Close() })
+	addr, _ := startServerConfig(t, Config{}, e)
+	s := newTextSession(t, addr)
+	value := strings.Repeat("v", 10_000)
+	fill := func(from, n int) {
+		t.Helper()
+		var req strings.Builder
+		for i := from; i < from+n; i++ {
+			fmt.Fprintf(&req, "set k%d 0 0 %d noreply\r\n%s\r\n", i, len(value), value)
+		}
+		req.WriteString("mn\r\n")
+		require.Equal(t, "MN\r\n", s.send(req.String(), 1))
+	}
+	expire := func() { // stored already expired: the get reclaims it
+		t.Helper()
+		require.Equal(t, "STORED\r\nEND\r\n", s.send("set gone 0 -1 1\r\nx\r\nget gone\r\n", 2))
+	}
+	fill(0, 1000) // 10 MB into 4 MiB
+	expire()
+	require.Positive(t, s.stat("evictions"))
+	require.Positive(t, s.stat("reclaimed"))
+
+	require.Equal(t, "RESET\r\n", s.send("stats reset\r\n", 1))
+	assert.Zero(t, s.stat("evictions"))
+	assert.Zero(t, s.stat("reclaimed"))
+	assert.Zero(t, s.stat("store_no_memory"))
+
+	fill(1000, 200)
+	expire()
+	assert.Positive(t, s.stat("evictions"), "counting again after the reset")
+	assert.Equal(t, uint64(1), s.stat("reclaimed"))
+}
