@@ -110,7 +110,7 @@ type DriverStats struct {
 	LimitBytes  uint64 // 0 = no limit
 	Evictions   uint64 // rows evicted by LRU
 	Expired     uint64 // expired rows reclaimed (reaper or on access)
-	Reclaimed   uint64
+	Reclaimed   uint64 // expired rows freed on access: a command found its row expired (memcached's get_expired)
 	Tables      int
 	Partitions  int
 	Nodes       int

@@ -45,6 +45,12 @@ func (s *Server) appendGeneralStats(dst []byte) []byte {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	ds := s.svc.DriverStats()
+	// The driver's counters run from its start; memcached's from the last
+	// "stats reset".
+	base := s.resetBase.Load()
+	if base == nil {
+		base = &ndbclient.DriverStats{}
+	}
 	dst = AppendStat(dst, "pid", uint64(os.Getpid()))
 	dst = AppendStat(dst, "uptime", uint64(now.Sub(s.svc.Started())/time.Second))
 	dst = AppendStat(dst, "time", uint64(now.Unix()))
@@ -62,7 +68,7 @@ func (s *Server) appendGeneralStats(dst []byte) []byte {
 	dst = AppendStat(dst, "cmd_touch", s.svc.Stat(gateway.StatCmdTouch))
 	dst = AppendStat(dst, "get_hits", s.svc.Stat(gateway.StatGetHits))
 	dst = AppendStat(dst, "get_misses", s.svc.Stat(gateway.StatGetMisses))
-	dst = AppendStat(dst, "get_expired", 0)
+	dst = AppendStat(dst, "get_expired", since(ds.Reclaimed, base.Reclaimed))
 	dst = AppendStat(dst, "get_flushed", 0) // a flush deletes: no flushed item is ever read
 	dst = AppendStat(dst, "delete_misses", s.svc.Stat(gateway.StatDeleteMisses))
 	dst = AppendStat(dst, "delete_hits", s.svc.Stat(gateway.StatDeleteHits))
@@ -82,12 +88,6 @@ func (s *Server) appendGeneralStats(dst []byte) []byte {
 	dst = AppendStat(dst, "bytes", ds.Bytes)
 	dst = AppendStat(dst, "curr_items", ds.Items)
 	dst = AppendStat(dst, "total_items", s.svc.Stat(gateway.StatTotalItems))
-	// The driver's counters run from its start; memcached's from the last
-	// "stats reset".
-	base := s.resetBase.Load()
-	if base == nil {
-		base = &ndbclient.DriverStats{}
-	}
 	dst = AppendStat(dst, "evictions", since(ds.Evictions, base.Evictions))
 	dst = AppendStat(dst, "reclaimed", since(ds.Expired, base.Expired))
 	dst = AppendStat(dst, "cmd_meta", s.m.stats.Value(int(dialectMeta)))

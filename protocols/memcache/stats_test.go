@@ -12,8 +12,8 @@ import (
 )
 
 // "stats reset" zeroes the counters that come from the driver, as
-// memcached zeroes its own: evictions and reclaimed count from the reset,
-// as get_hits does.
+// memcached zeroes its own: evictions, reclaimed and get_expired count from
+// the reset, as get_hits does.
 func TestStatsResetZeroesDriverCounters(t *testing.T) {
 	e := embedded.New(embedded.Config{Partitions: 2, Nodes: 1, MemoryLimit: 4 << 20})
 	t.Cleanup(func() { _ = e.Close() })
@@ -37,14 +37,17 @@ func TestStatsResetZeroesDriverCounters(t *testing.T) {
 	expire()
 	require.Positive(t, s.stat("evictions"))
 	require.Positive(t, s.stat("reclaimed"))
+	require.Equal(t, uint64(1), s.stat("get_expired"))
 
 	require.Equal(t, "RESET\r\n", s.send("stats reset\r\n", 1))
 	assert.Zero(t, s.stat("evictions"))
 	assert.Zero(t, s.stat("reclaimed"))
 	assert.Zero(t, s.stat("store_no_memory"))
+	assert.Zero(t, s.stat("get_expired"))
 
 	fill(1000, 200)
 	expire()
 	assert.Positive(t, s.stat("evictions"), "counting again after the reset")
 	assert.Equal(t, uint64(1), s.stat("reclaimed"))
+	assert.Equal(t, uint64(1), s.stat("get_expired"))
 }
