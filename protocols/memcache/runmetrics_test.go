@@ -137,12 +137,7 @@ func TestBinaryRunCountsEachCommand(t *testing.T) {
 	drv.take()
 
 	before := readRequestCounts(t)
-	var req []byte
-	for i := range 3 {
-		req = append(req, binReq(opSet, []byte(fmt.Sprintf("s%d", i)), setExtras(0, 0), []byte("v"), uint32(2*i), 0)...)
-		req = append(req, binReq(opGet, []byte("a"), nil, nil, uint32(2*i+1), 0)...)
-	}
-	_, err = conn.Write(req)
+	_, err = conn.Write(binSetGetPairs(3))
 	require.NoError(t, err)
 	for i := range 6 {
 		r := readResp(t, conn)
@@ -154,7 +149,7 @@ func TestBinaryRunCountsEachCommand(t *testing.T) {
 
 	// A run of touches and GATs (one verb: GAT, the same exptime).
 	before = readRequestCounts(t)
-	req = append(binReq(opTouch, []byte("a"), be32(100), nil, 10, 0), binReq(opGAT, []byte("s0"), be32(100), nil, 11, 0)...)
+	req := append(binReq(opTouch, []byte("a"), be32(100), nil, 10, 0), binReq(opGAT, []byte("s0"), be32(100), nil, 11, 0)...)
 	req = append(req, binReq(opTouch, []byte("missing"), be32(100), nil, 12, 0)...)
 	_, err = conn.Write(req)
 	require.NoError(t, err)

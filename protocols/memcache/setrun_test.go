@@ -213,12 +213,7 @@ func TestBinaryMixedPipelineIsTwoBatches(t *testing.T) {
 	readResp(t, conn)
 	drv.take()
 
-	var req []byte
-	for i := range 8 {
-		req = append(req, binReq(opSet, []byte(fmt.Sprintf("s%d", i)), setExtras(0, 0), []byte("v"), uint32(2*i), 0)...)
-		req = append(req, binReq(opGet, []byte("a"), nil, nil, uint32(2*i+1), 0)...)
-	}
-	_, err = conn.Write(req)
+	_, err = conn.Write(binSetGetPairs(8))
 	require.NoError(t, err)
 	for i := range 16 {
 		r := readResp(t, conn)
@@ -245,4 +240,15 @@ func TestGetWithAFailedKeyCountsAsServerError(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "SERVER_ERROR out of memory storing object\r\n", line)
 	assert.Eventually(t, func() bool { return requestMetrics.Counts.Value(counter) == before+1 }, time.Second, 10*time.Millisecond)
+}
+
+// binSetGetPairs is a binary pipeline of n pairs: a SET of s<i> (value "v",
+// opaque 2i), then a GET of a (opaque 2i+1).
+func binSetGetPairs(n int) []byte {
+	var req []byte
+	for i := range n {
+		req = append(req, binReq(opSet, []byte(fmt.Sprintf("s%d", i)), setExtras(0, 0), []byte("v"), uint32(2*i), 0)...)
+		req = append(req, binReq(opGet, []byte("a"), nil, nil, uint32(2*i+1), 0)...)
+	}
+	return req
 }
