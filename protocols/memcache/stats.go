@@ -89,7 +89,9 @@ func (s *Server) appendGeneralStats(dst []byte) []byte {
 	dst = AppendStat(dst, "curr_items", ds.Items)
 	dst = AppendStat(dst, "total_items", s.svc.Stat(gateway.StatTotalItems))
 	dst = AppendStat(dst, "evictions", since(ds.Evictions, base.Evictions))
-	dst = AppendStat(dst, "reclaimed", since(ds.Expired, base.Expired))
+	// memcached's reclaimed counts expired items freed in the background or
+	// to make room; one a command finds expired counts in get_expired alone.
+	dst = AppendStat(dst, "reclaimed", since(ds.Expired-ds.Reclaimed, base.Expired-base.Reclaimed))
 	dst = AppendStat(dst, "cmd_meta", s.m.stats.Value(int(dialectMeta)))
 	dst = AppendStat(dst, "store_too_large", s.m.stats.Value(statStoreTooLarge))
 	dst = AppendStat(dst, "store_no_memory", since(ds.OutOfMemory, base.OutOfMemory)+s.m.stats.Value(statStoreNoMemory))

@@ -103,7 +103,9 @@ var protoCases = []protoCase{
 				// One write: the reaper has no time to take the row first.
 				c.roundTrip("set sx:gone 0 -1 1\r\n1\r\n"+cmd[0], "STORED\r\n"+cmd[1])
 			}
-			assert.Equal(t, uint64(4), statUint(t, c.stats(""), "get_expired")-statUint(t, before, "get_expired"), "get_expired")
+			end := c.stats("")
+			assert.Equal(t, uint64(4), statUint(t, end, "get_expired")-statUint(t, before, "get_expired"), "get_expired")
+			assert.Equal(t, statUint(t, before, "reclaimed"), statUint(t, end, "reclaimed"), "reclaimed: found expired is not reclaimed")
 		}
 
 		settings := c.stats("settings")
