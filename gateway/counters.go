@@ -53,16 +53,16 @@ func (a statShard) add(c Stat, n uint64) { a.stats.Add(a.shard, int(c), n) }
 func (s *Service) count(r *Request) {
 	add := statShard{s.stats, r.Shard}.add
 	switch r.Verb {
-	case VerbGet, VerbGat:
+	case VerbGet:
 		hits := hitItems(r.Items)
 		add(StatCmdGet, uint64(len(r.Items)))
 		add(StatGetHits, hits)
 		add(StatGetMisses, uint64(len(r.Items))-hits)
-		if r.Verb == VerbGat {
-			add(StatCmdTouch, uint64(len(r.Items)))
-			add(StatTouchHits, hits)
-			add(StatTouchMisses, uint64(len(r.Items))-hits)
-		}
+	case VerbGat: // memcached (1.6.18) counts a gat's keys as touches only
+		hits := hitItems(r.Items)
+		add(StatCmdTouch, uint64(len(r.Items)))
+		add(StatTouchHits, hits)
+		add(StatTouchMisses, uint64(len(r.Items))-hits)
 	case VerbSet, VerbAdd, VerbReplace, VerbAppend, VerbPrepend:
 		if len(r.sets) > 0 { // a set of several keys: Hit is stored
 			add(StatCmdSet, uint64(len(r.sets)))
