@@ -71,7 +71,7 @@ var settings = []setting{
 		Help:  "memcache: epoll loops batch each turn's reads and replies into one io_uring_enter where the kernel allows it",
 		Field: func(c *Config) any { return &c.Memcache.IOUring }},
 	{Key: "memcache.busy_poll", Env: "NDBGATE_MEMCACHE_BUSY_POLL", Flag: "memcache-busy-poll", Default: "0s",
-		Help:  "memcache: after a turn that served one connection's request and nothing else, an epoll loop polls up to this long (50us suits a client on the same host) before it sleeps, so that connection's next request finds it awake: lower latency for a client that sends one request at a time, for more CPU, as Linux's net.core.busy_poll; 0 = off",
+		Help:  "memcache: after a turn that served one connection's request and nothing else, an epoll loop polls up to this long (50us suits a client on the same host) before it sleeps, so that connection's next request finds it awake: lower latency for a client that sends one request at a time, for more CPU, as Linux's net.core.busy_poll; the poll's length adapts, growing while requests come within this limit and shrinking to 0 while they come later; 0 = off",
 		Check: within(0, Duration(time.Millisecond), "must be 0..1ms (0 = off)"),
 		Field: func(c *Config) any { return &c.Memcache.BusyPoll }},
 	{Key: "memcache.tls.listen", Env: "NDBGATE_MEMCACHE_TLS", Flag: "memcache-tls",
@@ -97,7 +97,7 @@ var settings = []setting{
 		Help: "NDB cluster connections in the pool", Check: within(1, 64, "must be 1..64"),
 		Field: func(c *Config) any { return &c.NDB.PoolSize }},
 	{Key: "ndb.busy_poll", Env: "NDBGATE_NDB_BUSY_POLL", Flag: "ndb-busy-poll", Default: "0s",
-		Help:  "NDB: a lone request (the only work of its epoll loop, run on the loop's thread) polls the cluster's sockets up to this long for the data nodes' answer (200us was measured with data nodes on the same host) before it sleeps: lower latency for a client that sends one request at a time, for more CPU; with memcache.busy_poll, neither wake-up of a one-at-a-time request is paid; 0 = off",
+		Help:  "NDB: a lone request (the only work of its epoll loop, run on the loop's thread) polls the cluster's sockets up to this long for the data nodes' answer (200us was measured with data nodes on the same host) before it sleeps: lower latency for a client that sends one request at a time, for more CPU; with memcache.busy_poll, neither wake-up of a one-at-a-time request is paid; the poll's length adapts, growing while answers come within this limit and shrinking to 0 while they come later; 0 = off",
 		Check: within(0, Duration(time.Millisecond), "must be 0..1ms (0 = off)"),
 		Field: func(c *Config) any { return &c.NDB.BusyPoll }},
 

@@ -56,6 +56,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ndbgate/ndbgate/internal/pollwindow"
 	"github.com/ndbgate/ndbgate/internal/procs"
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
@@ -65,9 +66,10 @@ type Config struct {
 	Connectstring string // host:1186[,host2:1186]
 	PoolSize      int    // cluster connections, each with its executor; default 2
 	TimeoutSec    int    // connect and wait-until-ready timeout; default 30
-	// BusyPoll: a lone flight (Batch.Lone, run on its caller) polls this
-	// long for the data nodes' answer before it sleeps (ndb.busy_poll); 0
-	// is off.
+	// BusyPoll: a lone flight (Batch.Lone, run on its caller) polls up to
+	// this long for the data nodes' answer before it sleeps (ndb.busy_poll),
+	// as long as the last lone flights' answers say pays (pollwindow); 0 is
+	// off.
 	BusyPoll time.Duration
 	Log      *slog.Logger
 }
@@ -87,7 +89,7 @@ type Driver struct {
 	// connectstring and timeoutSec make connections again (follow.go).
 	connectstring string
 	timeoutSec    int
-	busyPollUs    C.int // Config.BusyPoll
+	busyPoll      time.Duration // Config.BusyPoll
 	next          atomic.Uint32
 	// releaseProcs gives back the Ps reserved for the executors.
 	releaseProcs func()
@@ -142,12 +144,14 @@ type executor struct {
 	// running counts flights in runFlight: more than one is a broken
 	// exclusion (Driver.Overlaps).
 	running atomic.Int32
-	// pollUs is the busy poll of the flight running: the driver's for a
-	// lone caller's flight (Submit), else 0.
-	pollUs C.int
-	req    []byte
-	resp   []byte
-	state  stateFlight
+	// lone: the flight running is a lone caller's (Submit), which polls
+	// for its answers for as long as pollWin says; the executor that lone
+	// flights claim (the first) sizes pollWin from their round trips.
+	lone    bool
+	pollWin pollwindow.Window
+	req     []byte
+	resp    []byte
+	state   stateFlight
 }
 
 // Open connects to the cluster.
@@ -169,14 +173,14 @@ func Open(cfg Config) (*Driver, error) {
 		cfg.Log = slog.Default()
 	}
 	d := &Driver{pool: p, connectstring: cfg.Connectstring, timeoutSec: cfg.TimeoutSec,
-		busyPollUs: C.int(cfg.BusyPoll.Microseconds()),
-		byName:     map[string]*tableInfo{}, refreshing: map[*tableInfo]bool{},
+		busyPoll: cfg.BusyPoll,
+		byName:   map[string]*tableInfo{}, refreshing: map[*tableInfo]bool{},
 		stopWatch: make(chan struct{}), log: cfg.Log}
 	d.nodes.Store(int32(C.ndbgate_data_nodes(p)))
 	d.watching.Add(1)
 	go d.watch()
 	for i := 0; i < cfg.PoolSize; i++ {
-		e := &executor{d: d, conn: i, sem: C.ndbgate_sem_new()}
+		e := &executor{d: d, conn: i, sem: C.ndbgate_sem_new(), pollWin: pollwindow.New(cfg.BusyPoll)}
 		if e.sem == nil {
 			panic("ndbapi: sem_init failed")
 		}
@@ -461,9 +465,9 @@ func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 	if b.Lone && e.claimIdle() {
 		// The caller has nothing else to do: run the flight here, with no
 		// thread hand-off either way (Batch.Lone).
-		e.pollUs = d.busyPollUs
+		e.lone = d.busyPoll > 0
 		err := e.runFlight(b)
-		e.pollUs = 0
+		e.lone = false
 		e.release()
 		d.closeMu.RUnlock()
 		d.flightsOnCaller.Add(1)
@@ -670,9 +674,17 @@ func (e *executor) call(ops []*ndbclient.Op, extra []stateExtra, now uint32) err
 	}
 	e.resp = e.resp[:cap(e.resp)]
 	var errBuf [512]C.char
+	var pollUs C.int
+	var start time.Time
+	if e.lone {
+		pollUs, start = C.int(e.pollWin.Nanos()/int64(time.Microsecond)), time.Now()
+	}
 	n := C.ndbgate_execute(e.d.pool, C.int(e.conn),
 		(*C.uchar)(unsafe.Pointer(&e.req[0])), C.int(len(e.req)),
-		(*C.uchar)(unsafe.Pointer(&e.resp[0])), C.int(len(e.resp)), e.pollUs, &errBuf[0], C.int(len(errBuf)))
+		(*C.uchar)(unsafe.Pointer(&e.resp[0])), C.int(len(e.resp)), pollUs, &errBuf[0], C.int(len(errBuf)))
+	if e.lone {
+		e.pollWin.Observe(int64(time.Since(start)))
+	}
 	if n < 0 {
 		return e.fail(ops, ndbclient.Errorf(ndbclient.CodeInternal, "NDB shim: %s", C.GoString(&errBuf[0])))
 	}

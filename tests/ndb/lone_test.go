@@ -17,13 +17,24 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient/ndbapi"
 )
 
+// Data nodes that answer later than ndb.busy_poll get no poll at all: the
+// window never grows past 0, and each lone flight sleeps for its answer as
+// without the poll. No NDB round trip through the shim takes under 20 µs.
+func TestBusyPollShorterThanTheRoundTripNeverPolls(t *testing.T) {
+	d, err := ndbapi.Open(ndbapi.Config{Connectstring: connectstring(t), PoolSize: 2, BusyPoll: 20 * time.Microsecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	testLoneFlights(t, d, false)
+}
+
 // Lone batches (Batch.Lone) run on their caller's goroutine when the first
 // executor is idle, and queue behind it when it is not. Lone writers and
 // readers race batches handed to the executors; every read must see its
 // own writer's last value, and nothing may be left queued (a post that
 // found the executor busy with a lone flight). With a busy poll
-// (ndb.busy_poll) each lone flight polls for its answer through the
-// connection's wait group, beside executors that sleep in NDB's poll.
+// (ndb.busy_poll) lone flights poll for their answers through the
+// connection's wait group, beside executors that sleep in NDB's poll, once
+// the first round trips have sized the poll's window.
 func TestLoneFlightsShareTheExecutor(t *testing.T) {
 	for _, poll := range []time.Duration{0, 200 * time.Microsecond} {
 		t.Run(fmt.Sprintf("busy poll %s", poll), func(t *testing.T) {
@@ -80,7 +91,9 @@ func testLoneFlights(t *testing.T, d *ndbapi.Driver, polls bool) {
 	}
 	assert.Equal(t, uint64(200), d.Stats().FlightsOnCaller-before, "each of 200 lone flights on its caller")
 	if polled := d.Stats().FlightsPolled - polledBefore; polls {
-		assert.Equal(t, uint64(200), polled, "each of 200 lone flights polled for its answer")
+		// The window starts at 0 and grows from the first round trips; a
+		// round trip slower than the limit shrinks it for a few flights.
+		assert.GreaterOrEqual(t, polled, uint64(150), "most of 200 lone flights polled for their answers")
 	} else {
 		assert.Zero(t, polled, "no flight polls without a busy poll")
 	}
@@ -105,7 +118,8 @@ func testLoneFlights(t *testing.T, d *ndbapi.Driver, polls bool) {
 	onCaller, polled := d.Stats().FlightsOnCaller-before, d.Stats().FlightsPolled-polledBefore
 	assert.Positive(t, onCaller, "some five-key flights on their callers")
 	if polls {
-		assert.Equal(t, onCaller, polled, "every flight on a caller polled")
+		assert.Positive(t, polled, "flights on their callers polled")
+		assert.LessOrEqual(t, polled, onCaller, "only flights on their callers poll")
 	} else {
 		assert.Zero(t, polled)
 	}

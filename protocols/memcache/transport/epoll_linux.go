@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/ndbgate/ndbgate/internal/pollwindow"
 	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 )
 
@@ -88,8 +89,10 @@ type epollLoop struct {
 	// before its loop sleeps (pollBriefly).
 	turnRead int
 	// loneTurn: the turn served one connection's input and nothing else;
-	// with Options.BusyPoll the loop polls before it sleeps (rule 7).
+	// with Options.BusyPoll the loop polls before it sleeps (rule 7), for
+	// as long as pollWin says, which the waits after lone turns size.
 	loneTurn bool
+	pollWin  pollwindow.Window
 	// busyPolls counts the polls after lone turns, busyPollsFound those
 	// that found work (for tests).
 	busyPolls, busyPollsFound uint64
@@ -187,7 +190,8 @@ func newEpollLoop(es *epollServer, shard int) (*epollLoop, error) {
 		return nil, errno
 	}
 	l := &epollLoop{es: es, epfd: epfd, efd: int(efd), proto: es.h.NewLoop(shard),
-		events: make([]syscall.EpollEvent, loopEvents), buf: make([]byte, loopReadBuf)}
+		events: make([]syscall.EpollEvent, loopEvents), buf: make([]byte, loopReadBuf),
+		pollWin: pollwindow.New(es.opts.BusyPoll)}
 	if es.opts.BatchSyscalls {
 		if r, err := newBatchRing(loopEvents); err == nil {
 			l.ring = r
@@ -308,14 +312,18 @@ func (l *epollLoop) run() {
 		}
 		waitStart := Nanos()
 		n, errno := 0, syscall.Errno(0)
+		afterLone := false
 		switch {
 		case l.turnRead >= spinTurnBytes: // rule 6
 			n, errno = pollBriefly(l.epfd, l.events, waitStart, spinNanos)
 		case l.loneTurn && l.es.opts.BusyPoll > 0: // rule 7
-			n, errno = pollBriefly(l.epfd, l.events, waitStart, int64(l.es.opts.BusyPoll))
-			l.busyPolls++
-			if n > 0 {
-				l.busyPollsFound++
+			afterLone = true
+			if win := l.pollWin.Nanos(); win > 0 {
+				n, errno = pollBriefly(l.epfd, l.events, waitStart, win)
+				l.busyPolls++
+				if n > 0 {
+					l.busyPollsFound++
+				}
 			}
 		}
 		l.turnRead, l.loneTurn = 0, false
@@ -342,6 +350,9 @@ func (l *epollLoop) run() {
 			return
 		}
 		now := Nanos()
+		if afterLone {
+			l.pollWin.Observe(now - waitStart)
+		}
 		if l.busy.shouldYield(waitStart, now) { // rule 4
 			schedYield()
 			now = Nanos()

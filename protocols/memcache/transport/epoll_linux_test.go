@@ -211,6 +211,37 @@ func TestBusyPollAfterLoneTurns(t *testing.T) {
 	}
 }
 
+// A client that pauses between requests longer than BusyPoll leaves the
+// loop sleeping at once: the window shrinks to 0 after a few long waits,
+// where a fixed poll would spend BusyPoll after every request.
+func TestBusyPollStopsForAPausingClient(t *testing.T) {
+	addr, _, tr := startTransport(t, Epoll, Options{BusyPoll: time.Millisecond})
+	conn := dial(t, addr, 10*time.Second)
+	got := make([]byte, 16)
+	const quick, paused = 20, 30
+	for i := range quick + paused {
+		if i >= quick {
+			time.Sleep(20 * time.Millisecond)
+		}
+		line := fmt.Sprintf("req %02d\r\n", i)
+		_, err := conn.Write([]byte(line))
+		require.NoError(t, err)
+		_, err = io.ReadFull(conn, got[:len(line)])
+		require.NoError(t, err)
+		require.Equal(t, line, string(got[:len(line)]))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	require.NoError(t, tr.Shutdown(ctx))
+	cancel()
+	var polls uint64
+	for _, l := range tr.(*epollServer).loops {
+		polls += l.busyPolls
+	}
+	// Halving from 1 ms to under 10 µs takes 7 long waits.
+	require.GreaterOrEqual(t, polls, uint64(quick/2), "the quick requests were not followed by polls")
+	require.LessOrEqual(t, polls, uint64(quick+8), "polled after each of a pausing client's requests")
+}
+
 // A ring the kernel refuses while replies are held gives way to direct
 // sends: every held reply still reaches its connection, and the loop goes
 // on without a ring.
