@@ -23,9 +23,19 @@ KEYS=${KEYS:-100000}
 PRELOAD=${PRELOAD:-1} # 0: the keys are not stored first, so every get misses
 # Each workload runs 2 threads of 25 connections, unless its name ends in
 # _c1: one connection, one request at a time (a sidecar's common case).
+# The _paced workloads, not run by default, leave each connection's client
+# pauses, as an application does its own work between lookups: one
+# connection at 1,000 requests a second, or at 50 (one every 20 ms), or 50
+# connections at 200 each (10,000 in all).
+# memtier paces in bursts: every 20 ms a connection sends a fiftieth of its
+# rate, one request at a time. CPU per op is their figure; throughput is
+# the pace.
 declare -A ARGS=(
   [text_p1_1:10_32B_c1]="--protocol=memcache_text --pipeline=1 --ratio=1:10 -d 32 -t 1 -c 1"
   [binary_p1_1:10_32B_c1]="--protocol=memcache_binary --pipeline=1 --ratio=1:10 -d 32 -t 1 -c 1"
+  [text_p1_1:10_32B_c1_paced]="--protocol=memcache_text --pipeline=1 --ratio=1:10 -d 32 -t 1 -c 1 --rate-limiting=1000"
+  [text_p1_1:10_32B_c1_every20ms]="--protocol=memcache_text --pipeline=1 --ratio=1:10 -d 32 -t 1 -c 1 --rate-limiting=50"
+  [text_p1_1:10_32B_paced]="--protocol=memcache_text --pipeline=1 --ratio=1:10 -d 32 --rate-limiting=200"
   [text_p1_1:10_32B]="--protocol=memcache_text --pipeline=1 --ratio=1:10 -d 32"
   [binary_p1_1:10_32B]="--protocol=memcache_binary --pipeline=1 --ratio=1:10 -d 32"
   [text_p16_1:10_32B]="--protocol=memcache_text --pipeline=16 --ratio=1:10 -d 32"
@@ -47,11 +57,15 @@ targets=("$@")
 for w in $WORKLOADS; do
   args=${ARGS[$w]:?unknown workload $w}
   read -r -a a <<< "$args"
+  # The preload runs unpaced: memtier paces a connection in bursts of a
+  # fiftieth of its rate every 20 ms, and at 1,000 a second would take 100 s.
+  pre=()
+  for x in "${a[@]}"; do [[ $x == --rate-limiting=* ]] || pre+=("$x"); done
   for r in $(seq "$TRIALS"); do
     for i in $(seq 0 $(($# - 1))); do
       t=${targets[$(((i + r - 1) % $#))]}
       start_target "$t" "$PORT"
-      [ "$PRELOAD" = 0 ] || memtier_preload "$PORT" "$KEYS" "${a[@]}" --pipeline=16 -t 2 -c 4 >/dev/null 2>&1
+      [ "$PRELOAD" = 0 ] || memtier_preload "$PORT" "$KEYS" "${pre[@]}" --pipeline=16 -t 2 -c 4 >/dev/null 2>&1
       c0=$(proc_ticks "$pid") s0=$(proc_sys_ticks "$pid")
       memtier_benchmark -s 127.0.0.1 -p "$PORT" --hide-histogram -t 2 -c 25 "${a[@]}" \
         --key-pattern=R:R --key-maximum="$KEYS" --test-time "$TIME" --json-out-file="$out.json" >/dev/null 2>&1
