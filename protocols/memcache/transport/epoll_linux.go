@@ -96,6 +96,9 @@ type epollLoop struct {
 	// busyPolls counts the polls after lone turns, busyPollsFound those
 	// that found work (for tests).
 	busyPolls, busyPollsFound uint64
+	// idleWaits counts the waits that gave the P back (rule 1; atomic, for
+	// tests).
+	idleWaits uint64
 	// ring, if the kernel allows it, runs a turn's reads and its held
 	// replies as one syscall each (see batchRing); reading holds the
 	// connections whose reads are queued in it.
@@ -301,6 +304,7 @@ func (l *epollLoop) run() {
 	defer l.es.loopW.Done()
 	defer l.closeFds()
 	lastYield := Nanos()
+	lastEvent := lastYield
 	for {
 		// One wait per turn, as a C loop makes: a zero-timeout poll ahead of
 		// every wait made a third of the epoll_wait calls and found nothing.
@@ -330,10 +334,22 @@ func (l *epollLoop) run() {
 		if errno == 0 && n == 0 {
 			n, errno = epollWait(l.epfd, l.events, msec, true)
 		}
+		if errno == 0 && n == 0 && msec > 0 && Nanos()-lastEvent < holdNanos { // rule 1
+			// A pause, not yet idleness: keep the P, and let the runtime
+			// see the loop reschedule, so that its monitor does not
+			// preempt it.
+			if afterLone {
+				l.pollWin.Observe(Nanos() - waitStart)
+			}
+			goyield()
+			lastYield = Nanos()
+			continue
+		}
 		if errno == 0 && n == 0 {
 			if l.finished() {
 				return
 			}
+			atomic.AddUint64(&l.idleWaits, 1)
 			n, errno = epollWait(l.epfd, l.events, -1, false)
 		}
 		if errno != 0 {
@@ -350,6 +366,7 @@ func (l *epollLoop) run() {
 			return
 		}
 		now := Nanos()
+		lastEvent = now
 		if afterLone {
 			l.pollWin.Observe(now - waitStart)
 		}

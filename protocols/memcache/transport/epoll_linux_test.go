@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -209,6 +210,36 @@ func TestBusyPollAfterLoneTurns(t *testing.T) {
 		require.GreaterOrEqual(t, polls, uint64(40), "lone turns not followed by a poll")
 		require.Positive(t, found, "no poll found the next request within %v", poll)
 	}
+}
+
+// A loop keeps its P through a client's pauses of up to holdNanos, and
+// gives it back (an ordinary wait) after a longer one (rule 1).
+func TestLoopHoldsItsProcessorThroughPauses(t *testing.T) {
+	addr, _, tr := startTransport(t, Epoll, Options{Loops: 1})
+	conn := dial(t, addr, 10*time.Second)
+	got := make([]byte, 16)
+	ask := func(i int) {
+		line := fmt.Sprintf("req %02d\r\n", i)
+		_, err := conn.Write([]byte(line))
+		require.NoError(t, err)
+		_, err = io.ReadFull(conn, got[:len(line)])
+		require.NoError(t, err)
+	}
+	loop := tr.(*epollServer).loops[0]
+	ask(0)
+	idle := func() uint64 { // read between requests: the loop is waiting
+		time.Sleep(time.Millisecond)
+		return atomic.LoadUint64(&loop.idleWaits)
+	}
+	before := idle()
+	for i := range 10 {
+		time.Sleep(25 * time.Millisecond)
+		ask(i + 1)
+	}
+	require.Equal(t, before, idle(), "a 25 ms pause gave the P back")
+	time.Sleep(time.Duration(holdNanos) + 100*time.Millisecond)
+	ask(99)
+	require.Greater(t, idle(), before, "a pause longer than holdNanos kept the P")
 }
 
 // A client that pauses between requests longer than BusyPoll leaves the
