@@ -158,7 +158,8 @@ type Options struct {
 	BatchSyscalls bool
 	// BusyPoll: after a lone turn (one connection's input and nothing
 	// else) an epoll loop polls up to this long before it sleeps, so that
-	// the connection's next request finds it awake (runtime_linux.go, rule
+	// the connection's next request finds it awake, for as long as its
+	// window, which the waits after lone turns size (runtime_linux.go, rule
 	// 7); 0 is off. gnet ignores it.
 	BusyPoll time.Duration
 	Log      *slog.Logger
