@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -187,14 +188,8 @@ func TestBusyPollAfterLoneTurns(t *testing.T) {
 	for _, poll := range []time.Duration{0, time.Millisecond} {
 		addr, _, tr := startTransport(t, Epoll, Options{BusyPoll: poll})
 		conn := dial(t, addr, 10*time.Second)
-		got := make([]byte, 16)
 		for i := range 50 {
-			line := fmt.Sprintf("req %02d\r\n", i)
-			_, err := conn.Write([]byte(line))
-			require.NoError(t, err)
-			_, err = io.ReadFull(conn, got[:len(line)])
-			require.NoError(t, err)
-			require.Equal(t, line, string(got[:len(line)]))
+			echoLine(t, conn, i)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		require.NoError(t, tr.Shutdown(ctx)) // the loops have ended: their counts are settled
@@ -212,19 +207,24 @@ func TestBusyPollAfterLoneTurns(t *testing.T) {
 	}
 }
 
+// echoLine sends request i to the echoing transport and waits for its echo.
+func echoLine(t *testing.T, conn net.Conn, i int) {
+	t.Helper()
+	line := fmt.Sprintf("req %02d\r\n", i)
+	_, err := conn.Write([]byte(line))
+	require.NoError(t, err)
+	got := make([]byte, len(line))
+	_, err = io.ReadFull(conn, got)
+	require.NoError(t, err)
+	require.Equal(t, line, string(got))
+}
+
 // A loop keeps its P through a client's pauses of up to holdNanos, and
 // gives it back (an ordinary wait) after a longer one (rule 1).
 func TestLoopHoldsItsProcessorThroughPauses(t *testing.T) {
 	addr, _, tr := startTransport(t, Epoll, Options{Loops: 1})
 	conn := dial(t, addr, 10*time.Second)
-	got := make([]byte, 16)
-	ask := func(i int) {
-		line := fmt.Sprintf("req %02d\r\n", i)
-		_, err := conn.Write([]byte(line))
-		require.NoError(t, err)
-		_, err = io.ReadFull(conn, got[:len(line)])
-		require.NoError(t, err)
-	}
+	ask := func(i int) { echoLine(t, conn, i) }
 	loop := tr.(*epollServer).loops[0]
 	ask(0)
 	idle := func() uint64 { // read between requests: the loop is waiting
@@ -248,18 +248,12 @@ func TestLoopHoldsItsProcessorThroughPauses(t *testing.T) {
 func TestBusyPollStopsForAPausingClient(t *testing.T) {
 	addr, _, tr := startTransport(t, Epoll, Options{BusyPoll: time.Millisecond})
 	conn := dial(t, addr, 10*time.Second)
-	got := make([]byte, 16)
 	const quick, paused = 20, 30
 	for i := range quick + paused {
 		if i >= quick {
 			time.Sleep(20 * time.Millisecond)
 		}
-		line := fmt.Sprintf("req %02d\r\n", i)
-		_, err := conn.Write([]byte(line))
-		require.NoError(t, err)
-		_, err = io.ReadFull(conn, got[:len(line)])
-		require.NoError(t, err)
-		require.Equal(t, line, string(got[:len(line)]))
+		echoLine(t, conn, i)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	require.NoError(t, tr.Shutdown(ctx))
