@@ -60,9 +60,16 @@ func (s *Service) count(r *Request) {
 		add(StatGetMisses, uint64(len(r.Items))-hits)
 	case VerbGat: // memcached (1.6.18) counts a gat's keys as touches only
 		hits := hitItems(r.Items)
-		add(StatCmdTouch, uint64(len(r.Items)))
+		misses := uint64(len(r.Items)) - hits
+		add(StatCmdTouch, hits)
 		add(StatTouchHits, hits)
-		add(StatTouchMisses, uint64(len(r.Items))-hits)
+		if r.Meta.GatMissIsGet { // and an mg T's misses as get misses
+			add(StatCmdGet, misses)
+			add(StatGetMisses, misses)
+			break
+		}
+		add(StatCmdTouch, misses)
+		add(StatTouchMisses, misses)
 	case VerbSet, VerbAdd, VerbReplace, VerbAppend, VerbPrepend:
 		if len(r.sets) > 0 { // a set of several keys: Hit is stored
 			add(StatCmdSet, uint64(len(r.sets)))

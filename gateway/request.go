@@ -80,6 +80,10 @@ type MetaOptions struct {
 	ClearValue bool // delete x: empty the value but keep the item
 	SetTTL     bool // delete I / incr: also set Exptime on success
 	WantSize   bool // store: report the stored value's size in Size
+	// GatMissIsGet: a gat's misses count as get misses, not touch misses,
+	// in the stats, as memcached 1.6.18 counts an mg with T (its hits
+	// count as touches, as a text gat's do).
+	GatMissIsGet bool
 }
 
 // Omit is a set of item fields a get's answer does not use (Request.Omit).

@@ -60,6 +60,7 @@ func metaGetOptions(r *gateway.Request, cmd *Command) {
 	r.Verb, r.Omit = gateway.VerbGet, metaGetOmit(cmd)
 	if m.On('T') {
 		r.Verb, r.Exptime = gateway.VerbGat, m.TTL
+		r.Meta.GatMissIsGet = true
 	}
 	r.Meta.Lease = true
 	r.Meta.NoBump = m.On('u')

@@ -100,6 +100,15 @@ var protoCases = []protoCase{
 		assert.Equal(t, uint64(2), statUint(t, touched, "cmd_touch")-statUint(t, after, "cmd_touch"), "cmd_touch after a gat")
 		assert.Equal(t, uint64(1), statUint(t, touched, "touch_hits")-statUint(t, after, "touch_hits"), "touch_hits after a gat")
 		assert.Equal(t, uint64(1), statUint(t, touched, "touch_misses")-statUint(t, after, "touch_misses"), "touch_misses after a gat")
+		// An mg with T counts a hit as a touch, and a miss as a get miss.
+		c.roundTrip("mg sx:new v T100\r\nmg sx:missing v T100\r\n", "VA 3\r\nabc\r\nEN\r\n")
+		metaTouched := c.stats("")
+		for _, s := range []struct {
+			name string
+			want uint64
+		}{{"cmd_touch", 1}, {"touch_hits", 1}, {"touch_misses", 0}, {"cmd_get", 1}, {"get_hits", 0}, {"get_misses", 1}} {
+			assert.Equal(t, s.want, statUint(t, metaTouched, s.name)-statUint(t, touched, s.name), "%s after an mg T hit and miss", s.name)
+		}
 		c.roundTrip("set sx:big 0 0 2000000\r\n"+strings.Repeat("z", 2000000)+"\r\n", "SERVER_ERROR object too large for cache\r\n")
 		assert.Equal(t, uint64(1), statUint(t, c.stats(""), "store_too_large")-statUint(t, before, "store_too_large"), "store_too_large")
 		assert.Equal(t, "1", after["accepting_conns"])
