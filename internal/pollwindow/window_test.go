@@ -7,6 +7,21 @@ import (
 
 const us = int64(time.Microsecond)
 
+// observeN has w observe n waits of the same length.
+func observeN(w *Window, waited int64, n int) {
+	for range n {
+		w.Observe(waited)
+	}
+}
+
+// requireWindow fails t unless w's window is want µs.
+func requireWindow(t *testing.T, w *Window, want int64) {
+	t.Helper()
+	if w.Nanos() != want*us {
+		t.Fatalf("window %d µs, want %d", w.Nanos()/us, want)
+	}
+}
+
 func TestWindowGrowsToWaitsWithinTheLimit(t *testing.T) {
 	w := New(200 * time.Microsecond)
 	if w.Nanos() != 0 {
@@ -24,22 +39,14 @@ func TestWindowGrowsToWaitsWithinTheLimit(t *testing.T) {
 
 func TestWindowStopsAtTheLimit(t *testing.T) {
 	w := New(50 * time.Microsecond)
-	for range 10 {
-		w.Observe(45 * us)
-	}
-	if w.Nanos() != 50*us {
-		t.Fatalf("window %d µs, want the limit, 50", w.Nanos()/us)
-	}
+	observeN(&w, 45*us, 10)
+	requireWindow(t, &w, 50) // the limit
 }
 
 func TestWindowShrinksToZeroAfterLongWaits(t *testing.T) {
 	w := New(200 * time.Microsecond)
-	for range 5 {
-		w.Observe(150 * us)
-	}
-	if w.Nanos() != 160*us {
-		t.Fatalf("window %d µs, want 160", w.Nanos()/us)
-	}
+	observeN(&w, 150*us, 5)
+	requireWindow(t, &w, 160)
 	// The client now pauses 1 ms between requests: 160, 80, 40, 20, 10, 0.
 	want := []int64{80, 40, 20, 10, 0, 0}
 	for i, w0 := range want {
@@ -52,16 +59,10 @@ func TestWindowShrinksToZeroAfterLongWaits(t *testing.T) {
 
 func TestWindowKeepsWhatFound(t *testing.T) {
 	w := New(200 * time.Microsecond)
-	for range 6 {
-		w.Observe(150 * us)
-	}
+	observeN(&w, 150*us, 6)
 	// Waits shorter than the window leave it as it is.
-	for range 5 {
-		w.Observe(5 * us)
-	}
-	if w.Nanos() != 160*us {
-		t.Fatalf("window %d µs, want 160", w.Nanos()/us)
-	}
+	observeN(&w, 5*us, 5)
+	requireWindow(t, &w, 160)
 }
 
 func TestZeroLimitNeverPolls(t *testing.T) {
