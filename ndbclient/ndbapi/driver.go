@@ -902,6 +902,12 @@ func (d *Driver) Stats() ndbclient.DriverStats {
 		FlightsOnCaller: d.flightsOnCaller.Load(), FlightsPolled: uint64(C.ndbgate_polled_flights(d.pool))}
 }
 
+// WakePollGroups wakes each connection's NDB wait group that a busy poll
+// made, as another thread waking its waiter would, and returns how many it
+// woke. For tests, with no flight running: NDB 7.5 then returns at once
+// from every later wait of that group (shim_execute.cpp, pollFor).
+func (d *Driver) WakePollGroups() int { return int(C.ndbgate_wake_poll_groups(d.pool)) }
+
 // ScanRows reads every row of t (ndbclient.RowScanner) with one
 // committed-read scan on the first connection's dictionary Ndb, as Stats
 // counts rows, outside the executors and their lanes. The shim writes the

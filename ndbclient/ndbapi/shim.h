@@ -123,6 +123,10 @@ int ndbgate_primary_node(ndbgate_pool *pool, int table_id, int partition);
 // ndbgate_polled_flights: the round trips of ndbgate_execute that polled
 // for their answer (poll_us) before sleeping.
 unsigned long long ndbgate_polled_flights(ndbgate_pool *pool);
+// ndbgate_wake_poll_groups, for tests: NdbWaitGroup::wakeup on each
+// connection's wait group that exists (pollFor), which NDB 7.5 never clears;
+// returns how many it woke.
+int ndbgate_wake_poll_groups(ndbgate_pool *pool);
 
 // ndbgate_execute runs one flight's ops, or the item-state reads before or
 // updates after one (state.go), on connection conn (each connection is used

@@ -105,6 +105,18 @@ unsigned long long ndbgate_polled_flights(ndbgate_pool *pool) {
   return pool->polledFlights.load(std::memory_order_relaxed);
 }
 
+int ndbgate_wake_poll_groups(ndbgate_pool *pool) {
+  std::shared_lock<std::shared_mutex> g(pool->mu);
+  int woke = 0;
+  for (Conn &c : pool->conns) {
+    if (c.pollGroup) {
+      c.pollGroup->wakeup();  // a wake-up from another thread is what it is for
+      woke++;
+    }
+  }
+  return woke;
+}
+
 void ndbgate_hint_stats(ndbgate_pool *pool, unsigned long long *hinted, unsigned long long *on_primary) {
   *hinted = pool->hintedTxns.load(std::memory_order_relaxed);
   *on_primary = pool->primaryTxns.load(std::memory_order_relaxed);

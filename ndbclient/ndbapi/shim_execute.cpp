@@ -523,25 +523,28 @@ struct HintCount {
 
 // pollFor sends the prepared transactions and polls NDB's sockets without
 // sleeping (NdbWaitGroup::wait with a zero timeout) until one of them has
-// its answer or poll_us have passed, then waits as a flight does, and
-// collects what has answered (their callbacks run). A data node answers in
-// about 100 µs: sleeping for it costs a wake-up, which on a VM is most of
-// a lone request's time. Returns how many of the flight's kMaxPolls waits
-// of kPollMs it used, which the flight's own polls go on from; -1, with
-// nothing sent, when the connection cannot make its wait group.
-static int pollFor(Conn &cn, Ndb *ndb, int poll_us) {
+// its answer or poll_us have passed, and collects what has answered (their
+// callbacks run); the flight then waits for the rest with pollNdb, as any
+// flight does. A data node answers in about 100 µs: sleeping for it costs
+// a wake-up, which on a VM is most of a lone request's time. The group
+// never waits with a timeout: NDB 7.5's MultiNdbWakeupHandler leaves its
+// `woken` flag uninitialised and never clears it, so once it is set (by
+// whatever the heap held) every wait returns at once, and a flight that
+// waited through the group for a slow answer spun through its last resort
+// in a millisecond and failed with 4012 (8.0 clears the flag after a wait,
+// but still never initialises it). Returns false, with nothing sent, when
+// the connection cannot make its wait group.
+static bool pollFor(Conn &cn, Ndb *ndb, int poll_us) {
   if (!cn.pollGroup) cn.pollGroup = cn.cluster->create_ndb_wait_group(kPollGroupSize);
-  if (!cn.pollGroup || cn.pollGroup->push(ndb) != 0) return -1;
+  if (!cn.pollGroup || cn.pollGroup->push(ndb) != 0) return false;
   ndb->sendPreparedTransactions(1);
   const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(poll_us);
   int ready = cn.pollGroup->wait(0, 100);
   while (ready == 0 && std::chrono::steady_clock::now() < until) ready = cn.pollGroup->wait(0, 100);
-  int waits = 0;
-  for (; ready == 0 && waits < kMaxPolls; waits++) ready = cn.pollGroup->wait(kPollMs, 100);
   while (cn.pollGroup->pop() != nullptr) {
   }
   ndb->pollNdb(0, 1);
-  return waits;
+  return true;
 }
 
 // prepare defines a plain transaction and hands it to executeAsynchPrepare.
@@ -860,11 +863,9 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
     }
     // One send, then polls until NDB has answered every transaction.
     int remaining = prepared;
-    // A polled flight's waits count against the same last resort.
-    const int waited = remaining > 0 && poll_us > 0 ? pollFor(cn, ndb, poll_us) : -1;
-    const bool polled = waited >= 0;
+    const bool polled = remaining > 0 && poll_us > 0 && pollFor(cn, ndb, poll_us);
     if (polled) pool->polledFlights.fetch_add(1, std::memory_order_relaxed);
-    for (int polls = polled ? waited : 0; polls < kMaxPolls; polls++) {
+    for (int polls = 0; polls < kMaxPolls; polls++) {
       if (polls > 0 || polled) {
         remaining = 0;
         for (size_t k = i; k < end; k++) remaining += (txns[k]->tx && !txns[k]->done) ? 1 : 0;

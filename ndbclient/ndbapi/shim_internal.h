@@ -26,14 +26,15 @@
 // caller's timeout, zero included: the one way through the NDB API to poll
 // for an answer without sleeping (pollNdb(0) only collects what another
 // thread read). Its header is not among those an install ships (in 7.5 and
-// 8.x it is in storage/ndb/src/ndbapi), so these are the three public
-// members the shim calls, as 7.5 and 8.x declare them. The object is only
-// ever handled by pointer.
+// 8.x it is in storage/ndb/src/ndbapi), so these are the public
+// members the shim calls, and wakeup for a test (ndbgate_wake_poll_groups),
+// as 7.5 and 8.x declare them. The object is only ever handled by pointer.
 class NdbWaitGroup {
  public:
   int push(Ndb *ndb);
   int wait(Uint32 timeout_millis, int pct_ready);
   Ndb *pop();
+  void wakeup();
 
  private:
   NdbWaitGroup() = delete;

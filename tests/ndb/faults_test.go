@@ -384,3 +384,59 @@ func errWindowStart(res *loadResult, start time.Time) time.Duration {
 	}
 	return res.firstErr.Sub(start).Round(time.Millisecond)
 }
+
+// A lone flight whose answer comes late still gets it, though its
+// connection's wait group was woken from outside. NDB 7.5 never clears a
+// wait group's woken flag (and never initialises it, so a fresh group may
+// start that way: a gateway's first seconds gave 4012 in about one start
+// in thirty), after which every wait of the group returns at once; a busy
+// poll that waited for a slow answer through the group spun through its
+// last resort in milliseconds and failed the flight with 4012 (no answer).
+// The answer is made late by stopping one data node for 300 ms: the write
+// waits for its second replica.
+func TestLonePollOutlastsAWokenWaitGroup(t *testing.T) {
+	cs := faultCluster(t)
+	d, err := ndbapi.Open(ndbapi.Config{Connectstring: cs, PoolSize: 2, BusyPoll: 200 * time.Microsecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	tbl := suiteTable(t, d, "woken", true)
+	c := ndbclient.NewClientWith(d, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
+	write := func(k, v string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		b := &ndbclient.Batch{Ops: []*ndbclient.Op{{Kind: ndbclient.OpWrite, Table: tbl, Key: []ndbclient.Value{ndbclient.String(k)},
+			Set: []ndbclient.ColumnValue{{Column: drivertest.ColValue, Value: ndbclient.String(v)}}}}}
+		if err := c.Execute(ctx, b); err != nil { // Execute's batches are lone
+			return err
+		}
+		return b.Ops[0].Err
+	}
+	// Enough lone round trips for the poll's window to open and the wait
+	// group to be made.
+	for i := range 200 {
+		require.NoError(t, write(fmt.Sprintf("warm-%d", i), "v"))
+	}
+	require.Positive(t, d.Stats().FlightsPolled, "no lone flight polled")
+	require.Positive(t, d.WakePollGroups(), "no wait group to wake")
+	for i := range 20 { // the polls read the wake-up, and the group stays woken
+		require.NoError(t, write(fmt.Sprintf("woken-%d", i), "v"))
+	}
+	worker, _, err := ndbproc.DataNode(2)
+	require.NoError(t, err)
+	polled := d.Stats().FlightsPolled
+	require.NoError(t, syscall.Kill(worker.PID, syscall.SIGSTOP))
+	resumed := make(chan struct{})
+	go func() {
+		defer close(resumed)
+		time.Sleep(300 * time.Millisecond)
+		_ = syscall.Kill(worker.PID, syscall.SIGCONT)
+	}()
+	start := time.Now()
+	err = write("late", "answered")
+	took := time.Since(start)
+	<-resumed
+	require.NoError(t, err, "a lone flight waiting %v for its answer", took)
+	require.Greater(t, d.Stats().FlightsPolled, polled, "the late flight did not poll")
+	require.GreaterOrEqual(t, took, 100*time.Millisecond, "the answer was not late: the test proves nothing")
+	t.Logf("the late write took %v", took)
+}
