@@ -49,7 +49,7 @@ type Config struct {
 	// BatchSyscalls lets each epoll loop run a turn's reads, and its replies,
 	// as one io_uring_enter each where the kernel allows it (uring_linux.go).
 	BatchSyscalls bool
-	// BusyPoll: after a lone turn an epoll loop polls up to this long
+	// BusyPoll: after a solo turn an epoll loop polls up to this long
 	// before it sleeps (transport.Options.BusyPoll); 0 is off.
 	BusyPoll time.Duration
 	// PartialBytes bounds the bytes all connections together hold of

@@ -88,12 +88,16 @@ type epollLoop struct {
 	// turnRead is the bytes the current turn read: a heavy turn polls
 	// before its loop sleeps (pollBriefly).
 	turnRead int
-	// loneTurn: the turn served one connection's input and nothing else;
-	// with Options.BusyPoll the loop polls before it sleeps (rule 7), for
-	// as long as pollWin says, which the waits after lone turns size.
-	loneTurn bool
-	pollWin  pollwindow.Window
-	// busyPolls counts the polls after lone turns, busyPollsFound those
+	// loneTurn: the turn served one connection's input and nothing else.
+	// soloTurn: so did the turn before, for the same connection (loneFd),
+	// a client sending one request at a time with no other client taking
+	// turns; with Options.BusyPoll the loop polls after such a turn before
+	// it sleeps (rule 7), for as long as pollWin says, which the waits
+	// after those turns size.
+	loneTurn, soloTurn bool
+	loneFd             int
+	pollWin            pollwindow.Window
+	// busyPolls counts the polls after solo turns, busyPollsFound those
 	// that found work (for tests).
 	busyPolls, busyPollsFound uint64
 	// idleWaits counts the waits that gave the P back (rule 1; atomic, for
@@ -158,7 +162,7 @@ func (es *epollServer) Serve(h Handler, ready func()) error {
 		}
 	}
 	es.opts.Log.LogAttrs(context.Background(), slog.LevelInfo, "memcache event loops", slog.String("kind", "epoll"),
-		slog.Int("loops", len(es.loops)), slog.Bool("io_uring", rings == len(es.loops)))
+		slog.Int("loops", len(es.loops)), slog.Bool("io_uring", rings == len(es.loops)), slog.Duration("busy_poll", es.opts.BusyPoll))
 	for _, l := range es.loops {
 		es.loopW.Add(1)
 		go l.run()
@@ -194,7 +198,7 @@ func newEpollLoop(es *epollServer, shard int) (*epollLoop, error) {
 	}
 	l := &epollLoop{es: es, epfd: epfd, efd: int(efd), proto: es.h.NewLoop(shard),
 		events: make([]syscall.EpollEvent, loopEvents), buf: make([]byte, loopReadBuf),
-		pollWin: pollwindow.New(es.opts.BusyPoll)}
+		loneFd: -1, pollWin: pollwindow.New(es.opts.BusyPoll)}
 	if es.opts.BatchSyscalls {
 		if r, err := newBatchRing(loopEvents); err == nil {
 			l.ring = r
@@ -320,7 +324,7 @@ func (l *epollLoop) run() {
 		switch {
 		case l.turnRead >= spinTurnBytes: // rule 6
 			n, errno = pollBriefly(l.epfd, l.events, waitStart, spinNanos)
-		case l.loneTurn && l.es.opts.BusyPoll > 0: // rule 7
+		case l.soloTurn && l.es.opts.BusyPoll > 0: // rule 7
 			afterLone = true
 			if win := l.pollWin.Nanos(); win > 0 {
 				n, errno = pollBriefly(l.epfd, l.events, waitStart, win)
@@ -330,7 +334,7 @@ func (l *epollLoop) run() {
 				}
 			}
 		}
-		l.turnRead, l.loneTurn = 0, false
+		l.turnRead, l.loneTurn, l.soloTurn = 0, false, false
 		if errno == 0 && n == 0 {
 			n, errno = epollWait(l.epfd, l.events, msec, true)
 		}
@@ -383,6 +387,12 @@ func (l *epollLoop) run() {
 		// Requests read in this turn start now. One event that is not the
 		// eventfd is one connection's input and nothing else.
 		l.loneTurn = n == 1 && int(l.events[0].Fd) != l.efd
+		lastLone := l.loneFd
+		l.loneFd = -1
+		if l.loneTurn {
+			l.loneFd = int(l.events[0].Fd)
+			l.soloTurn = l.loneFd == lastLone
+		}
 		l.proto.BeginTurn(now, l.loneTurn)
 		for i := range n {
 			ev := &l.events[i]

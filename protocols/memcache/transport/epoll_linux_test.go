@@ -182,8 +182,9 @@ func TestTurnsOfOneSkipTheRing(t *testing.T) {
 	}
 }
 
-// With BusyPoll a loop polls after each lone turn, and a client that sends
-// its next request at once finds the loop awake; without, it never polls.
+// With BusyPoll a loop polls after each solo turn (the second lone turn in
+// a row of one connection), and a client that sends its next request at
+// once finds the loop awake; without, it never polls.
 func TestBusyPollAfterLoneTurns(t *testing.T) {
 	for _, poll := range []time.Duration{0, time.Millisecond} {
 		addr, _, tr := startTransport(t, Epoll, Options{BusyPoll: poll})
@@ -205,6 +206,24 @@ func TestBusyPollAfterLoneTurns(t *testing.T) {
 		require.GreaterOrEqual(t, polls, uint64(40), "lone turns not followed by a poll")
 		require.Positive(t, found, "no poll found the next request within %v", poll)
 	}
+}
+
+// Two clients taking turns on one loop, each sending one request at a
+// time, make lone turns but no solo ones: the loop never polls, for while it
+// polled for one the other would wait for a CPU (bench/RESULTS.md, session
+// 40: polling after every lone turn tripled p99 at 50 connections).
+func TestBusyPollSkipsClientsTakingTurns(t *testing.T) {
+	addr, _, tr := startTransport(t, Epoll, Options{Loops: 1, BusyPoll: time.Millisecond})
+	a, b := dial(t, addr, 10*time.Second), dial(t, addr, 10*time.Second)
+	for i := range 50 {
+		echoLine(t, a, i)
+		echoLine(t, b, i)
+	}
+	loop := tr.(*epollServer).loops[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	require.NoError(t, tr.Shutdown(ctx))
+	cancel()
+	require.Zero(t, loop.busyPolls, "polled after lone turns of clients taking turns")
 }
 
 // echoLine sends request i to the echoing transport and waits for its echo.

@@ -47,18 +47,19 @@ package transport
 //     bench/RESULTS.md, session 25). A light turn (a request or two per
 //     connection) sleeps at once: polling after those cost text at
 //     pipeline 1 4-6 %.
-//  7. On request, a loop polls after a lone turn. With Options.BusyPoll
-//     (memcache.busy_poll), a turn that served one connection's input and
-//     nothing else is followed by polling, as in rule 6: a client that
-//     sends one request at a time then finds the loop awake, and no
-//     wake-up stands between its request and the read. The poll lasts
-//     the loop's window (pollwindow), at most BusyPoll, which the waits
-//     after lone turns size: a client that pauses longer than BusyPoll
-//     between requests shrinks it to 0, and the loop sleeps at once, as
-//     without the poll. It is off by default, as Linux's
-//     net.core.busy_poll is (bench/HISTORY.md, session 29: a fixed poll
-//     gave 1.08-1.15x memcached's rate at one connection, for 1.8x its
-//     CPU per request, and a higher p99 at 50 connections on 2 cores).
+//  7. A loop polls after a solo turn. With Options.BusyPoll
+//     (memcache.busy_poll, auto: 50us), a turn that served one
+//     connection's input and nothing else, as the turn before it did for
+//     the same connection, is followed by polling, as in rule 6: a client
+//     that sends one request at a time then finds the loop awake, and no
+//     wake-up stands between its request and the read. Clients taking
+//     turns on a loop make lone turns, not solo ones: polling after every
+//     lone turn tripled p99 at 50 connections on 2 cores, the pollers
+//     holding the CPUs their clients waited for (bench/HISTORY.md,
+//     session 40). The poll lasts the loop's window (pollwindow), at most
+//     BusyPoll, which the waits after solo turns size: a client that
+//     pauses longer than BusyPoll between requests shrinks it to 0, and
+//     the loop sleeps at once, as without the poll.
 //
 // Loops are not locked to their threads: a locked goroutine that is
 // preempted hands its P to another thread and back, two wake-ups that wait

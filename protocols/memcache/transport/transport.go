@@ -156,11 +156,11 @@ type Options struct {
 	// BatchSyscalls lets each epoll loop run a turn's reads, and its
 	// replies, as one io_uring_enter each where the kernel allows it.
 	BatchSyscalls bool
-	// BusyPoll: after a lone turn (one connection's input and nothing
-	// else) an epoll loop polls up to this long before it sleeps, so that
-	// the connection's next request finds it awake, for as long as its
-	// window, which the waits after lone turns size (runtime_linux.go, rule
-	// 7); 0 is off. gnet ignores it.
+	// BusyPoll: after a solo turn (one connection's input and nothing
+	// else, twice in a row) an epoll loop polls up to this long before it
+	// sleeps, so that the connection's next request finds it awake, for as
+	// long as its window, which the waits after solo turns size
+	// (runtime_linux.go, rule 7); 0 is off. gnet ignores it.
 	BusyPoll time.Duration
 	Log      *slog.Logger
 }
