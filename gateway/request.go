@@ -124,6 +124,11 @@ type Request struct {
 	// Lone says the caller has nothing else to do until the request
 	// completes; its batches carry it to the driver (ndbclient.Batch.Lone).
 	Lone bool
+	// Poll says, with Lone, that the caller sends its next request as soon
+	// as this one is answered (a memcache client alone on its loop), so
+	// the driver may poll for the answer rather than sleep
+	// (ndbclient.Batch.Poll).
+	Poll bool
 	// Omit names what a get's answer does not use (a memcache text get uses
 	// neither cas nor expiry, a binary get no expiry): its reads skip those
 	// columns, and its items' Cas or Expire are 0.
@@ -191,7 +196,7 @@ func (s *Service) NewRequest() *Request {
 // Reset clears inputs and outputs, keeping buffers.
 func (r *Request) Reset() {
 	r.Verb, r.Flags, r.Exptime, r.Cas, r.Delta = 0, 0, 0, 0, 0
-	r.Create, r.Initial, r.Meta, r.Route, r.Lone, r.Omit = false, 0, MetaOptions{}, nil, false, 0
+	r.Create, r.Initial, r.Meta, r.Route, r.Lone, r.Poll, r.Omit = false, 0, MetaOptions{}, nil, false, false, 0
 	r.Outcome, r.Number, r.NewCas, r.Err = OutcomeNone, 0, 0, nil
 	r.Size, r.Expire = 0, 0
 	r.Items = r.Items[:0]

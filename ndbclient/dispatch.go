@@ -313,7 +313,7 @@ func (c *Client) send(r *round) {
 	if !c.cfg.Lanes {
 		f := c.newFlight(nil)
 		f.add(r)
-		f.b.Lone = r.lone()
+		f.b.Lone, f.b.Poll = r.lone(), r.poll()
 		runFlights(f)
 		return
 	}
@@ -397,7 +397,7 @@ func (l *lane) enqueue(r *round) {
 		l.mu.Unlock()
 		f := l.c.newFlight(l)
 		f.add(r)
-		f.b.Lone = r.lone()
+		f.b.Lone, f.b.Poll = r.lone(), r.poll()
 		runFlights(f)
 		return
 	}
@@ -410,6 +410,9 @@ func (l *lane) enqueue(r *round) {
 // the caller's batch is lone and this is its only round, on its first try.
 // A batch of several rounds is not: running one would hold up the others.
 func (r *round) lone() bool { return r.attempt == 0 && r.call.lone }
+
+// poll says a lone round's flight may poll for its answer (Batch.Poll).
+func (r *round) poll() bool { return r.lone() && r.call.b.Poll }
 
 // completed frees a lane slot and takes the next flight from the queue: with
 // coalescing as many queued rounds as fit in RoundSize ops, else one. Rounds met

@@ -31,6 +31,7 @@ type recorder struct {
 	mu       sync.Mutex
 	flights  []int
 	lone     []bool // each flight's Batch.Lone
+	poll     []bool // and its Batch.Poll
 	nodeSets []map[int]bool
 	attempts map[*ndbclient.Op]int
 }
@@ -57,6 +58,7 @@ func (d *recorder) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)
 	}
 	d.flights = append(d.flights, len(b.Ops))
 	d.lone = append(d.lone, b.Lone)
+	d.poll = append(d.poll, b.Poll)
 	d.nodeSets = append(d.nodeSets, nodes)
 	d.mu.Unlock()
 	finish := func() {
@@ -658,16 +660,22 @@ func TestDispatchLanesForAddedNodes(t *testing.T) {
 
 // A lone batch reaches the driver lone only as a single round on its first
 // try: the flight of a batch split over nodes would hold up its other
-// rounds if it ran on the caller's goroutine. With lanes and without.
+// rounds if it ran on the caller's goroutine. With lanes and without. So
+// does its leave to poll (Batch.Poll), which means nothing without Lone.
 func TestDispatchLoneOnlyAsOneRound(t *testing.T) {
 	for _, lanes := range []bool{false, true} {
 		t.Run(fmt.Sprintf("lanes=%v", lanes), func(t *testing.T) {
 			e, tbl := newEngine(t, 2, 100)
 			rec := &recorder{Driver: e}
 			c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: lanes, RoundSize: 1000, FlightsPerNode: 1})
+			var runPoll func(lone, poll bool, keys ...string) []bool
 			run := func(lone bool, keys ...string) []bool {
 				t.Helper()
-				b := ndbclient.Batch{Lone: lone}
+				return runPoll(lone, false, keys...)
+			}
+			runPoll = func(lone, poll bool, keys ...string) []bool {
+				t.Helper()
+				b := ndbclient.Batch{Lone: lone, Poll: poll}
 				for _, k := range keys {
 					b.Ops = append(b.Ops, readOp(tbl, k))
 				}
@@ -678,7 +686,10 @@ func TestDispatchLoneOnlyAsOneRound(t *testing.T) {
 				rec.mu.Lock()
 				defer rec.mu.Unlock()
 				l := rec.lone
-				rec.lone = nil
+				for i, p := range rec.poll {
+					assert.Equal(t, poll && l[i], p, "flight %d: Poll", i)
+				}
+				rec.lone, rec.poll = nil, nil
 				return l
 			}
 			// Two keys on different nodes.
@@ -693,6 +704,9 @@ func TestDispatchLoneOnlyAsOneRound(t *testing.T) {
 			assert.Equal(t, []bool{true}, run(true, a), "one key")
 			assert.Equal(t, []bool{false}, run(false, a), "not lone")
 			assert.Equal(t, []bool{false, false}, run(true, a, b), "two nodes: two rounds")
+			assert.Equal(t, []bool{true}, runPoll(true, true, a), "one key, may poll")
+			assert.Equal(t, []bool{false}, runPoll(false, true, a), "may poll, not lone")
+			assert.Equal(t, []bool{false, false}, runPoll(true, true, a, b), "may poll, two rounds")
 		})
 	}
 }

@@ -186,13 +186,18 @@ type Batch struct {
 	// run it on the caller's goroutine rather than hand it to another
 	// thread: two thread wake-ups fewer. Reset clears it.
 	Lone bool
+	// Poll says, with Lone, that the caller sends its next request as soon
+	// as this one is answered (a memcache client alone on its loop), so a
+	// driver may poll for the answer rather than sleep (ndb.busy_poll).
+	// Reset clears it.
+	Poll bool
 	// abandoned: nobody waits for the answer any more (the client hung up),
 	// so rounds still queued for it are dropped unsent.
 	abandoned atomic.Bool
 }
 
 // Reset empties the batch, keeping capacity and Shard.
-func (b *Batch) Reset() { b.Ops, b.Lone = b.Ops[:0], false; b.abandoned.Store(false) }
+func (b *Batch) Reset() { b.Ops, b.Lone, b.Poll = b.Ops[:0], false, false; b.abandoned.Store(false) }
 
 // Abandon says nobody will read the batch's results: what of it still waits
 // in a node's queue completes at once with ErrAbandoned instead of being

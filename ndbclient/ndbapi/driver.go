@@ -66,10 +66,10 @@ type Config struct {
 	Connectstring string // host:1186[,host2:1186]
 	PoolSize      int    // cluster connections, each with its executor; default 2
 	TimeoutSec    int    // connect and wait-until-ready timeout; default 30
-	// BusyPoll: a lone flight (Batch.Lone, run on its caller) polls up to
-	// this long for the data nodes' answer before it sleeps (ndb.busy_poll),
-	// as long as the last lone flights' answers say pays (pollwindow); 0 is
-	// off.
+	// BusyPoll: a lone flight that may poll (Batch.Lone and Batch.Poll,
+	// run on its caller) polls up to this long for the data nodes' answer
+	// before it sleeps (ndb.busy_poll), as long as the last such flights'
+	// answers say pays (pollwindow); 0 is off.
 	BusyPoll time.Duration
 	Log      *slog.Logger
 }
@@ -144,9 +144,10 @@ type executor struct {
 	// running counts flights in runFlight: more than one is a broken
 	// exclusion (Driver.Overlaps).
 	running atomic.Int32
-	// lone: the flight running is a lone caller's (Submit), which polls
-	// for its answers for as long as pollWin says; the executor that lone
-	// flights claim (the first) sizes pollWin from their round trips.
+	// lone: the flight running is a lone caller's (Submit) that may poll
+	// (Batch.Poll), which polls for its answers for as long as pollWin
+	// says; the executor that lone flights claim (the first) sizes pollWin
+	// from those flights' round trips.
 	lone    bool
 	pollWin pollwindow.Window
 	req     []byte
@@ -465,7 +466,7 @@ func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 	if b.Lone && e.claimIdle() {
 		// The caller has nothing else to do: run the flight here, with no
 		// thread hand-off either way (Batch.Lone).
-		e.lone = d.busyPoll > 0
+		e.lone = d.busyPoll > 0 && b.Poll
 		err := e.runFlight(b)
 		e.lone = false
 		e.release()

@@ -91,9 +91,10 @@ type loopScratch struct {
 	// requests it reads: one clock read per turn instead of one per request.
 	// Zero elsewhere: each request reads the clock.
 	now int64
-	// lone: the turn serves one connection's input and nothing else
+	// lone: the turn serves one connection's input and nothing else; solo:
+	// as the turn before did for the same connection
 	// (transport.Loop.BeginTurn).
-	lone bool
+	lone, solo bool
 }
 
 // What a connection holds in replies is bounded, whatever a client asks

@@ -2,6 +2,7 @@ package memcache
 
 import (
 	"bufio"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -14,11 +15,13 @@ import (
 )
 
 // loneRecorder records, per key, whether the last batch that held it came
-// lone (ndbclient.Batch.Lone), and runs it on the engine.
+// lone (ndbclient.Batch.Lone), and whether it may poll (Batch.Poll), and
+// runs it on the engine.
 type loneRecorder struct {
 	ndbclient.Driver
 	mu   sync.Mutex
 	lone map[string]bool
+	poll map[string]bool
 }
 
 func (d *loneRecorder) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
@@ -26,6 +29,9 @@ func (d *loneRecorder) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, er
 	for _, op := range b.Ops {
 		if len(op.Key) > 0 {
 			d.lone[string(op.Key[0].B)] = b.Lone
+			if d.poll != nil {
+				d.poll[string(op.Key[0].B)] = b.Poll
+			}
 		}
 	}
 	d.mu.Unlock()
@@ -106,4 +112,45 @@ func TestLoneRequests(t *testing.T) {
 			assert.Equal(t, map[string]bool{"h": false, "i": false}, rec.take("h", "i"), "a run's two requests")
 		})
 	}
+}
+
+// A lone request may poll for its answer (ndbclient.Batch.Poll) only in a
+// solo turn: the connection's second lone turn in a row on its loop, a
+// client sending one request at a time with no other client taking turns
+// there. A pipeline's earlier commands never may.
+func TestSoloRequestsMayPoll(t *testing.T) {
+	e := embedded.New(embedded.Config{Partitions: 8, Nodes: 1})
+	t.Cleanup(func() { _ = e.Close() })
+	rec := &loneRecorder{Driver: e, lone: map[string]bool{}, poll: map[string]bool{}}
+	addr, _ := startServerConfig(t, Config{EventLoop: EventLoopEpoll, Loops: 1, MaxPending: 64}, rec)
+	a, b := dialServer(t, addr, 10*time.Second), dialServer(t, addr, 10*time.Second)
+	ra, rb := bufio.NewReader(a), bufio.NewReader(b)
+	get := func(c net.Conn, r *bufio.Reader, cmd string, replies int) {
+		t.Helper()
+		_, err := c.Write([]byte(cmd))
+		require.NoError(t, err)
+		readLines(t, r, replies)
+	}
+	polls := func(keys ...string) map[string]bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		got := map[string]bool{}
+		for _, k := range keys {
+			got[k] = rec.poll[k]
+		}
+		return got
+	}
+	get(b, rb, "version\r\n", 1) // both connections are on the loop now
+	get(a, ra, "get a1\r\n", 1)
+	get(a, ra, "get a2\r\n", 1)
+	get(a, ra, "get a3 a4\r\nget a5\r\n", 2)
+	assert.Equal(t, map[string]bool{"a2": true, "a3": false, "a4": false, "a5": true}, polls("a2", "a3", "a4", "a5"),
+		"one client alone: its lone requests after the first, the last of a pipeline only")
+	get(b, rb, "get b1\r\n", 1)
+	get(a, ra, "get a6\r\n", 1)
+	get(b, rb, "get b2\r\n", 1)
+	get(a, ra, "get a7\r\n", 1)
+	assert.Equal(t, map[string]bool{"b1": false, "a6": false, "b2": false, "a7": false}, polls("b1", "a6", "b2", "a7"),
+		"two clients taking turns: lone, never solo")
+	assert.Equal(t, map[string]bool{"a7": true}, rec.take("a7"), "still lone")
 }

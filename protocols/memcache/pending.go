@@ -213,21 +213,24 @@ func (cs *connState) waiting(p *pending) {
 
 // do hands the request to the gateway. A lone request (the last of its
 // input, in a turn of its loop that serves nothing else) may run on the
-// loop's goroutine; a run's two requests may not, nor a get's piece with
-// more to follow, or the first would hold up the next.
+// loop's goroutine, and poll for its answer if the turn is solo; a run's
+// two requests may not, nor a get's piece with more to follow, or the
+// first would hold up the next.
 func (cs *connState) do(p *pending) {
 	lone := cs.last && cs.scratch.lone && !p.text.more
+	poll := lone && cs.scratch.solo
 	switch {
 	case !p.hasSets:
-		p.req.Lone = lone
+		p.req.Lone, p.req.Poll = lone, poll
 		cs.srv.svc.Do(p.req)
 	case p.req.NumKeys() == 0: // a run of sets only
 		p.parts.Store(1)
-		p.sets.Lone = lone
+		p.sets.Lone, p.sets.Poll = lone, poll
 		cs.srv.svc.Do(p.sets)
 	default:
 		p.parts.Store(2)
 		p.req.Lone, p.sets.Lone = false, false
+		p.req.Poll, p.sets.Poll = false, false
 		cs.srv.svc.Do(p.sets)
 		cs.srv.svc.Do(p.req)
 	}

@@ -267,8 +267,10 @@ func (sc *loopScratch) Open(c transport.Conn) transport.Session {
 }
 
 // BeginTurn dates the requests the loop reads in its turn, and says whether
-// the turn is one connection's alone.
-func (sc *loopScratch) BeginTurn(now int64, lone bool) { sc.now, sc.lone = now, lone }
+// the turn is one connection's alone, and solo.
+func (sc *loopScratch) BeginTurn(now int64, lone, solo bool) {
+	sc.now, sc.lone, sc.solo = now, lone, solo
+}
 
 // newConnState makes a connection's state. shard is its metrics shard and
 // scratch its event loop's (nil: a scratch of its own).

@@ -404,9 +404,9 @@ func TestLonePollOutlastsAWokenWaitGroup(t *testing.T) {
 	write := func(k, v string) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		b := &ndbclient.Batch{Ops: []*ndbclient.Op{{Kind: ndbclient.OpWrite, Table: tbl, Key: []ndbclient.Value{ndbclient.String(k)},
+		b := &ndbclient.Batch{Poll: true, Ops: []*ndbclient.Op{{Kind: ndbclient.OpWrite, Table: tbl, Key: []ndbclient.Value{ndbclient.String(k)},
 			Set: []ndbclient.ColumnValue{{Column: drivertest.ColValue, Value: ndbclient.String(v)}}}}}
-		if err := c.Execute(ctx, b); err != nil { // Execute's batches are lone
+		if err := c.Execute(ctx, b); err != nil { // Execute's batches are lone; this one may poll
 			return err
 		}
 		return b.Ops[0].Err

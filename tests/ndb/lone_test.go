@@ -58,7 +58,7 @@ func testLoneFlights(t *testing.T, d *ndbapi.Driver, polls bool) {
 	}
 	// Execute's batches are lone; Submit's are not unless marked.
 	run := func(lone bool, ops ...*ndbclient.Op) error {
-		b := &ndbclient.Batch{Ops: ops}
+		b := &ndbclient.Batch{Ops: ops, Poll: lone} // a lone caller that may poll
 		if lone {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()

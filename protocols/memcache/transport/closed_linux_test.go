@@ -56,8 +56,8 @@ func (h *failHandler) Unsent() uint64        { return 0 }
 
 type failLoop struct{ h *failHandler }
 
-func (l failLoop) Open(c Conn) Session { return &failSession{h: l.h, c: c} }
-func (failLoop) BeginTurn(int64, bool) {}
+func (l failLoop) Open(c Conn) Session       { return &failSession{h: l.h, c: c} }
+func (failLoop) BeginTurn(int64, bool, bool) {}
 
 type failSession struct {
 	h      *failHandler

@@ -393,7 +393,7 @@ func (l *epollLoop) run() {
 			l.loneFd = int(l.events[0].Fd)
 			l.soloTurn = l.loneFd == lastLone
 		}
-		l.proto.BeginTurn(now, l.loneTurn)
+		l.proto.BeginTurn(now, l.loneTurn, l.soloTurn)
 		for i := range n {
 			ev := &l.events[i]
 			fd := int(ev.Fd)

@@ -28,8 +28,8 @@ func (h *lineHandler) Unsent() uint64        { return 0 }
 
 type lineLoop struct{ h *lineHandler }
 
-func (l lineLoop) Open(c Conn) Session { return &lineSession{h: l.h, c: c} }
-func (lineLoop) BeginTurn(int64, bool) {}
+func (l lineLoop) Open(c Conn) Session       { return &lineSession{h: l.h, c: c} }
+func (lineLoop) BeginTurn(int64, bool, bool) {}
 
 type lineSession struct {
 	h       *lineHandler

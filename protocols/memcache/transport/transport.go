@@ -57,9 +57,11 @@ type Loop interface {
 	// BeginTurn says a turn of the loop began at now (Nanos): the requests
 	// read in it start then. lone says the turn serves one connection's
 	// input and nothing else, so its last request may keep the loop waiting
-	// on it (ndbclient.Batch.Lone). Loops that never call it leave each
-	// request to read the clock, and no request lone.
-	BeginTurn(now int64, lone bool)
+	// on it (ndbclient.Batch.Lone); solo, that the turn before did the same
+	// for the same connection, so that request's answer may be polled for
+	// (ndbclient.Batch.Poll). Loops that never call it leave each request
+	// to read the clock, and no request lone.
+	BeginTurn(now int64, lone, solo bool)
 }
 
 // Session is the protocol's side of one connection. The transport calls it

@@ -65,8 +65,8 @@ func (h *yieldHandler) Unsent() uint64        { return 0 }
 
 type yieldLoop struct{ h *yieldHandler }
 
-func (l yieldLoop) Open(c Conn) Session { return &yieldSession{h: l.h, c: c} }
-func (yieldLoop) BeginTurn(int64, bool) {}
+func (l yieldLoop) Open(c Conn) Session       { return &yieldSession{h: l.h, c: c} }
+func (yieldLoop) BeginTurn(int64, bool, bool) {}
 
 type yieldSession struct {
 	h        *yieldHandler
