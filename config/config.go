@@ -49,12 +49,24 @@ type Memcache struct {
 	// loops make one syscall per read and write, as when false.
 	IOUring *bool
 	// BusyPoll is how long an epoll loop polls after a lone turn before it
-	// sleeps; 0 is off (transport.Options.BusyPoll).
-	BusyPoll Duration
+	// sleeps; 0 is off (transport.Options.BusyPoll). See BusyPollLimit.
+	BusyPoll PollLimit
 }
 
 // IOUringOn is IOUring with its default (true) applied.
 func (m Memcache) IOUringOn() bool { return m.IOUring == nil || *m.IOUring }
+
+// The busy polls' limits under auto, measured with clients and data nodes
+// on the same host (bench/RESULTS.md, sessions 36 and 40); the windows
+// (internal/pollwindow) shrink to nothing where answers or requests come
+// later.
+const (
+	AutoMemcacheBusyPoll = 50 * time.Microsecond
+	AutoNDBBusyPoll      = 200 * time.Microsecond
+)
+
+// BusyPollLimit is BusyPoll with auto applied.
+func (m Memcache) BusyPollLimit() time.Duration { return m.BusyPoll.Or(AutoMemcacheBusyPoll) }
 
 // TLS is the memcache TLS listener. ClientCAFile turns on mutual TLS.
 type TLS struct {
@@ -66,9 +78,13 @@ type NDB struct {
 	Connectstring string
 	PoolSize      int
 	// BusyPoll is how long a lone flight polls for the data nodes' answer
-	// before it sleeps; 0 is off (ndbapi.Config.BusyPoll).
-	BusyPoll Duration
+	// before it sleeps; 0 is off (ndbapi.Config.BusyPoll). See
+	// BusyPollLimit.
+	BusyPoll PollLimit
 }
+
+// BusyPollLimit is BusyPoll with auto applied.
+func (n NDB) BusyPollLimit() time.Duration { return n.BusyPoll.Or(AutoNDBBusyPoll) }
 
 // Ndbmemcache serves a server role of ndbmemcache's configuration, read
 // from the cluster's ndbmemcache schema, as MySQL Cluster's memcached engine
@@ -237,10 +253,10 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%s needs api.tls.cert_file and key_file (--tls-cert, --tls-key)", nameOf("api.tls.enabled")))
 	}
 	if c.Memcache.BusyPoll > 0 && c.Memcache.EventLoop == "gnet" {
-		errs = append(errs, fmt.Errorf("%s = %s polls in the epoll loops only: drop it, or use memcache.event_loop epoll", nameOf("memcache.busy_poll"), time.Duration(c.Memcache.BusyPoll)))
+		errs = append(errs, fmt.Errorf("%s = %s polls in the epoll loops only: drop it, or use memcache.event_loop epoll", nameOf("memcache.busy_poll"), c.Memcache.BusyPoll))
 	}
 	if c.NDB.BusyPoll > 0 && c.NDB.Connectstring == "" {
-		errs = append(errs, fmt.Errorf("%s = %s polls for a cluster's answers: set ndb.connectstring, or drop it", nameOf("ndb.busy_poll"), time.Duration(c.NDB.BusyPoll)))
+		errs = append(errs, fmt.Errorf("%s = %s polls for a cluster's answers: set ndb.connectstring, or drop it", nameOf("ndb.busy_poll"), c.NDB.BusyPoll))
 	}
 	if c.Embedded.DataDir != "" && c.NDB.Connectstring != "" {
 		errs = append(errs, fmt.Errorf("%s is for the embedded engine; with ndb.connectstring the cluster keeps the data: drop one of them", nameOf("embedded.data_dir")))

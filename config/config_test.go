@@ -105,10 +105,11 @@ func TestValidationNamesTheSetting(t *testing.T) {
 		{"fsync", func(c *Config) { c.Embedded.Fsync = "sometimes" }, `embedded.fsync (--fsync) = "sometimes": use always, everysec or no`},
 		{"snapshot log size", func(c *Config) { c.Embedded.SnapshotLogSize = 4096 }, "embedded.snapshot_log_size (--snapshot-log-size)"},
 		{"snapshot interval", func(c *Config) { c.Embedded.SnapshotInterval = -1 }, "embedded.snapshot_interval"},
-		{"busy poll long", func(c *Config) { c.Memcache.BusyPoll = Duration(2 * time.Millisecond) }, "memcache.busy_poll (--memcache-busy-poll) = 2ms: must be 0..1ms"},
-		{"busy poll on gnet", func(c *Config) { c.Memcache.BusyPoll = Duration(50 * time.Microsecond); c.Memcache.EventLoop = "gnet" }, "polls in the epoll loops only"},
-		{"ndb busy poll long", func(c *Config) { c.NDB.Connectstring = "mgm:1186"; c.NDB.BusyPoll = Duration(2 * time.Millisecond) }, "ndb.busy_poll (--ndb-busy-poll) = 2ms: must be 0..1ms"},
-		{"ndb busy poll without a cluster", func(c *Config) { c.NDB.BusyPoll = Duration(200 * time.Microsecond) }, "ndb.busy_poll (--ndb-busy-poll) = 200µs polls for a cluster's answers"},
+		{"busy poll long", func(c *Config) { c.Memcache.BusyPoll = PollLimit(2 * time.Millisecond) }, "memcache.busy_poll (--memcache-busy-poll) = 2ms: must be auto or 0..1ms"},
+		{"busy poll on gnet", func(c *Config) { c.Memcache.BusyPoll = PollLimit(50 * time.Microsecond); c.Memcache.EventLoop = "gnet" }, "polls in the epoll loops only"},
+		{"ndb busy poll long", func(c *Config) { c.NDB.Connectstring = "mgm:1186"; c.NDB.BusyPoll = PollLimit(2 * time.Millisecond) }, "ndb.busy_poll (--ndb-busy-poll) = 2ms: must be auto or 0..1ms"},
+		{"ndb busy poll without a cluster", func(c *Config) { c.NDB.BusyPoll = PollLimit(200 * time.Microsecond) }, "ndb.busy_poll (--ndb-busy-poll) = 200µs polls for a cluster's answers"},
+		{"busy poll negative", func(c *Config) { c.NDB.BusyPoll = PollLimit(-2) }, "ndb.busy_poll (--ndb-busy-poll) = -2ns: must be auto or 0..1ms"},
 		{"data dir with a cluster", func(c *Config) { c.Embedded.DataDir = "/d"; c.NDB.Connectstring = "mgm:1186" }, "embedded.data_dir (--data-dir) is for the embedded engine"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,4 +166,31 @@ func TestDataDirSettings(t *testing.T) {
 	assert.Zero(t, c.Embedded.SnapshotInterval)
 	assert.Zero(t, c.Embedded.SnapshotLogSize)
 	require.NoError(t, c.Validate())
+}
+
+// The busy polls are auto unless set: 50us on the epoll loops and 200us
+// with a cluster, which gnet and the embedded engine simply do not use; an
+// explicit limit is kept, and "auto" can be written in each source.
+func TestBusyPollsAreAutoUnlessSet(t *testing.T) {
+	c := Default()
+	assert.Equal(t, PollAuto, c.Memcache.BusyPoll)
+	assert.Equal(t, PollAuto, c.NDB.BusyPoll)
+	assert.Equal(t, 50*time.Microsecond, c.Memcache.BusyPollLimit())
+	assert.Equal(t, 200*time.Microsecond, c.NDB.BusyPollLimit())
+	c.Memcache.EventLoop = "gnet"
+	require.NoError(t, c.Validate(), "auto on gnet and without a cluster")
+
+	c = Default()
+	require.NoError(t, c.LoadFile(writeFile(t, "memcache: {busy_poll: 0s}\nndb: {connectstring: 'mgm:1186', busy_poll: 120us}\n")))
+	assert.Zero(t, c.Memcache.BusyPollLimit(), "0 is off")
+	assert.Equal(t, 120*time.Microsecond, c.NDB.BusyPollLimit())
+	require.NoError(t, c.ApplyEnv(func(k string) (string, bool) { return "auto", k == "NDBGATE_NDB_BUSY_POLL" }))
+	assert.Equal(t, 200*time.Microsecond, c.NDB.BusyPollLimit())
+	require.NoError(t, c.LoadFile(writeFile(t, "memcache: {busy_poll: auto}\n")))
+	assert.Equal(t, PollAuto, c.Memcache.BusyPoll)
+	require.NoError(t, c.Validate())
+
+	err := c.LoadFile(writeFile(t, "memcache: {busy_poll: soon}\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"soon": want auto, or a duration such as 50us or 200us (0 = off)`)
 }

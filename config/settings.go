@@ -70,9 +70,9 @@ var settings = []setting{
 	{Key: "memcache.io_uring", Env: "NDBGATE_MEMCACHE_IO_URING", Flag: "memcache-io-uring", Default: "true",
 		Help:  "memcache: epoll loops batch each turn's reads and replies into one io_uring_enter where the kernel allows it",
 		Field: func(c *Config) any { return &c.Memcache.IOUring }},
-	{Key: "memcache.busy_poll", Env: "NDBGATE_MEMCACHE_BUSY_POLL", Flag: "memcache-busy-poll", Default: "0s",
-		Help:  "memcache: after a turn that served one connection's request and nothing else, an epoll loop polls up to this long (50us suits a client on the same host) before it sleeps, so that connection's next request finds it awake: lower latency for a client that sends one request at a time, for more CPU, as Linux's net.core.busy_poll; the poll's length adapts, growing while requests come within this limit and shrinking to 0 while they come later; 0 = off",
-		Check: within(0, Duration(time.Millisecond), "must be 0..1ms (0 = off)"),
+	{Key: "memcache.busy_poll", Env: "NDBGATE_MEMCACHE_BUSY_POLL", Flag: "memcache-busy-poll", Default: "auto",
+		Help:  "memcache: after two turns in a row that each served the same connection's request and nothing else (a client sending one request at a time, alone on its loop), an epoll loop polls up to this long before it sleeps, so that the next request finds it awake: lower latency and more requests a second for such a client, for more CPU a request, as Linux's net.core.busy_poll; the poll's length adapts, growing while requests come within this limit and shrinking to 0 while they come later; auto = 50us (gnet's loops never poll); 0 = off",
+		Check: pollLimit,
 		Field: func(c *Config) any { return &c.Memcache.BusyPoll }},
 	{Key: "memcache.tls.listen", Env: "NDBGATE_MEMCACHE_TLS", Flag: "memcache-tls",
 		Help: "memcache: also serve TLS on host:port (needs --tls-cert and --tls-key)", Check: hostPort,
@@ -96,9 +96,9 @@ var settings = []setting{
 	{Key: "ndb.pool_size", Env: "NDBGATE_NDB_POOL_SIZE", Flag: "ndb-pool-size", Default: "2",
 		Help: "NDB cluster connections in the pool", Check: within(1, 64, "must be 1..64"),
 		Field: func(c *Config) any { return &c.NDB.PoolSize }},
-	{Key: "ndb.busy_poll", Env: "NDBGATE_NDB_BUSY_POLL", Flag: "ndb-busy-poll", Default: "0s",
-		Help:  "NDB: a lone request (the only work of its epoll loop, run on the loop's thread) polls the cluster's sockets up to this long for the data nodes' answer (200us was measured with data nodes on the same host) before it sleeps: lower latency for a client that sends one request at a time, for more CPU; with memcache.busy_poll, neither wake-up of a one-at-a-time request is paid; the poll's length adapts, growing while answers come within this limit and shrinking to 0 while they come later; 0 = off",
-		Check: within(0, Duration(time.Millisecond), "must be 0..1ms (0 = off)"),
+	{Key: "ndb.busy_poll", Env: "NDBGATE_NDB_BUSY_POLL", Flag: "ndb-busy-poll", Default: "auto",
+		Help:  "NDB: a lone request (the only work of its epoll loop, run on the loop's thread) polls the cluster's sockets up to this long for the data nodes' answer before it sleeps: lower latency for a client that sends one request at a time, for more CPU; with memcache.busy_poll, neither wake-up of a one-at-a-time request is paid; the poll's length adapts, growing while answers come within this limit and shrinking to 0 while they come later, as from data nodes farther away; auto = 200us with a cluster; 0 = off",
+		Check: pollLimit,
 		Field: func(c *Config) any { return &c.NDB.BusyPoll }},
 
 	{Key: "ndbmemcache.role", Env: "NDBGATE_NDBMEMCACHE_ROLE", Flag: "ndbmemcache-role",
@@ -322,6 +322,8 @@ func parse(p any, v string) error {
 		return p.Set(v)
 	case *Duration:
 		return p.Set(v)
+	case *PollLimit:
+		return p.Set(v)
 	}
 	panic(fmt.Sprintf("config: no parser for %T", p))
 }
@@ -337,6 +339,8 @@ func typeName(p any) string {
 		return "size"
 	case *Duration:
 		return "duration"
+	case *PollLimit:
+		return "auto|duration"
 	}
 	return "string"
 }
@@ -356,6 +360,8 @@ func value(p any) any {
 		return *p
 	case *Duration:
 		return *p
+	case *PollLimit:
+		return *p
 	}
 	panic(fmt.Sprintf("config: no value for %T", p))
 }
@@ -367,6 +373,8 @@ func show(p any) string {
 		return strconv.Quote(v)
 	case Duration:
 		return time.Duration(v).String()
+	case PollLimit:
+		return v.String()
 	default:
 		return fmt.Sprint(v)
 	}
@@ -381,6 +389,14 @@ func within[T int | ByteSize | Duration](lo, hi T, msg string) func(any) error {
 		}
 		return nil
 	}
+}
+
+// pollLimit checks a busy poll's limit: auto, or 0..1ms.
+func pollLimit(v any) error {
+	if p := v.(PollLimit); p != PollAuto && (p < 0 || p > PollLimit(time.Millisecond)) {
+		return errors.New("must be auto or 0..1ms (0 = off)")
+	}
+	return nil
 }
 
 var (

@@ -70,3 +70,47 @@ func (d *Duration) Set(s string) error {
 	*d = Duration(v)
 	return nil
 }
+
+// PollLimit is a busy poll's limit: a duration, 0 for off, or "auto"
+// (PollAuto), ndbgate's own limit for that poll where it applies.
+type PollLimit Duration
+
+// PollAuto is "auto".
+const PollAuto PollLimit = -1
+
+// Set parses "auto" or a duration.
+func (p *PollLimit) Set(s string) error {
+	if strings.TrimSpace(s) == "auto" {
+		*p = PollAuto
+		return nil
+	}
+	v, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("want auto, or a duration such as 50us or 200us (0 = off)")
+	}
+	*p = PollLimit(v)
+	return nil
+}
+
+// UnmarshalYAML accepts what Set does.
+func (p *PollLimit) UnmarshalYAML(n *yaml.Node) error {
+	if err := p.Set(n.Value); err != nil {
+		return fmt.Errorf("line %d: %q: %v", n.Line, n.Value, err)
+	}
+	return nil
+}
+
+func (p PollLimit) String() string {
+	if p == PollAuto {
+		return "auto"
+	}
+	return time.Duration(p).String()
+}
+
+// Or is the limit, with auto as auto.
+func (p PollLimit) Or(auto time.Duration) time.Duration {
+	if p == PollAuto {
+		return auto
+	}
+	return time.Duration(p)
+}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"time"
 
 	"github.com/ndbgate/ndbgate/config"
 	"github.com/ndbgate/ndbgate/internal/ndbmemcache"
@@ -19,11 +18,12 @@ func driversBuilt() string { return "embedded, ndbapi" }
 
 func openNDB(cfg config.Config, log *slog.Logger) (ndbclient.Driver, error) {
 	d, err := ndbapi.Open(ndbapi.Config{Connectstring: cfg.NDB.Connectstring, PoolSize: cfg.NDB.PoolSize,
-		BusyPoll: time.Duration(cfg.NDB.BusyPoll), Log: log})
+		BusyPoll: cfg.NDB.BusyPollLimit(), Log: log})
 	if err != nil {
 		return nil, err
 	}
-	log.Info("connected to NDB", slog.String("connectstring", cfg.NDB.Connectstring), slog.String("driver", d.String()))
+	log.Info("connected to NDB", slog.String("connectstring", cfg.NDB.Connectstring), slog.String("driver", d.String()),
+		slog.Duration("busy_poll", cfg.NDB.BusyPollLimit()))
 	return d, nil
 }
 

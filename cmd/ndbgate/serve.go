@@ -127,7 +127,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			SocketMode:    mcfg.SocketMode,
 			EventLoop:     cfg.Memcache.EventLoop,
 			BatchSyscalls: cfg.Memcache.IOUringOn(),
-			BusyPoll:      time.Duration(cfg.Memcache.BusyPoll),
+			BusyPoll:      cfg.Memcache.BusyPollLimit(),
 			TLSAddr:       mcfg.TLSAddr,
 			TLS:           mcfg.TLS,
 			PartialBytes:  partialBudget(int64(cfg.Embedded.MemoryLimit), itemMax),
