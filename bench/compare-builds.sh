@@ -22,7 +22,8 @@ PORT=${PORT:-22700}
 KEYS=${KEYS:-100000}
 PRELOAD=${PRELOAD:-1} # 0: the keys are not stored first, so every get misses
 # Each workload runs 2 threads of 25 connections, unless its name ends in
-# _c1: one connection, one request at a time (a sidecar's common case).
+# _c1: one connection, one request at a time (a sidecar's common case);
+# _c2, not run by default: two such connections, one a memtier thread.
 # The _paced workloads, not run by default, leave each connection's client
 # pauses, as an application does its own work between lookups: one
 # connection at 1,000 requests a second, or at 50 (one every 20 ms), or 50
@@ -33,6 +34,7 @@ PRELOAD=${PRELOAD:-1} # 0: the keys are not stored first, so every get misses
 declare -A ARGS=(
   [text_p1_1:10_32B_c1]="--protocol=memcache_text --pipeline=1 --ratio=1:10 -d 32 -t 1 -c 1"
   [binary_p1_1:10_32B_c1]="--protocol=memcache_binary --pipeline=1 --ratio=1:10 -d 32 -t 1 -c 1"
+  [text_p1_1:10_32B_c2]="--protocol=memcache_text --pipeline=1 --ratio=1:10 -d 32 -t 2 -c 1"
   [text_p1_1:10_32B_c1_paced]="--protocol=memcache_text --pipeline=1 --ratio=1:10 -d 32 -t 1 -c 1 --rate-limiting=1000"
   [text_p1_1:10_32B_c1_every20ms]="--protocol=memcache_text --pipeline=1 --ratio=1:10 -d 32 -t 1 -c 1 --rate-limiting=50"
   [text_p1_1:10_32B_paced]="--protocol=memcache_text --pipeline=1 --ratio=1:10 -d 32 --rate-limiting=200"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Compares NDB builds of ndbgate (make build-ndb) on a live cluster: each
 # trial runs memtier against each build in turn, alternated, and records
-# keys/s and the CPU µs per key of the gateway and of the local data nodes
-# (ndbd/ndbmtd). Then the median of each build's per-trial ratios to the
-# first, with their range. compare-builds.sh is the same for the embedded
-# engine.
+# keys/s, the CPU µs per key of the gateway and of the local data nodes
+# (ndbd/ndbmtd), and memtier's p50 and p99 in ms. Then the median of each
+# build's per-trial ratios to the first, with their range.
+# compare-builds.sh is the same for the embedded engine.
 #
 # It never builds NDB. It takes from the environment:
 #   NDB_CONNECTSTRING  the management server, e.g. 127.0.0.1:1186 (required)
@@ -92,15 +92,15 @@ for r in $(seq "$TRIALS"); do
       --key-maximum="$KEYS" --test-time="$TIME" --distinct-client-seed --randomize "${args[@]}" \
       --json-out-file="$out.json" >/dev/null 2>&1
     c1=$(proc_ticks "$gw") n1=$(ndbd_ticks)
-    read -r _ keys hit _ < <(python3 bench/memtier_json.py "$out.json" "$TIME" "$batch")
+    read -r _ keys hit p50 p99 _ < <(python3 bench/memtier_json.py "$out.json" "$TIME" "$batch")
     # Every key was stored: a miss means the table was emptied since (the
     # live e2e suite flushes it), and misses measure nothing of a read.
     if awk -v h="$hit" 'BEGIN {exit !(h < 0.99)}'; then
       echo "compare-ndb-builds: $b: only $hit of the gets hit; store the keys again (PRELOAD=1)" >&2
       exit 1
     fi
-    awk -v b="$b" -v r="$r" -v d=$((c1 - c0)) -v nd=$((n1 - n0)) -v c="$CLK" -v k="$keys" -v t="$TIME" \
-      'BEGIN {printf "%s %d %d %.3f %.3f\n", b, r, k, d / c * 1e6 / (k * t), nd / c * 1e6 / (k * t)}' | tee -a "$out"
+    awk -v b="$b" -v r="$r" -v d=$((c1 - c0)) -v nd=$((n1 - n0)) -v c="$CLK" -v k="$keys" -v t="$TIME" -v p50="$p50" -v p99="$p99" \
+      'BEGIN {printf "%s %d %d %.3f %.3f %s %s\n", b, r, k, d / c * 1e6 / (k * t), nd / c * 1e6 / (k * t), p50, p99}' | tee -a "$out"
     stop
   done
 done
@@ -109,7 +109,7 @@ python3 - "$out" "$@" <<'PY'
 import collections, statistics, sys
 runs = collections.defaultdict(dict)
 for line in open(sys.argv[1]):
-    b, r, keys, gw, nd = line.split()
+    b, r, keys, gw, nd = line.split()[:5]
     runs[r][b] = (float(keys), float(gw), float(nd))
 first = sys.argv[2]
 def spread(xs):
