@@ -72,14 +72,18 @@ type scenario struct {
 	// operations each in 10 s, more than the checker's bound could decide.
 	keys int
 	// polling is how many of the gateways (the first ones) run with both
-	// busy polls on, so that one history holds lone requests that poll for
-	// their answer and ones that sleep for it. Each of them must have
-	// polled by the end.
+	// busy polls on; the others run with both off, so that one history
+	// holds lone requests that poll for their answer and ones that sleep for
+	// it. Each polling one must have polled by the end.
 	polling int
 }
 
-// pollingArgs turn on both busy polls: the front end's and the driver's.
-var pollingArgs = []string{"--memcache-busy-poll", "50us", "--ndb-busy-poll", "200us"}
+// pollingArgs turn on both busy polls, the front end's and the driver's,
+// as auto does; quietArgs turn them off.
+var (
+	pollingArgs = []string{"--memcache-busy-poll", "50us", "--ndb-busy-poll", "200us"}
+	quietArgs   = []string{"--memcache-busy-poll", "0", "--ndb-busy-poll", "0"}
+)
 
 func (sc scenario) run(t *testing.T) {
 	cs := liveOnly(t)
@@ -96,8 +100,11 @@ func (sc scenario) run(t *testing.T) {
 	var gws []*gateway
 	for i := 0; i < sc.gateways; i++ {
 		a := args
-		if i < sc.polling {
+		switch {
+		case i < sc.polling:
 			a = append(slices.Clone(args), pollingArgs...)
+		case sc.polling > 0:
+			a = append(slices.Clone(args), quietArgs...)
 		}
 		gws = append(gws, startGateway(t, a...))
 	}
