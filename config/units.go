@@ -107,7 +107,7 @@ func (p PollLimit) String() string {
 	return time.Duration(p).String()
 }
 
-// Or is the limit, with auto as auto.
+// Or is the limit, auto standing for the limit given.
 func (p PollLimit) Or(auto time.Duration) time.Duration {
 	if p == PollAuto {
 		return auto

@@ -320,12 +320,12 @@ func (l *epollLoop) run() {
 		}
 		waitStart := Nanos()
 		n, errno := 0, syscall.Errno(0)
-		afterLone := false
+		afterSolo := false
 		switch {
 		case l.turnRead >= spinTurnBytes: // rule 6
 			n, errno = pollBriefly(l.epfd, l.events, waitStart, spinNanos)
 		case l.soloTurn && l.es.opts.BusyPoll > 0: // rule 7
-			afterLone = true
+			afterSolo = true
 			if win := l.pollWin.Nanos(); win > 0 {
 				n, errno = pollBriefly(l.epfd, l.events, waitStart, win)
 				l.busyPolls++
@@ -342,7 +342,7 @@ func (l *epollLoop) run() {
 			// A pause, not yet idleness: keep the P, and let the runtime
 			// see the loop reschedule, so that its monitor does not
 			// preempt it.
-			if afterLone {
+			if afterSolo {
 				l.pollWin.Observe(Nanos() - waitStart)
 			}
 			goyield()
@@ -371,7 +371,7 @@ func (l *epollLoop) run() {
 		}
 		now := Nanos()
 		lastEvent = now
-		if afterLone {
+		if afterSolo {
 			l.pollWin.Observe(now - waitStart)
 		}
 		if l.busy.shouldYield(waitStart, now) { // rule 4
