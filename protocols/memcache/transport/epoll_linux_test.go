@@ -185,20 +185,14 @@ func TestTurnsOfOneSkipTheRing(t *testing.T) {
 // With BusyPoll a loop polls after each solo turn (the second lone turn in
 // a row of one connection), and a client that sends its next request at
 // once finds the loop awake; without, it never polls.
-func TestBusyPollAfterLoneTurns(t *testing.T) {
+func TestBusyPollAfterSoloTurns(t *testing.T) {
 	for _, poll := range []time.Duration{0, time.Millisecond} {
 		addr, _, tr := startTransport(t, Epoll, Options{BusyPoll: poll})
 		conn := dial(t, addr, 10*time.Second)
 		for i := range 50 {
 			echoLine(t, conn, i)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		require.NoError(t, tr.Shutdown(ctx)) // the loops have ended: their counts are settled
-		cancel()
-		var polls, found uint64
-		for _, l := range tr.(*epollServer).loops {
-			polls, found = polls+l.busyPolls, found+l.busyPollsFound
-		}
+		polls, found := settledPolls(t, tr)
 		if poll == 0 {
 			require.Zero(t, polls, "polled with BusyPoll off")
 			continue
@@ -219,11 +213,21 @@ func TestBusyPollSkipsClientsTakingTurns(t *testing.T) {
 		echoLine(t, a, i)
 		echoLine(t, b, i)
 	}
-	loop := tr.(*epollServer).loops[0]
+	polls, _ := settledPolls(t, tr)
+	require.Zero(t, polls, "polled after lone turns of clients taking turns")
+}
+
+// settledPolls shuts tr down, so that its loops have ended and their counts
+// are settled, and returns their busy polls and the polls that found work.
+func settledPolls(t *testing.T, tr Transport) (polls, found uint64) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	require.NoError(t, tr.Shutdown(ctx))
-	cancel()
-	require.Zero(t, loop.busyPolls, "polled after lone turns of clients taking turns")
+	for _, l := range tr.(*epollServer).loops {
+		polls, found = polls+l.busyPolls, found+l.busyPollsFound
+	}
+	return polls, found
 }
 
 // echoLine sends request i to the echoing transport and waits for its echo.
@@ -274,13 +278,7 @@ func TestBusyPollStopsForAPausingClient(t *testing.T) {
 		}
 		echoLine(t, conn, i)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	require.NoError(t, tr.Shutdown(ctx))
-	cancel()
-	var polls uint64
-	for _, l := range tr.(*epollServer).loops {
-		polls += l.busyPolls
-	}
+	polls, _ := settledPolls(t, tr)
 	// Halving from 1 ms to under 10 µs takes 7 long waits.
 	require.GreaterOrEqual(t, polls, uint64(quick/2), "the quick requests were not followed by polls")
 	require.LessOrEqual(t, polls, uint64(quick+8), "polled after each of a pausing client's requests")
