@@ -88,15 +88,15 @@ type epollLoop struct {
 	// turnRead is the bytes the current turn read: a heavy turn polls
 	// before its loop sleeps (pollBriefly).
 	turnRead int
-	// loneTurn: the turn served one connection's input and nothing else.
-	// soloTurn: so did the turn before, for the same connection (loneFd),
-	// a client sending one request at a time with no other client taking
-	// turns; with Options.BusyPoll the loop polls after such a turn before
-	// it sleeps (rule 7), for as long as pollWin says, which the waits
-	// after those turns size.
-	loneTurn, soloTurn bool
-	loneFd             int
-	pollWin            pollwindow.Window
+	// loneFd is the connection whose input, and nothing else, the last
+	// turn served (a lone turn), or -1. soloTurn: so did the turn before,
+	// for the same connection, a client sending one request at a time with
+	// no other client taking turns; with Options.BusyPoll the loop polls
+	// after such a turn before it sleeps (rule 7), for as long as pollWin
+	// says, which the waits after those turns size.
+	loneFd   int
+	soloTurn bool
+	pollWin  pollwindow.Window
 	// busyPolls counts the polls after solo turns, busyPollsFound those
 	// that found work (for tests).
 	busyPolls, busyPollsFound uint64
@@ -334,7 +334,7 @@ func (l *epollLoop) run() {
 				}
 			}
 		}
-		l.turnRead, l.loneTurn, l.soloTurn = 0, false, false
+		l.turnRead, l.soloTurn = 0, false
 		if errno == 0 && n == 0 {
 			n, errno = epollWait(l.epfd, l.events, msec, true)
 		}
@@ -386,14 +386,14 @@ func (l *epollLoop) run() {
 		}
 		// Requests read in this turn start now. One event that is not the
 		// eventfd is one connection's input and nothing else.
-		l.loneTurn = n == 1 && int(l.events[0].Fd) != l.efd
+		lone := n == 1 && int(l.events[0].Fd) != l.efd
 		lastLone := l.loneFd
 		l.loneFd = -1
-		if l.loneTurn {
+		if lone {
 			l.loneFd = int(l.events[0].Fd)
 			l.soloTurn = l.loneFd == lastLone
 		}
-		l.proto.BeginTurn(now, l.loneTurn, l.soloTurn)
+		l.proto.BeginTurn(now, lone, l.soloTurn)
 		for i := range n {
 			ev := &l.events[i]
 			fd := int(ev.Fd)
