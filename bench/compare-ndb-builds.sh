@@ -17,6 +17,8 @@
 #                      get1_p16: single gets at pipeline 16, same table;
 #                      bin_get1_p16: the same in the binary protocol;
 #                      c1: one connection, 1:10 sets and gets;
+#                      c2: two, on two memtier threads, each one request
+#                      at a time;
 #                      p1: 1:10 at pipeline 1 on 2 x 8 connections;
 #                      c64: the same on 2 x 32 (live.sh's coalesce clients)
 #   TABLE              flexlike (default): the modes' table above;
@@ -49,9 +51,10 @@ case $MODE in
   get1_p16) args=(-t 2 -c 8 --ratio=0:1 --pipeline=16 --key-pattern=P:P) batch=1 ;;
   bin_get1_p16) args=(-t 2 -c 8 --ratio=0:1 --pipeline=16 --key-pattern=P:P) batch=1 proto=memcache_binary ;;
   c1) args=(-t 1 -c 1 --ratio=1:10 --pipeline=1 --key-pattern=R:R) batch=1 ;;
+  c2) args=(-t 2 -c 1 --ratio=1:10 --pipeline=1 --key-pattern=R:R) batch=1 ;;
   p1) args=(-t 2 -c 8 --ratio=1:10 --pipeline=1 --key-pattern=R:R) batch=1 ;;
   c64) args=(-t 2 -c 32 --ratio=1:10 --pipeline=1 --key-pattern=R:R) batch=1 ;;
-  *) echo "compare-ndb-builds: unknown MODE $MODE (mget100 mget300 get1_p16 bin_get1_p16 c1 p1 c64)" >&2; exit 2 ;;
+  *) echo "compare-ndb-builds: unknown MODE $MODE (mget100 mget300 get1_p16 bin_get1_p16 c1 c2 p1 c64)" >&2; exit 2 ;;
 esac
 case $TABLE in
   flexlike) config=(--config bench/likeflex.yaml) ;;
