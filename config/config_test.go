@@ -168,21 +168,23 @@ func TestDataDirSettings(t *testing.T) {
 	require.NoError(t, c.Validate())
 }
 
-// The busy polls are auto unless set: 50us on the epoll loops and 200us
-// with a cluster, which gnet and the embedded engine simply do not use; an
-// explicit limit is kept, and "auto" can be written in each source.
+// The busy polls are auto unless set: on the epoll loops 50us, or 100us
+// with a cluster, and on the cluster's side 200us, which gnet and the
+// embedded engine simply do not use; an explicit limit is kept, and "auto"
+// can be written in each source.
 func TestBusyPollsAreAutoUnlessSet(t *testing.T) {
 	c := Default()
 	assert.Equal(t, PollAuto, c.Memcache.BusyPoll)
 	assert.Equal(t, PollAuto, c.NDB.BusyPoll)
-	assert.Equal(t, 50*time.Microsecond, c.Memcache.BusyPollLimit())
+	assert.Equal(t, 50*time.Microsecond, c.Memcache.BusyPollLimit(false))
+	assert.Equal(t, 100*time.Microsecond, c.Memcache.BusyPollLimit(true))
 	assert.Equal(t, 200*time.Microsecond, c.NDB.BusyPollLimit())
 	c.Memcache.EventLoop = "gnet"
 	require.NoError(t, c.Validate(), "auto on gnet and without a cluster")
 
 	c = Default()
 	require.NoError(t, c.LoadFile(writeFile(t, "memcache: {busy_poll: 0s}\nndb: {connectstring: 'mgm:1186', busy_poll: 120us}\n")))
-	assert.Zero(t, c.Memcache.BusyPollLimit(), "0 is off")
+	assert.Zero(t, c.Memcache.BusyPollLimit(true), "0 is off")
 	assert.Equal(t, 120*time.Microsecond, c.NDB.BusyPollLimit())
 	require.NoError(t, c.ApplyEnv(func(k string) (string, bool) { return "auto", k == "NDBGATE_NDB_BUSY_POLL" }))
 	assert.Equal(t, 200*time.Microsecond, c.NDB.BusyPollLimit())

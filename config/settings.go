@@ -71,7 +71,7 @@ var settings = []setting{
 		Help:  "memcache: epoll loops batch each turn's reads and replies into one io_uring_enter where the kernel allows it",
 		Field: func(c *Config) any { return &c.Memcache.IOUring }},
 	{Key: "memcache.busy_poll", Env: "NDBGATE_MEMCACHE_BUSY_POLL", Flag: "memcache-busy-poll", Default: "auto",
-		Help:  "memcache: after two turns in a row that each served the same connection's request and nothing else (a client sending one request at a time, alone on its loop), an epoll loop polls up to this long before it sleeps, so that the next request finds it awake: lower latency and more requests a second for such a client, for more CPU a request, as Linux's net.core.busy_poll; the poll's length adapts, growing while requests come within this limit and shrinking to 0 while they come later; auto = 50us (gnet's loops never poll); 0 = off",
+		Help:  "memcache: after two turns in a row that each served the same connection's request and nothing else (a client sending one request at a time, alone on its loop), an epoll loop polls up to this long before it sleeps, so that the next request finds it awake: lower latency and more requests a second for such a client, for more CPU a request, as Linux's net.core.busy_poll; the poll's length adapts, growing while requests come within this limit and shrinking to 0 while they come later; auto = 50us, 100us with a cluster (gnet's loops never poll); 0 = off",
 		Check: pollLimit,
 		Field: func(c *Config) any { return &c.Memcache.BusyPoll }},
 	{Key: "memcache.tls.listen", Env: "NDBGATE_MEMCACHE_TLS", Flag: "memcache-tls",

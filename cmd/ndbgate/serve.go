@@ -127,7 +127,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			SocketMode:    mcfg.SocketMode,
 			EventLoop:     cfg.Memcache.EventLoop,
 			BatchSyscalls: cfg.Memcache.IOUringOn(),
-			BusyPoll:      cfg.Memcache.BusyPollLimit(),
+			BusyPoll:      cfg.Memcache.BusyPollLimit(cfg.NDB.Connectstring != ""),
 			TLSAddr:       mcfg.TLSAddr,
 			TLS:           mcfg.TLS,
 			PartialBytes:  partialBudget(int64(cfg.Embedded.MemoryLimit), itemMax),

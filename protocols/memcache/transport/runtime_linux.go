@@ -48,7 +48,7 @@ package transport
 //     connection) sleeps at once: polling after those cost text at
 //     pipeline 1 4-6 %.
 //  7. A loop polls after a solo turn. With Options.BusyPoll
-//     (memcache.busy_poll, auto: 50us), a turn that served one
+//     (memcache.busy_poll, auto: 50us, 100us with a cluster), a turn that served one
 //     connection's input and nothing else, as the turn before it did for
 //     the same connection, is followed by polling, as in rule 6: a client
 //     that sends one request at a time then finds the loop awake, and no
