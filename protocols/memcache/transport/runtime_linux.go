@@ -48,18 +48,18 @@ package transport
 //     connection) sleeps at once: polling after those cost text at
 //     pipeline 1 4-6 %.
 //  7. A loop polls after a solo turn. With Options.BusyPoll
-//     (memcache.busy_poll, auto: 50us, 100us with a cluster), a turn that served one
-//     connection's input and nothing else, as the turn before it did for
-//     the same connection, is followed by polling, as in rule 6: a client
-//     that sends one request at a time then finds the loop awake, and no
-//     wake-up stands between its request and the read. Clients taking
-//     turns on a loop make lone turns, not solo ones: polling after every
-//     lone turn tripled p99 at 50 connections on 2 cores, the pollers
-//     holding the CPUs their clients waited for (bench/HISTORY.md,
-//     session 40). The poll lasts the loop's window (pollwindow), at most
-//     BusyPoll, which the waits after solo turns size: a client that
-//     pauses longer than BusyPoll between requests shrinks it to 0, and
-//     the loop sleeps at once, as without the poll.
+//     (memcache.busy_poll, auto: 50us, 100us with a cluster), a turn that
+//     served one connection's input and nothing else, as the turn before
+//     it did for the same connection, is followed by polling, as in rule
+//     6: a client that sends one request at a time then finds the loop
+//     awake, and no wake-up stands between its request and the read.
+//     Clients taking turns on a loop make lone turns, not solo ones:
+//     polling after every lone turn tripled p99 at 50 connections on 2
+//     cores, the pollers holding the CPUs their clients waited for
+//     (bench/HISTORY.md, session 40). The poll lasts the loop's window
+//     (pollwindow), at most BusyPoll, which the waits after solo turns
+//     size: a client that pauses longer than BusyPoll between requests
+//     shrinks it to 0, and the loop sleeps at once, as without the poll.
 //
 // Loops are not locked to their threads: a locked goroutine that is
 // preempted hands its P to another thread and back, two wake-ups that wait
