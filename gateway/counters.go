@@ -54,6 +54,9 @@ func (s *Service) count(r *Request) {
 	add := statShard{s.stats, r.Shard}.add
 	switch r.Verb {
 	case VerbGet:
+		if r.Meta.Uncounted {
+			break
+		}
 		hits := hitItems(r.Items)
 		add(StatCmdGet, uint64(len(r.Items)))
 		add(StatGetHits, hits)

@@ -84,6 +84,9 @@ type MetaOptions struct {
 	// in the stats, as memcached 1.6.18 counts an mg with T (its hits
 	// count as touches, as a text gat's do).
 	GatMissIsGet bool
+	// Uncounted: the get adds to no item counter, as memcached 1.6.18's
+	// me (meta debug) does.
+	Uncounted bool
 }
 
 // Omit is a set of item fields a get's answer does not use (Request.Omit).

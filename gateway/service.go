@@ -361,6 +361,7 @@ func (s *Service) DriverStats() ndbclient.DriverStats {
 		st.LimitBytes += l.LimitBytes
 		st.Evictions += l.Evictions
 		st.Expired += l.Expired
+		st.ExpiredOnAccess += l.ExpiredOnAccess
 		st.OutOfMemory += l.OutOfMemory
 	}
 	return st

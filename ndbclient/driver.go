@@ -105,16 +105,19 @@ type HealthReporter interface {
 
 // DriverStats is a snapshot of engine figures.
 type DriverStats struct {
-	Items       uint64 // live rows
-	Bytes       uint64 // bytes accounted against the limit
-	LimitBytes  uint64 // 0 = no limit
-	Evictions   uint64 // rows evicted by LRU
-	Expired     uint64 // expired rows reclaimed (reaper or on access)
-	Reclaimed   uint64 // expired rows freed on access: a command found its row expired (memcached's get_expired)
-	Tables      int
-	Partitions  int
-	Nodes       int
-	OutOfMemory uint64 // writes refused for memory
+	Items      uint64 // live rows
+	Bytes      uint64 // bytes accounted against the limit
+	LimitBytes uint64 // 0 = no limit
+	Evictions  uint64 // rows evicted by LRU
+	Expired    uint64 // expired rows found by a command, reaped, or evicted
+	// ExpiredOnAccess counts the commands that found their row there but
+	// expired, a miss (memcached's get_expired). The embedded engine frees
+	// the row then; NDB leaves it for a write or delete.
+	ExpiredOnAccess uint64
+	Tables          int
+	Partitions      int
+	Nodes           int
+	OutOfMemory     uint64 // writes refused for memory
 	// LiveNodes is how many data nodes the driver can reach now (the
 	// embedded engine: all of them).
 	LiveNodes int

@@ -82,7 +82,7 @@ var (
 	descBytes = prometheus.NewDesc("ndbgate_engine_bytes", "Bytes accounted against the engine memory limit.", nil, nil)
 	descLimit = prometheus.NewDesc("ndbgate_engine_limit_bytes", "Engine memory limit in bytes (0 = none).", nil, nil)
 	descEvict = prometheus.NewDesc("ndbgate_engine_evictions_total", "Rows evicted by LRU to make room.", nil, nil)
-	descExp   = prometheus.NewDesc("ndbgate_engine_expired_total", "Expired rows reclaimed.", nil, nil)
+	descExp   = prometheus.NewDesc("ndbgate_engine_expired_total", "Expired rows: found by a command, reaped or evicted.", nil, nil)
 	descOOM   = prometheus.NewDesc("ndbgate_engine_out_of_memory_total", "Writes refused because the memory limit was reached.", nil, nil)
 	descNodes = prometheus.NewDesc("ndbgate_backend_data_nodes", "Data nodes of the backend.", nil, nil)
 	descLive  = prometheus.NewDesc("ndbgate_backend_live_data_nodes", "Data nodes the driver can reach now; below ndbgate_backend_data_nodes during a node failure.", nil, nil)

@@ -136,15 +136,15 @@ type Engine struct {
 	// pad keeps them off each other's cache line (tableOf stalled on it).
 	_ [64]byte
 
-	used                               atomic.Int64  // bytes charged
-	metaBytes                          atomic.Int64  // of used, slot arrays' and indexes' (partition.meta; see pageCap)
-	snapshotting                       atomic.Int32  // snapshots copying rows: slot arrays wait to shrink (settle)
-	lostRows                           atomic.Uint64 // rows a rollback could not put back (putBackRow)
-	pageBytes                          atomic.Int64  // bytes of arena pages mapped (see pageCap)
-	nparts                             atomic.Int64  // partitions of all tables
-	compacting                         atomic.Bool   // a copyCompact holds the page cap's overshoot
-	pool                               *pagePool
-	evictions, expired, reclaimed, oom atomic.Uint64
+	used                                     atomic.Int64  // bytes charged
+	metaBytes                                atomic.Int64  // of used, slot arrays' and indexes' (partition.meta; see pageCap)
+	snapshotting                             atomic.Int32  // snapshots copying rows: slot arrays wait to shrink (settle)
+	lostRows                                 atomic.Uint64 // rows a rollback could not put back (putBackRow)
+	pageBytes                                atomic.Int64  // bytes of arena pages mapped (see pageCap)
+	nparts                                   atomic.Int64  // partitions of all tables
+	compacting                               atomic.Bool   // a copyCompact holds the page cap's overshoot
+	pool                                     *pagePool
+	evictions, expired, expiredOnAccess, oom atomic.Uint64
 
 	clock     atomic.Uint32 // the default Now
 	closed    atomic.Bool
@@ -524,19 +524,20 @@ func (e *Engine) takePagesUpTo(want, need int64, force bool) int64 {
 }
 
 // Stats reports engine figures. Expired counts expired rows freed (on access,
-// by the reaper or by eviction); Reclaimed counts the ones freed on access.
+// by the reaper or by eviction); ExpiredOnAccess counts the ones freed on
+// access.
 func (e *Engine) Stats() ndbclient.DriverStats {
 	st := ndbclient.DriverStats{
-		Bytes:       uint64(max(e.used.Load(), 0)),
-		LimitBytes:  uint64(e.limit),
-		Evictions:   e.evictions.Load(),
-		Expired:     e.expired.Load(),
-		Reclaimed:   e.reclaimed.Load(),
-		OutOfMemory: e.oom.Load(),
-		RowsLost:    e.lostRows.Load(),
-		Nodes:       e.cfg.Nodes,
-		LiveNodes:   e.cfg.Nodes,
-		Connects:    1,
+		Bytes:           uint64(max(e.used.Load(), 0)),
+		LimitBytes:      uint64(e.limit),
+		Evictions:       e.evictions.Load(),
+		Expired:         e.expired.Load(),
+		ExpiredOnAccess: e.expiredOnAccess.Load(),
+		OutOfMemory:     e.oom.Load(),
+		RowsLost:        e.lostRows.Load(),
+		Nodes:           e.cfg.Nodes,
+		LiveNodes:       e.cfg.Nodes,
+		Connects:        1,
 	}
 	if w := e.wal; w != nil {
 		st.LogBytes = uint64(max(w.sinceSnap.Load(), 0))

@@ -54,7 +54,7 @@ func TestExpiredRowsAreMisses(t *testing.T) {
 			require.Equal(t, c.code, codeOf(op), "%v", op.Err)
 			st := e.Stats()
 			assert.Equal(t, uint64(1), st.Expired, "the expired row was freed when touched")
-			assert.Equal(t, uint64(1), st.Reclaimed)
+			assert.Equal(t, uint64(1), st.ExpiredOnAccess)
 			if c.live {
 				assert.Equal(t, uint64(1), st.Items)
 				v, ok := getValue(t, e, tbl, "k")
@@ -140,7 +140,7 @@ func TestReaperFreesExpiredRows(t *testing.T) {
 		return st.Items == keep && st.Expired == uint64(n)-keep
 	}, 5*time.Second, 5*time.Millisecond)
 	st := e.Stats()
-	assert.Equal(t, uint64(0), st.Reclaimed, "the reaper, not a client, freed them")
+	assert.Equal(t, uint64(0), st.ExpiredOnAccess, "the reaper, not a client, freed them")
 	_, ok := getValue(t, e, tbl, "k0")
 	assert.True(t, ok)
 

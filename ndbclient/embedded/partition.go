@@ -172,7 +172,7 @@ func (p *partition) find(tag uint32, key []byte, now uint32) int32 {
 	if s >= 0 && p.expired(s, now) {
 		p.del(s)
 		p.e.expired.Add(1)
-		p.e.reclaimed.Add(1)
+		p.e.expiredOnAccess.Add(1)
 		return -1
 	}
 	return s

@@ -878,6 +878,7 @@ func (d *Driver) primaryLanes(id, n int) []int {
 // round trip per table.
 func (d *Driver) Stats() ndbclient.DriverStats {
 	live := int(C.ndbgate_live_nodes(d.pool))
+	found := uint64(C.ndbgate_expired_found(d.pool))
 	var hinted, onPrimary C.ulonglong
 	C.ndbgate_hint_stats(d.pool, &hinted, &onPrimary)
 	d.mu.RLock()
@@ -900,7 +901,9 @@ func (d *Driver) Stats() ndbclient.DriverStats {
 	return ndbclient.DriverStats{Nodes: int(d.nodes.Load()), Tables: tables, Partitions: partitions, LiveNodes: live,
 		Connects: 1 + d.reconnects.Load(), HintedTransactions: uint64(hinted), TransactionsOnPrimary: uint64(onPrimary),
 		ConnectionsRemade: d.connectionsRemade.Load(), TablesRedescribed: d.redescribed.Load(), Items: items,
-		FlightsOnCaller: d.flightsOnCaller.Load(), FlightsPolled: uint64(C.ndbgate_polled_flights(d.pool))}
+		FlightsOnCaller: d.flightsOnCaller.Load(), FlightsPolled: uint64(C.ndbgate_polled_flights(d.pool)),
+		// No reaper and no eviction: every expired row counted was found by a command.
+		Expired: found, ExpiredOnAccess: found}
 }
 
 // WakePollGroups wakes each connection's NDB wait group that a busy poll

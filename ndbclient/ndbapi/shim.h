@@ -123,6 +123,9 @@ int ndbgate_primary_node(ndbgate_pool *pool, int table_id, int partition);
 // ndbgate_polled_flights: the round trips of ndbgate_execute that polled
 // for their answer (poll_us) before sleeping.
 unsigned long long ndbgate_polled_flights(ndbgate_pool *pool);
+// ndbgate_expired_found: the ops that found their row there but expired,
+// and so missed (memcached's get_expired).
+unsigned long long ndbgate_expired_found(ndbgate_pool *pool);
 // ndbgate_wake_poll_groups, for tests: NdbWaitGroup::wakeup on each
 // connection's wait group that exists (pollFor), which NDB 7.5 never clears;
 // returns how many it woke.

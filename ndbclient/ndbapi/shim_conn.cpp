@@ -105,6 +105,10 @@ unsigned long long ndbgate_polled_flights(ndbgate_pool *pool) {
   return pool->polledFlights.load(std::memory_order_relaxed);
 }
 
+unsigned long long ndbgate_expired_found(ndbgate_pool *pool) {
+  return pool->expiredFound.load(std::memory_order_relaxed);
+}
+
 int ndbgate_wake_poll_groups(ndbgate_pool *pool) {
   std::shared_lock<std::shared_mutex> g(pool->mu);
   int woke = 0;

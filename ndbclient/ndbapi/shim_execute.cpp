@@ -293,7 +293,7 @@ static bool runAppend(Ndb *ndb, Op &op, NdbError &err) {
   }
   // The row is locked: its expiry cannot change before the update.
   if (expiry && expiredIn(op, op.out)) {
-    shimError(err, kExitExpired, NdbError::NoDataFound, "Tuple did not exist");
+    shimError(err, kExitExpired, NdbError::NoDataFound, "Tuple expired");
     ndb->closeTransaction(tx);
     return false;
   }
@@ -609,8 +609,11 @@ static bool prepare(Ndb *ndb, std::vector<Op> &ops, Txn &t, HintCount &hints) {
   return true;
 }
 
-// collect sets the results of a completed transaction's ops.
-static void collect(std::vector<Op> &ops, const Txn &t, std::vector<uint64_t> &affected) {
+// collect sets the results of a completed transaction's ops. expired counts
+// the ops that found their row expired: a program's or collect's own miss,
+// and an insert whose purge deleted the row (memcached counts a store over
+// an expired item in get_expired too).
+static void collect(std::vector<Op> &ops, const Txn &t, std::vector<uint64_t> &affected, uint64_t &expired) {
   const NdbError &te = t.tx->getNdbError();
   // A purge's failure is ignored by design; the transaction then commits
   // with an error recorded, so its ops stand if it committed.
@@ -620,9 +623,11 @@ static void collect(std::vector<Op> &ops, const Txn &t, std::vector<uint64_t> &a
   for (int k = t.first; k <= t.last; k++) {
     Op &op = ops[static_cast<size_t>(k)];
     if (op.failed) continue;  // a shared read refused before it was sent
+    if (op.purge && committed && op.purge->getNdbError().code == 0) expired++;
     if (op.nop && op.nop->getNdbError().code != 0) {
       op.failed = true;
       op.err = op.nop->getNdbError();
+      if (op.err.code == static_cast<int>(kExitExpired)) expired++;
     } else if (op.readBack && op.readBack->getNdbError().code != 0) {
       op.failed = true;
       op.err = op.readBack->getNdbError();
@@ -631,7 +636,8 @@ static void collect(std::vector<Op> &ops, const Txn &t, std::vector<uint64_t> &a
       op.err = te;
     } else if (op.expiryAfter && expiredIn(op, op.out)) {
       op.failed = true;  // a miss, as the program's exit would have made it
-      shimError(op.err, kExitExpired, NdbError::NoDataFound, "Tuple did not exist");
+      shimError(op.err, kExitExpired, NdbError::NoDataFound, "Tuple expired");
+      expired++;
     } else {
       if (op.readBack) finishReadBack(op);
       affected[static_cast<size_t>(k)] = op.kind == kRead ? 0 : 1;
@@ -830,6 +836,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
   Writer w{resp, resp + resplen};
   std::vector<Txn *> leftOpen;
   HintCount hints;
+  uint64_t expired = 0;
   size_t i = 0;
   while (i < txns.size()) {
     if (txns[i]->sync) {
@@ -845,8 +852,12 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
       } else {
         bool ok = head.kind == kAppend ? runAppend(ndb, head, e)
                                        : runDeleteAll(ndb, *head.recs, e, affected[static_cast<size_t>(t.first)]);
-        if (!ok) failOps(ops, t, e);
-        else if (head.kind == kAppend) affected[static_cast<size_t>(t.first)] = 1;
+        if (!ok) {
+          failOps(ops, t, e);
+          if (e.code == static_cast<int>(kExitExpired)) expired++;
+        } else if (head.kind == kAppend) {
+          affected[static_cast<size_t>(t.first)] = 1;
+        }
       }
       for (int k = t.first; k <= t.last; k++) writeResult(w, ops[static_cast<size_t>(k)], affected[static_cast<size_t>(k)]);
       delete txns[i];
@@ -876,7 +887,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
     }
     for (size_t k = i; k < end; k++) {
       Txn &t = *txns[k];
-      if (t.tx && t.done) collect(ops, t, affected);
+      if (t.tx && t.done) collect(ops, t, affected, expired);
       else if (t.tx) unknownResult(ops, t);
       for (int o = t.first; o <= t.last; o++) writeResult(w, ops[static_cast<size_t>(o)], affected[static_cast<size_t>(o)]);
     }
@@ -897,6 +908,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
   }
   pool->hintedTxns.fetch_add(hints.hinted, std::memory_order_relaxed);
   pool->primaryTxns.fetch_add(hints.primary, std::memory_order_relaxed);
+  if (expired) pool->expiredFound.fetch_add(expired, std::memory_order_relaxed);
   if (!leftOpen.empty()) {
     cn.abandonedTxns += static_cast<int>(leftOpen.size());
     cn.abandoned.push_back(Parked{std::move(cn.arena), std::move(leftOpen)});

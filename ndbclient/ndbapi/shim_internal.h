@@ -55,7 +55,6 @@ inline Uint32 partitionCount(const NdbDictionary::Table *t) {
 
 // The wire's numbers (op kinds, lock codes, flags, program exits, the shim's
 // own error codes, kMaxMessage) are in shim_wire_consts.h.
-const Uint32 kExitExpired = 626;  // an expired row is a miss, as a missing one
 
 // kMaxInFlight bounds the transactions prepared at once on one Ndb object
 // (Ndb::init allows at most 1024 NdbTransaction objects).
@@ -300,6 +299,7 @@ struct ndbgate_pool {
   // the node holding the key's primary replica (ndbgate_hint_stats).
   std::atomic<uint64_t> hintedTxns{0}, primaryTxns{0};
   std::atomic<uint64_t> polledFlights{0};  // round trips that polled (pollFor)
+  std::atomic<uint64_t> expiredFound{0};   // ops that found their row expired (collect)
   // Flights hold flightMu shared while they use table objects and records; a
   // refresh holds it exclusively, so it never frees what a flight still uses.
   std::shared_mutex flightMu;

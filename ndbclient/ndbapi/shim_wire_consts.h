@@ -44,6 +44,7 @@ enum Flag : uint8_t {
 const uint32_t kExitCondFailed = 6000;  // a CAS condition did not hold
 const uint32_t kExitNotNumeric = 6001;  // incr/decr of a NULL column
 const uint32_t kExitAlive = 6004;  // an insert's purge found the row not expired
+const uint32_t kExitExpired = 6005;  // the row is there but expired: a miss, counted as memcached's get_expired
 
 // Codes the shim makes itself.
 const int kErrLinkedSync = 6002;  // append/delete_all linked into a transaction

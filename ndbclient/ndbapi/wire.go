@@ -823,7 +823,7 @@ func mapOpError(kind ndbclient.OpKind, code int, status, class uint8, msg string
 func mapError(code int, status, class uint8, msg string) error {
 	c := ndbclient.CodeInternal
 	switch {
-	case code == 626 || class == classNoDataFound:
+	case code == 626 || code == exitExpired || class == classNoDataFound:
 		c = ndbclient.CodeNotFound
 	case code == 630 || class == classConstraint && code == 893:
 		c = ndbclient.CodeDuplicate

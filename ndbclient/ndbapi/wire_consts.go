@@ -39,6 +39,7 @@ const (
 	exitCondFailed = 6000 // a CAS condition did not hold
 	exitNotNumeric = 6001 // incr/decr of a NULL column
 	exitAlive      = 6004 // an insert's purge found the row not expired
+	exitExpired    = 6005 // the row is there but expired: a miss, counted as memcached's get_expired
 )
 
 // Codes the shim makes itself.

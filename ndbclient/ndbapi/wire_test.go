@@ -271,6 +271,8 @@ func TestMapError(t *testing.T) {
 		want          ndbclient.Code
 	}{
 		{626, 2, classNoDataFound, ndbclient.CodeNotFound},
+		{exitExpired, 2, 5, ndbclient.CodeNotFound},                // a program exit on the data node
+		{exitExpired, 2, classNoDataFound, ndbclient.CodeNotFound}, // the shim's own check
 		{630, 2, classConstraint, ndbclient.CodeDuplicate},
 		{266, statusTemporary, classTimeout, ndbclient.CodeTemporary},
 		{4010, statusTemporary, classNodeRecovery, ndbclient.CodeTemporary}, // aborted by a node failure: retried

@@ -89,7 +89,7 @@ func (cs *connState) dispatchMeta(cmd *Command) {
 		metaGetOptions(r, cmd)
 	case CmdMetaDebug:
 		r.Verb = gateway.VerbGet
-		r.Meta.NoBump = true
+		r.Meta.NoBump, r.Meta.Uncounted = true, true
 	case CmdMetaSet:
 		r.SetValue(cmd.Data)
 		r.Flags, r.Exptime = m.ClientFlags, m.TTL

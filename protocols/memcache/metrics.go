@@ -60,6 +60,7 @@ const (
 	statBytesWritten
 	statStoreTooLarge // memcached's store_too_large: stores refused as too large
 	statStoreNoMemory // text and meta stores refused while parsing for the memory to receive them (conn.refuse)
+	statMetaDebug     // memcached's cmd_meta: me commands, the only ones memcached 1.6.18 counts there
 	numStats
 )
 
@@ -135,6 +136,9 @@ func (m *serverMetrics) observe(p *pending, now int64) {
 	requestMetrics.Counts.Add(shard, int(p.kind)*numOutcomes+o, 1)
 	dialectCounts.Add(shard, int(p.dialect), 1)
 	m.stats.Add(shard, int(p.dialect), 1)
+	if p.kind == CmdMetaDebug && r.Outcome == gateway.OutcomeValues { // memcached counts no refused me
+		m.stats.Add(shard, statMetaDebug, 1)
+	}
 	requestMetrics.Durations.Observe(shard, int(p.kind), now-p.start)
 }
 

@@ -68,7 +68,7 @@ func (s *Server) appendGeneralStats(dst []byte) []byte {
 	dst = AppendStat(dst, "cmd_touch", s.svc.Stat(gateway.StatCmdTouch))
 	dst = AppendStat(dst, "get_hits", s.svc.Stat(gateway.StatGetHits))
 	dst = AppendStat(dst, "get_misses", s.svc.Stat(gateway.StatGetMisses))
-	dst = AppendStat(dst, "get_expired", since(ds.Reclaimed, base.Reclaimed))
+	dst = AppendStat(dst, "get_expired", since(ds.ExpiredOnAccess, base.ExpiredOnAccess))
 	dst = AppendStat(dst, "get_flushed", 0) // a flush deletes: no flushed item is ever read
 	dst = AppendStat(dst, "delete_misses", s.svc.Stat(gateway.StatDeleteMisses))
 	dst = AppendStat(dst, "delete_hits", s.svc.Stat(gateway.StatDeleteHits))
@@ -91,8 +91,8 @@ func (s *Server) appendGeneralStats(dst []byte) []byte {
 	dst = AppendStat(dst, "evictions", since(ds.Evictions, base.Evictions))
 	// memcached's reclaimed counts expired items freed in the background or
 	// to make room; one a command finds expired counts in get_expired alone.
-	dst = AppendStat(dst, "reclaimed", since(ds.Expired-ds.Reclaimed, base.Expired-base.Reclaimed))
-	dst = AppendStat(dst, "cmd_meta", s.m.stats.Value(int(dialectMeta)))
+	dst = AppendStat(dst, "reclaimed", since(ds.Expired-ds.ExpiredOnAccess, base.Expired-base.ExpiredOnAccess))
+	dst = AppendStat(dst, "cmd_meta", s.m.stats.Value(statMetaDebug))
 	dst = AppendStat(dst, "store_too_large", s.m.stats.Value(statStoreTooLarge))
 	dst = AppendStat(dst, "store_no_memory", since(ds.OutOfMemory, base.OutOfMemory)+s.m.stats.Value(statStoreNoMemory))
 	dst = AppendStat(dst, "accepting_conns", 1) // past max_connections a connection is refused alone
@@ -103,6 +103,7 @@ func (s *Server) appendGeneralStats(dst []byte) []byte {
 	dst = AppendStat(dst, "auth_errors", s.m.authN[authFailure].Load())
 	// ndbgate's own counters.
 	dst = AppendStat(dst, "ndbgate_text_cmds", s.m.stats.Value(int(dialectText)))
+	dst = AppendStat(dst, "ndbgate_meta_cmds", s.m.stats.Value(int(dialectMeta)))
 	dst = AppendStat(dst, "ndbgate_binary_cmds", s.m.stats.Value(int(dialectBinary)))
 	dst = AppendStat(dst, "ndbgate_auth_refused", s.m.authN[authRefused].Load())
 	dst = AppendStat(dst, "ndbgate_backend_errors", s.svc.Stat(gateway.StatBackendErrors))

@@ -151,6 +151,14 @@ func TestExpiredRowsAreMisses(t *testing.T) {
 	}
 	store("alive", uint64(time.Now().Unix()+3600))
 	store("never", 0)
+	// Each op that meets its row expired counts (memcached's get_expired),
+	// the insert whose purge took the row too; no other op does.
+	found := func() uint64 {
+		st := d.Stats()
+		assert.Equal(t, st.ExpiredOnAccess, st.Expired, "NDB has no reaper: every expired row counted was found")
+		return st.ExpiredOnAccess
+	}
+	before := found()
 
 	assert.ErrorIs(t, run(&ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Key: key("read"), Read: []int{drivertest.ColValue}}), ndbclient.ErrNotFound)
 	assert.ErrorIs(t, run(&ndbclient.Op{Kind: ndbclient.OpUpdate, Table: tbl, Key: key("update"),
@@ -168,6 +176,7 @@ func TestExpiredRowsAreMisses(t *testing.T) {
 	assert.True(t, rd.Row[1].IsNull(), "the insert made a new row, not an update of the old one")
 	assert.ErrorIs(t, run(&ndbclient.Op{Kind: ndbclient.OpInsert, Table: tbl, Key: key("alive"),
 		Set: []ndbclient.ColumnValue{{Column: drivertest.ColValue, Value: ndbclient.String("new")}}}), ndbclient.ErrDuplicate)
+	assert.Equal(t, uint64(7), found()-before, "ops that met an expired row: read, update, cas, add, append, delete, insert")
 	// A committed read checks expiry once its row arrives (the shim's
 	// expiredIn), alone or in a batch of reads; a locking read checks it on
 	// the data node. The expire column is read for the check, not returned.
@@ -202,6 +211,7 @@ func TestExpiredRowsAreMisses(t *testing.T) {
 		assert.Equal(t, uint64(8), add.Row[0].Uint(), k)
 		require.NoError(t, run(&ndbclient.Op{Kind: ndbclient.OpAppend, Table: tbl, Key: key(k), AppendColumn: drivertest.ColValue, Data: []byte("+")}), k)
 	}
+	assert.Equal(t, uint64(11), found()-before, "and two reads in a batch, two locking reads")
 }
 
 // A signed expire column compares signed, on the data node and after a
