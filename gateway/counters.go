@@ -98,11 +98,28 @@ func (s *Service) count(r *Request) {
 		add(StatCmdTouch, 1)
 		add(hitMiss(r, StatTouchHits, StatTouchMisses))
 	case VerbDelete:
-		add(hitMiss(r, StatDeleteHits, StatDeleteMisses))
-	case VerbIncr:
-		add(hitMiss(r, StatIncrHits, StatIncrMisses))
-	case VerbDecr:
-		add(hitMiss(r, StatDecrHits, StatDecrMisses))
+		// memcached counts no hit for a delete that marks its item stale
+		// (md I), nor for one whose cas did not match but as md's miss.
+		switch {
+		case r.Outcome == OutcomeExists:
+			if r.Meta.CasFailIsMiss {
+				add(StatDeleteMisses, 1)
+			}
+		case r.Outcome != OutcomeNotFound && r.Meta.Invalidate:
+		default:
+			add(hitMiss(r, StatDeleteHits, StatDeleteMisses))
+		}
+	case VerbIncr, VerbDecr:
+		// memcached counts an incr that created its item, or whose cas did
+		// not match, nowhere.
+		if r.Created || r.Outcome == OutcomeExists {
+			break
+		}
+		if r.Verb == VerbIncr {
+			add(hitMiss(r, StatIncrHits, StatIncrMisses))
+		} else {
+			add(hitMiss(r, StatDecrHits, StatDecrMisses))
+		}
 	}
 	if r.Outcome == OutcomeError && ndbclient.CodeOf(r.Err) != ndbclient.CodeInvalidArgument {
 		add(StatBackendErrors, 1)

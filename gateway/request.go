@@ -84,6 +84,10 @@ type MetaOptions struct {
 	// in the stats, as memcached 1.6.18 counts an mg with T (its hits
 	// count as touches, as a text gat's do).
 	GatMissIsGet bool
+	// CasFailIsMiss: a delete whose cas did not match counts in
+	// delete_misses, as memcached 1.6.18's md does (its binary delete
+	// counts it nowhere).
+	CasFailIsMiss bool
 	// Uncounted: the get adds to no item counter, as memcached 1.6.18's
 	// me (meta debug) does.
 	Uncounted bool
@@ -144,6 +148,7 @@ type Request struct {
 	NewCas  uint64 // cas of a successful store or incr
 	Size    int    // stored value's size (Meta.WantSize)
 	Expire  uint32 // incr/decr: the item's expiry after the change (unix s, 0 never)
+	Created bool   // incr/decr with Create or Meta.Vivify: the key was missing, and Initial is stored
 	Err     error
 
 	keyBuf  []byte
@@ -201,7 +206,7 @@ func (r *Request) Reset() {
 	r.Verb, r.Flags, r.Exptime, r.Cas, r.Delta = 0, 0, 0, 0, 0
 	r.Create, r.Initial, r.Meta, r.Route, r.Lone, r.Poll, r.Omit = false, 0, MetaOptions{}, nil, false, false, 0
 	r.Outcome, r.Number, r.NewCas, r.Err = OutcomeNone, 0, 0, nil
-	r.Size, r.Expire = 0, 0
+	r.Size, r.Expire, r.Created = 0, 0, false
 	r.Items = r.Items[:0]
 	r.keyBuf = r.keyBuf[:0]
 	r.keyEnds = r.keyEnds[:0]

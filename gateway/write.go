@@ -531,9 +531,9 @@ func (r *Request) createDone() {
 	o := &r.ops[0]
 	switch ndbclient.CodeOf(o.Err) {
 	case ndbclient.CodeOK:
-		r.Outcome, r.Number = OutcomeNumber, r.Initial
+		r.Outcome, r.Number, r.Created = OutcomeNumber, r.Initial, true
 		if r.Verb == VerbAppend || r.Verb == VerbPrepend {
-			r.Outcome = OutcomeStored
+			r.Outcome, r.Created = OutcomeStored, false
 		}
 	case ndbclient.CodeDuplicate:
 		if r.Verb == VerbAppend || r.Verb == VerbPrepend {

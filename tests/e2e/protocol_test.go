@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/binary"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -152,6 +153,50 @@ var protoCases = []protoCase{
 		} {
 			assert.Equal(t, want, settings[name], "stats settings %s", name)
 		}
+	}},
+	{name: "stats count cas failures, stale marks and created counters as memcached", run: func(t *testing.T, c *rawConn, tg *target) {
+		counters := []string{"delete_hits", "delete_misses", "incr_hits", "incr_misses", "decr_hits", "decr_misses", "cmd_set"}
+		moved := func(before, after map[string]string) map[string]uint64 {
+			d := map[string]uint64{}
+			for _, name := range counters {
+				if n := statUint(t, after, name) - statUint(t, before, name); n != 0 {
+					d[name] = n
+				}
+			}
+			return d
+		}
+		c.roundTrip("set sc:a 0 0 1\r\n5\r\nset sc:b 0 0 1\r\n5\r\n", "STORED\r\nSTORED\r\n")
+		before := c.stats("")
+		// (No cas this server made is near 99999999.) md counts a cas
+		// mismatch as a miss, and marking stale as nothing;
+		// ma counts neither a cas mismatch nor the item it created.
+		c.roundTrip("md sc:a C99999999\r\nma sc:a C99999999\r\nmd sc:a I\r\nma sc:n N30\r\nma sc:m N30 MD\r\n", "EX\r\nEX\r\nHD\r\nHD\r\nHD\r\n")
+		meta := c.stats("")
+		assert.Equal(t, map[string]uint64{"delete_misses": 1}, moved(before, meta), "after md and ma")
+		// The binary protocol's delete counts a cas mismatch nowhere, and
+		// its incr neither a cas mismatch nor the item it created.
+		b := dialRaw(t, tg.addr)
+		withCas := func(req []byte, cas uint64) string {
+			binary.BigEndian.PutUint64(req[16:], cas)
+			return string(req)
+		}
+		arith := func(delta, initial uint64, exp uint32) []byte {
+			return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, delta), initial), exp)
+		}
+		for _, step := range []struct {
+			req    string
+			status uint16
+		}{
+			{withCas(binRequest(0x04, []byte("sc:b"), nil, nil, 1), 99999999), 2},            // DELETE, cas mismatch: exists
+			{withCas(binRequest(0x05, []byte("sc:b"), arith(1, 0, 0), nil, 2), 99999999), 2}, // INCREMENT, cas mismatch
+			{string(binRequest(0x05, []byte("sc:bn"), arith(1, 7, 0), nil, 3)), 0},           // INCREMENT creates the item
+			{string(binRequest(0x06, []byte("sc:bm"), arith(1, 7, 0), nil, 4)), 0},           // DECREMENT creates the item
+		} {
+			b.send(step.req)
+			st, _, _ := readBinResponse(t, b)
+			assert.Equal(t, step.status, st, "binary status")
+		}
+		assert.Empty(t, moved(meta, c.stats("")), "after binary cas mismatches and created counters")
 	}},
 	{name: "stats detail counts per key prefix", run: func(t *testing.T, c *rawConn, _ *target) {
 		// One write: each stats line counts every command before it.
