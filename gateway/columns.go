@@ -185,11 +185,20 @@ func parseCanonicalUint(b []byte) (uint64, bool) {
 	return n, true
 }
 
-// parseLooseUint parses a value the way memcached's incr does (strtoull): leading
-// spaces, digits, then only trailing white space.
+// parseLooseUint parses a value as memcached's incr does (safe_strtoull
+// over the item's data, which "\r\n" ends): strtoull's leading white space
+// and sign, then digits, followed by white space or nothing; whatever
+// follows that white space is ignored ("12 ab" is 12). strtoull negates
+// after a '-', and memcached refuses the result only when it is negative as
+// a signed number ("-0" is 0).
 func parseLooseUint(b []byte) (uint64, bool) {
 	i := 0
-	for i < len(b) && b[i] == ' ' {
+	for i < len(b) && isCSpace(b[i]) {
+		i++
+	}
+	neg := false
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		neg = b[i] == '-'
 		i++
 	}
 	j := i
@@ -197,20 +206,22 @@ func parseLooseUint(b []byte) (uint64, bool) {
 	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
 		d := uint64(b[j] - '0')
 		if n > (1<<64-1-d)/10 {
-			return 0, false
+			return 0, false // strtoull's ERANGE
 		}
 		n = n*10 + d
 		j++
 	}
-	if j == i {
+	if j == i || j < len(b) && !isCSpace(b[j]) {
 		return 0, false
 	}
-	for ; j < len(b); j++ {
-		switch b[j] {
-		case ' ', '\t', '\r', '\n':
-		default:
+	if neg {
+		n = -n
+		if int64(n) < 0 {
 			return 0, false
 		}
 	}
 	return n, true
 }
+
+// isCSpace is C's isspace in the C locale.
+func isCSpace(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }

@@ -77,7 +77,7 @@ func (r *Request) startVivify() {
 	if !ok {
 		return
 	}
-	o.TokenSent = true
+	o.TokenSent, o.MarkFetched = true, true // memcached bumps the item it vivified
 	r.Flags = 0
 	if !r.setItemExpiring(c, o, nil, r.Meta.VivifyExptime) {
 		return

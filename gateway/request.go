@@ -88,6 +88,9 @@ type MetaOptions struct {
 	// delete_misses, as memcached 1.6.18's md does (its binary delete
 	// counts it nowhere).
 	CasFailIsMiss bool
+	// CompareZeroCas: a delete compares a Cas of 0 too (md C0, which
+	// memcached checks: no item has cas 0) rather than taking 0 for none.
+	CompareZeroCas bool
 	// Uncounted: the get adds to no item counter, as memcached 1.6.18's
 	// me (meta debug) does.
 	Uncounted bool

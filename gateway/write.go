@@ -92,7 +92,7 @@ func (r *Request) startWrite() {
 			o.Kind = ndbclient.OpRead
 		}
 		setUint(o, c.ExpireColumn, r.svc.expireAt(r.Exptime))
-		o.KeepState = true
+		o.KeepState, o.MarkFetched = true, true // memcached's touch bumps the item
 	case VerbCas:
 		if c.CasColumn < 0 {
 			r.fail(ndbclient.Errorf(ndbclient.CodeSchemaError, "container %s has no cas column", c.Name))
@@ -106,7 +106,7 @@ func (r *Request) startWrite() {
 			return
 		}
 	case VerbDelete:
-		if r.Cas != 0 && c.CasColumn >= 0 { // binary and meta protocols: delete only this version
+		if (r.Cas != 0 || r.Meta.CompareZeroCas) && c.CasColumn >= 0 { // binary and meta protocols: delete only this version
 			o.CondColumn, o.CondValue, o.HasCond = c.CasColumn, ndbclient.Uint(r.Cas), true
 			if o.Kind == ndbclient.OpUpdate {
 				o.Kind = ndbclient.OpCondUpdate
@@ -138,7 +138,8 @@ func (r *Request) writeDone() {
 		r.Outcome = OutcomeNotFound
 	case code == ndbclient.CodeDuplicate && r.Verb == VerbAdd:
 		r.Outcome = OutcomeNotStored
-	case code == ndbclient.CodeConditionFailed && r.Verb == VerbCas && r.Meta.Invalidate:
+	case code == ndbclient.CodeConditionFailed && r.Verb == VerbCas && r.Meta.Invalidate && r.Cas != 0:
+		// (memcached takes a cas of 0 for no older version: ms I C0 is EX.)
 		r.startStaleCheck()
 		return
 	case code == ndbclient.CodeConditionFailed && (r.Verb == VerbCas || r.Verb == VerbDelete):
@@ -380,6 +381,7 @@ func (r *Request) startReadModify() {
 	}
 	o.Lock = ndbclient.LockExclusive
 	o.Read = append(o.Read, c.readProj...)
+	o.NoBump = true // memcached's append and incr leave the item unfetched
 	r.submit(r.writeClient(), stageReadModify, 0, 1)
 }
 
@@ -406,13 +408,22 @@ func (r *Request) readModifyDone() {
 	}
 	c := r.targets[0].route.Container
 	_, readCas, readExpire := rowMeta(c, rd.Row, 0)
+	old := decodeText(c, rd.Row, r.textBuf[:0])
+	arith := r.Verb == VerbIncr || r.Verb == VerbDecr
+	// memcached finds an empty value non-numeric before it compares the
+	// cas, and a value that is not a number after.
+	if arith && len(old) == 0 {
+		r.fail(ndbclient.Errorf(ndbclient.CodeNotNumeric, "key %q: the value is empty", r.Key(0)))
+		r.NewCas = 0
+		r.finish()
+		return
+	}
 	if r.Cas != 0 && c.CasColumn >= 0 && readCas != r.Cas { // meta C on append/arithmetic
 		r.Outcome, r.NewCas = OutcomeExists, 0
 		r.finish()
 		return
 	}
 	r.Expire = readExpire
-	old := decodeText(c, rd.Row, r.textBuf[:0])
 	var text []byte
 	switch r.Verb {
 	case VerbIncr, VerbDecr:

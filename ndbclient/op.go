@@ -74,7 +74,8 @@ type Op struct {
 	Kind OpKind
 	Lock LockMode
 	// HasCond: OpAdd, OpAppend and OpDelete check CondColumn (OpCondUpdate
-	// always does).
+	// always does). An OpAdd of a NULL column fails NotNumeric before its
+	// condition is checked.
 	HasCond bool
 	// Subtract: OpAdd subtracts Delta (memcached's decr: stops at 0).
 	Subtract bool
@@ -129,12 +130,15 @@ type Op struct {
 	// leave Meta zero and Won false. Writes start a row's state afresh
 	// unless KeepState, and record their access (on NDB, an update that
 	// keeps the state records it once a minute, as a read).
-	NoBump    bool   // read: no LRU bump, no fetched mark, no last-access update; kept-state update: no last-access update
-	Lease     bool   // read hit: try to win the recache token (see Won)
-	KeepState bool   // update: keep the row's state (touch)
-	MarkStale bool   // update: mark the row stale and release its token
-	TokenSent bool   // insert/write: the new row's token is already taken (vivify)
-	RecacheAt uint32 // with Lease: also win if the row expires before this (unix s)
+	NoBump    bool // read: no LRU bump, no fetched mark, no last-access update; kept-state update: no last-access update
+	Lease     bool // read hit: try to win the recache token (see Won)
+	KeepState bool // update: keep the row's state (touch)
+	MarkStale bool // update: mark the row stale and release its token
+	TokenSent bool // insert/write: the new row's token is already taken (vivify)
+	// MarkFetched: a write or kept-state update marks the row fetched, as
+	// memcached's touch and an mg's vivify bump the item.
+	MarkFetched bool
+	RecacheAt   uint32 // with Lease: also win if the row expires before this (unix s)
 
 	// Meta is the row's state before a read (or, on the embedded engine,
 	// before a write's change). A result, as is Won.

@@ -161,6 +161,10 @@ func Run(t *testing.T, prefix string, open func(t *testing.T) (ndbclient.Driver,
 		nn := &ndbclient.Op{Kind: ndbclient.OpAdd, Table: tbl, Key: k("nn"), AddColumn: ColMath, Delta: 1}
 		exec(t, nn)
 		assert.ErrorIs(t, nn.Err, ndbclient.ErrNotNumeric)
+		nnCond := &ndbclient.Op{Kind: ndbclient.OpAdd, Table: tbl, Key: k("nn"), AddColumn: ColMath, Delta: 1,
+			HasCond: true, CondColumn: ColCas, CondValue: ndbclient.Uint(12345)}
+		exec(t, nnCond)
+		assert.ErrorIs(t, nnCond.Err, ndbclient.ErrNotNumeric, "a NULL column fails before the condition")
 		missing := &ndbclient.Op{Kind: ndbclient.OpAdd, Table: tbl, Key: k("none"), AddColumn: ColMath, Delta: 1}
 		exec(t, missing)
 		assert.ErrorIs(t, missing.Err, ndbclient.ErrNotFound)

@@ -77,6 +77,18 @@ func RunItemState(t *testing.T, prefix string, open func(t *testing.T) (ndbclien
 		store(t, "fetch", 0, nil)
 		assert.False(t, get(t, "fetch", nil).Meta.Fetched, "a new version starts afresh")
 	})
+	t.Run("a touch or a write that marks fetched leaves it fetched", func(t *testing.T) {
+		noBump := func(o *ndbclient.Op) { o.NoBump = true }
+		store(t, "touched", 0, nil)
+		require.NoError(t, exec(t, &ndbclient.Op{Kind: ndbclient.OpUpdate, Table: tbl, Key: k("touched"), KeepState: true,
+			Set: []ndbclient.ColumnValue{{Column: ColExpire, Value: ndbclient.Uint(0)}}}).Err)
+		assert.False(t, get(t, "touched", noBump).Meta.Fetched, "an update that keeps the state alone does not fetch")
+		require.NoError(t, exec(t, &ndbclient.Op{Kind: ndbclient.OpUpdate, Table: tbl, Key: k("touched"), KeepState: true, MarkFetched: true,
+			Set: []ndbclient.ColumnValue{{Column: ColExpire, Value: ndbclient.Uint(0)}}}).Err)
+		assert.True(t, get(t, "touched", noBump).Meta.Fetched, "memcached's touch bumps the item")
+		store(t, "vivified", 0, func(o *ndbclient.Op) { o.MarkFetched = true })
+		assert.True(t, get(t, "vivified", noBump).Meta.Fetched, "memcached bumps an item mg N created")
+	})
 	t.Run("no bump leaves the state", func(t *testing.T) {
 		store(t, "nobump", 0, nil)
 		noBump := func(o *ndbclient.Op) { o.NoBump = true }

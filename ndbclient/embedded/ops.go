@@ -196,6 +196,9 @@ func (p *partition) afterWrite(s int32, op *ndbclient.Op) {
 	if op.TokenSent {
 		sl.state |= stToken
 	}
+	if op.MarkFetched {
+		sl.state |= stFetched
+	}
 }
 
 func (p *partition) condHolds(s int32, op *ndbclient.Op) bool {
@@ -208,6 +211,9 @@ func (p *partition) add(op *ndbclient.Op, key []byte, tag uint32, now uint32) (i
 	t := p.t
 	s := p.find(tag, key, now)
 	var err error
+	if s >= 0 && t.colValue(p.row(s), op.AddColumn).IsNull() {
+		return -1, ndbclient.ErrNotNumeric // before the condition (ndbclient.Op.HasCond)
+	}
 	if s >= 0 && op.HasCond && !p.condHolds(s, op) {
 		return -1, ndbclient.ErrConditionFailed
 	}
@@ -219,9 +225,6 @@ func (p *partition) add(op *ndbclient.Op, key []byte, tag uint32, now uint32) (i
 		s, err = p.write(-1, tag, key, op.Set, op.AddColumn, &v, now)
 	} else {
 		v := t.colValue(p.row(s), op.AddColumn)
-		if v.IsNull() {
-			return -1, ndbclient.ErrNotNumeric
-		}
 		op.Meta = p.meta(s)
 		n := v.Uint()
 		switch {

@@ -110,14 +110,21 @@ bool attachProgram(Op &op, NdbOperation::OperationOptions &opts, NdbError &err) 
     ok = branchIfAlive(c, op, alive) && c.interpret_exit_nok(kExitExpired) == 0 &&
          c.def_label(static_cast<int>(alive)) == 0;
   }
+  if (ok && op.kind == kAdd) {
+    // NULL -> NotNumeric, before the condition: the gateway then reads the
+    // value, and memcached finds an empty one non-numeric before it
+    // compares the cas.
+    const Uint32 notNull = label++;
+    ok = c.branch_col_ne_null(op.addCol, notNull) == 0 && c.interpret_exit_nok(kExitNotNumeric) == 0 &&
+         c.def_label(static_cast<int>(notNull)) == 0;
+  }
   if (ok && ((op.flags & fHasCond) || op.kind == kCondUpdate)) ok = addCondition(c, op.cond, label++);
   if (ok && op.kind == kAdd) {
-    // NULL -> NotNumeric; incr wraps at the column's width, decr clamps at 0.
+    // incr wraps at the column's width, decr clamps at 0.
     // Registers: R1 = column, R2 = delta, R3 = result.
     const Uint32 col = op.addCol;
-    const Uint32 notNull = label++, sub = label++, end = label++;
-    ok = c.branch_col_ne_null(col, notNull) == 0 && c.interpret_exit_nok(kExitNotNumeric) == 0 &&
-         c.def_label(static_cast<int>(notNull)) == 0 && c.read_attr(1, col) == 0 && c.load_const_u64(2, op.delta) == 0;
+    const Uint32 sub = label++, end = label++;
+    ok = c.read_attr(1, col) == 0 && c.load_const_u64(2, op.delta) == 0;
     if (ok && (op.flags & fSubtract)) {
       // The kernel compares registers as signed 64-bit numbers, so both
       // sides are biased by 2^63 (R5 = R1 + 2^63, R6 = R2 + 2^63; the add

@@ -25,7 +25,7 @@ package ndbapi
 //     fails reads again and finds the token gone;
 //   - an update that keeps the state (touch, incr) reads the column back
 //     in its transaction and, like a read, records its access when the
-//     recorded one is a minute old;
+//     recorded one is a minute old, and a touch's first fetch;
 //   - an update that keeps the state but marks it stale (meta delete with
 //     I) reads the column first.
 
@@ -114,6 +114,9 @@ func freshState(op *ndbclient.Op, now uint32, tag uint64) uint64 {
 	if op.TokenSent {
 		v |= stateToken
 	}
+	if op.MarkFetched {
+		v |= stateFetched
+	}
 	return v
 }
 
@@ -127,6 +130,9 @@ func keptState(old uint64, op *ndbclient.Op, now uint32) uint64 {
 	}
 	if op.TokenSent {
 		v |= stateToken
+	}
+	if op.MarkFetched {
+		v |= stateFetched
 	}
 	return v
 }
@@ -343,8 +349,13 @@ func (r *stateFlight) afterFlight(ops []*ndbclient.Op) {
 		}
 		op.Row = op.Row[:len(op.Read)]
 		if op.Kind != ndbclient.OpRead { // a kept-state update read it back
-			if old := state.Uint(); accessed(old, r.now) != old {
-				r.steps = append(r.steps, stateStep{op: i, null: state.IsNull(), old: old, next: accessed(old, r.now)})
+			old := state.Uint()
+			next := accessed(old, r.now)
+			if op.MarkFetched {
+				next |= stateFetched
+			}
+			if next != old {
+				r.steps = append(r.steps, stateStep{op: i, null: state.IsNull(), old: old, next: next})
 			}
 			continue
 		}

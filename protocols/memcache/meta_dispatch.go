@@ -120,7 +120,7 @@ func (cs *connState) dispatchMeta(cmd *Command) {
 	case CmdMetaDelete:
 		r.Verb = gateway.VerbDelete
 		if m.On('C') {
-			r.Cas, r.Meta.CasFailIsMiss = m.CompareCas, true
+			r.Cas, r.Meta.CasFailIsMiss, r.Meta.CompareZeroCas = m.CompareCas, true, true
 		}
 		r.Meta.Invalidate, r.Meta.ClearValue = m.On('I'), m.On('x')
 		if m.On('T') {

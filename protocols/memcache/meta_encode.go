@@ -36,7 +36,7 @@ func (cs *connState) encodeMeta(dst []byte, p *pending) []byte {
 	var code string
 	switch r.Outcome {
 	case gateway.OutcomeStored, gateway.OutcomeDeleted, gateway.OutcomeTouched, gateway.OutcomeNumber:
-		if mk.quiet {
+		if mk.quiet && !r.Created { // memcached answers an ma q that created its item
 			return dst
 		}
 		code = "HD"
