@@ -93,60 +93,71 @@ func validKey(k []byte) bool {
 	return true
 }
 
-// The number parsers accept exactly what memcached's do: decimal digits, a
-// leading '-' for signed values, nothing else, and no overflow.
+// The number parsers read a token as memcached 1.6.18's safe_strto*
+// functions do, through C's strtoull and strtol: an optional sign, then
+// decimal digits, and a magnitude that fits 64 bits (ERANGE otherwise). The
+// result is then assigned to the field's C type, which truncates it, as
+// memcached does: flags of 4294967297 are 1, an exptime of 4294967296 is 0.
 
-func parseUint64(b []byte) (uint64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	var n uint64
-	for _, c := range b {
-		d := uint64(c - '0')
-		if d > 9 {
-			return 0, false
-		}
-		if n > (^uint64(0)-d)/10 {
-			return 0, false
-		}
-		n = n*10 + d
-	}
-	return n, true
-}
-
-func parseUint32(b []byte) (uint32, bool) {
-	n, ok := parseUint64(b)
-	if !ok || n > 1<<32-1 {
-		return 0, false
-	}
-	return uint32(n), true
-}
-
-func parseInt64(b []byte) (int64, bool) {
-	neg := len(b) > 0 && b[0] == '-'
-	if neg {
+// cNumber splits a token into strtoull's sign and magnitude.
+func cNumber(b []byte) (mag uint64, neg, ok bool) {
+	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
+		neg = b[0] == '-'
 		b = b[1:]
 	}
-	n, ok := parseUint64(b)
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false, false
+	}
+	for _, c := range b {
+		d := uint64(c - '0')
+		if d > 9 || mag > (^uint64(0)-d)/10 {
+			return 0, false, false
+		}
+		mag = mag*10 + d
+	}
+	return mag, neg, true
+}
+
+// parseUint64 is safe_strtoull: strtoull negates after a '-', and
+// memcached refuses the result only when it is negative as a signed number
+// ("-0" is 0, "-5" is refused).
+func parseUint64(b []byte) (uint64, bool) {
+	mag, neg, ok := cNumber(b)
 	if !ok {
 		return 0, false
 	}
 	if neg {
-		if n > 1<<63 {
+		mag = -mag
+		if int64(mag) < 0 {
 			return 0, false
 		}
-		return -int64(n), true
 	}
-	if n > 1<<63-1 {
-		return 0, false
-	}
-	return int64(n), true
+	return mag, true
 }
 
+// parseUint32 is safe_strtoul into a uint32: strtoul's 64-bit result,
+// truncated.
+func parseUint32(b []byte) (uint32, bool) {
+	n, ok := parseUint64(b)
+	return uint32(n), ok
+}
+
+// parseInt64 is strtol: a signed 64-bit value, refused past its range.
+func parseInt64(b []byte) (int64, bool) {
+	mag, neg, ok := cNumber(b)
+	switch {
+	case !ok:
+		return 0, false
+	case neg && mag > 1<<63, !neg && mag > 1<<63-1:
+		return 0, false // ERANGE
+	case neg:
+		return int64(-mag), true // -(1<<63) wraps to itself
+	}
+	return int64(mag), true
+}
+
+// parseInt32 is safe_strtol into an int32: strtol's result, truncated.
 func parseInt32(b []byte) (int64, bool) {
 	n, ok := parseInt64(b)
-	if !ok || n < -1<<31 || n > 1<<31-1 {
-		return 0, false
-	}
-	return n, true
+	return int64(int32(n)), ok
 }

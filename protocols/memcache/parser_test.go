@@ -66,7 +66,9 @@ func parseCases() []parseCase {
 		{name: "set largest length", in: "set k 0 0 2147483645\r\n", keys: []string{"k"}, res: Result{Status: StatusError, N: 22, Reply: replyTooLarge, Swallow: 2147483647, TooLarge: true}},
 		{name: "set bad flags swallows", in: "set k x 0 2\r\nab\r\n", res: Result{Status: StatusError, N: 13, Reply: replyBadFormat, Swallow: 4}},
 		{name: "set negative flags", in: "set k -1 0 1\r\na\r\n", res: Result{Status: StatusError, N: 14, Reply: replyBadFormat, Swallow: 3}},
-		{name: "set flags overflow", in: "set k 4294967296 0 1\r\na\r\n", res: Result{Status: StatusError, N: 22, Reply: replyBadFormat, Swallow: 3}},
+		{name: "set flags overflow", in: "set k 18446744073709551616 0 1\r\na\r\n", res: Result{Status: StatusError, N: 32, Reply: replyBadFormat, Swallow: 3}},
+		// memcached assigns strtoul's result to 32-bit flags: they wrap.
+		{name: "set flags wrap", in: "set k 4294967297 0 1\r\na\r\n", want: Command{Kind: CmdSet, Flags: 1}, keys: []string{"k"}, data: "a", res: okRes(25)},
 		{name: "set bad exptime", in: "set k 0 z 1\r\na\r\n", res: Result{Status: StatusError, N: 13, Reply: replyBadFormat, Swallow: 3}},
 		{name: "set 251-byte key", in: "set " + long + " 0 0 1\r\na\r\n", res: Result{Status: StatusError, N: 263, Reply: replyBadFormat, Swallow: 3}},
 		{name: "set bad format noreply is silent", in: "set k x 0 1 noreply\r\na\r\n", want: Command{Kind: CmdSet, NoReply: true}, res: Result{Status: StatusError, N: 21, Swallow: 3}},
@@ -92,7 +94,9 @@ func parseCases() []parseCase {
 		{name: "delete no key", in: "delete\r\n", want: Command{Kind: CmdDelete}, res: errRes(8, replyError)},
 		{name: "touch", in: "touch k 10\r\n", want: Command{Kind: CmdTouch, Exptime: 10}, keys: []string{"k"}, res: okRes(12)},
 		{name: "touch bad exptime", in: "touch k x\r\n", want: Command{Kind: CmdTouch}, res: errRes(11, replyInvalidExptime)},
-		{name: "touch exptime over int32", in: "touch k 2147483648\r\n", want: Command{Kind: CmdTouch}, res: errRes(20, replyInvalidExptime)},
+		{name: "touch exptime over int64", in: "touch k 9223372036854775808\r\n", want: Command{Kind: CmdTouch}, res: errRes(29, replyInvalidExptime)},
+		// memcached assigns strtol's result to a 32-bit exptime: it wraps.
+		{name: "touch exptime wraps", in: "touch k 2147483648\r\n", want: Command{Kind: CmdTouch, Exptime: -2147483648}, keys: []string{"k"}, res: okRes(20)},
 
 		// Other commands.
 		{name: "stats", in: "stats\r\n", want: Command{Kind: CmdStats}, res: okRes(7)},
@@ -295,19 +299,32 @@ func TestNumberParsers(t *testing.T) {
 		v  int64
 	}{
 		{"0", true, 0}, {"-0", true, 0}, {"2147483647", true, 2147483647}, {"-2147483648", true, -2147483648},
-		{"2147483648", false, 0}, {"-2147483649", false, 0}, {"", false, 0}, {"-", false, 0},
-		{"+1", false, 0}, {"1a", false, 0}, {" 1", false, 0},
+		// strtol's 64-bit result, assigned to an int32 as memcached does
+		{"2147483648", true, -2147483648}, {"-2147483649", true, 2147483647}, {"4294967296", true, 0},
+		{"+1", true, 1}, {"9223372036854775807", true, -1},
+		{"9223372036854775808", false, 0}, {"-9223372036854775809", false, 0}, // ERANGE
+		{"", false, 0}, {"-", false, 0}, {"+", false, 0}, {"1a", false, 0}, {" 1", false, 0}, {"+-1", false, 0},
 	} {
 		v, ok := parseInt32([]byte(tc.in))
 		assert.Equal(t, tc.ok, ok, tc.in)
 		assert.Equal(t, tc.v, v, tc.in)
 	}
-	_, ok := parseUint64([]byte("18446744073709551615"))
+	for _, tc := range []struct {
+		in string
+		ok bool
+		v  uint64
+	}{
+		{"18446744073709551615", true, 1<<64 - 1}, {"18446744073709551616", false, 0}, {"99999999999999999999", false, 0},
+		{"+5", true, 5}, {"-0", true, 0}, {"-5", false, 0}, // strtoull negates; memcached refuses a negative signed result
+		{"-18446744073709551615", true, 1}, {"-9223372036854775808", false, 0}, {"-9223372036854775809", true, 1<<63 - 1},
+	} {
+		v, ok := parseUint64([]byte(tc.in))
+		assert.Equal(t, tc.ok, ok, tc.in)
+		assert.Equal(t, tc.v, v, tc.in)
+	}
+	flags, ok := parseUint32([]byte("4294967297"))
 	assert.True(t, ok)
-	_, ok = parseUint64([]byte("18446744073709551616"))
-	assert.False(t, ok)
-	_, ok = parseUint64([]byte("99999999999999999999"))
-	assert.False(t, ok)
+	assert.Equal(t, uint32(1), flags, "strtoul's result assigned to 32-bit flags")
 }
 
 // ParseFrom takes a retrieval's keys from a later key on (KeySkip), at most

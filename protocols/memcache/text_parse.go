@@ -319,7 +319,7 @@ func (p *Parser) storage(kind CommandKind, buf []byte, lineLen int, w [][]byte, 
 	if !ok {
 		return quiet(refused)
 	}
-	exp, ok := parseInt64(w[3])
+	exp, ok := parseInt32(w[3])
 	if !ok {
 		return quiet(refused)
 	}

@@ -233,7 +233,14 @@ func (c *conversation) value() string {
 
 // exptime: never, already expired, or far enough ahead that a test never
 // sees it pass.
-func (c *conversation) exptime() string { return c.pick("0", "0", "-1", "1000") }
+// Signs, and values memcached's C parsers truncate to 32 bits, among them.
+func (c *conversation) exptime() string {
+	return c.pick("0", "0", "-1", "1000", "+1000", "-0", "4294967296")
+}
+
+func (c *conversation) flags() string {
+	return c.pick("0", "5", "4294967295", "+5", "-0", "4294967297")
+}
 
 func (c *conversation) keys() string {
 	ks := make([]string, 1+c.rng.Intn(3))
@@ -276,7 +283,7 @@ func (c *conversation) next() string {
 		if isCounter(k) && (verb == "append" || verb == "prepend") {
 			verb = "set"
 		}
-		return fmt.Sprintf("%s %s %s %s %d%s\r\n%s\r\n", verb, k, c.pick("0", "5", "4294967295"), c.exptime(), len(v), noreply, v)
+		return fmt.Sprintf("%s %s %s %s %d%s\r\n%s\r\n", verb, k, c.flags(), c.exptime(), len(v), noreply, v)
 	case 2:
 		v := c.value()
 		return fmt.Sprintf("cas %s %s %s %d %s%s\r\n%s\r\n", k, c.pick("0", "7"), c.exptime(), len(v), c.cas(k), noreply, v)
@@ -287,7 +294,7 @@ func (c *conversation) next() string {
 	case 5:
 		return fmt.Sprintf("touch %s %s%s\r\n", k, c.exptime(), noreply)
 	case 6:
-		return fmt.Sprintf("%s %s %s%s\r\n", c.pick("incr", "decr"), c.counterKey(), c.pick("1", "0", "7", "18446744073709551615", "x"), noreply)
+		return fmt.Sprintf("%s %s %s%s\r\n", c.pick("incr", "decr"), c.counterKey(), c.pick("1", "0", "7", "18446744073709551615", "x", "+5", "-0", "-5", "-18446744073709551615"), noreply)
 	case 7:
 		return fmt.Sprintf("delete %s%s\r\n", k, noreply)
 	case 8, 9:
@@ -329,7 +336,7 @@ func (c *conversation) next() string {
 		return fmt.Sprintf("md %s%s\r\n", k, flags)
 	case 12:
 		k = c.counterKey()
-		flags := c.metaFlags("N1000", "J13", "D5", "q", "t", "k c", "v", "O3")
+		flags := c.metaFlags("N1000", "J13", "D"+c.pick("5", "+5", "-0"), "q", "t", "k c", "v", "O3")
 		if c.rng.Intn(3) == 0 {
 			flags += " M" + c.pick("I", "D", "+", "-")
 		}
