@@ -403,7 +403,10 @@ func (cs *connState) conflicts(cmd *Command) bool {
 	if len(cmd.Keys) == 0 || cs.undone.Load() <= 0 && cs.run.p == nil {
 		return false
 	}
-	w := writesKeys(cmd)
+	// A command that shows an item's state waits for every command on its
+	// keys, as one that writes does: a read in flight may change the state
+	// (fetched, last access), and on NDB it does so after its flight.
+	w := writesKeys(cmd) || showsState(cmd)
 	var hashes []uint64 // cmd's, made at the first command to compare with
 	for _, p := range cs.queue {
 		if p.state.Load() == stateDone {

@@ -277,6 +277,12 @@ func writesKeys(cmd *Command) bool {
 	return true
 }
 
+// showsState reports whether cmd's reply shows its item's state: an mg
+// with h or l, or an me.
+func showsState(cmd *Command) bool {
+	return cmd.Kind == CmdMetaDebug || cmd.Kind == CmdMetaGet && (cmd.Meta.On('h') || cmd.Meta.On('l'))
+}
+
 var keySeed = maphash.MakeSeed()
 
 // keyHashes returns the hashes of the keys of p's request and of its run's

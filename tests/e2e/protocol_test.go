@@ -198,6 +198,17 @@ var protoCases = []protoCase{
 		}
 		assert.Empty(t, moved(meta, c.stats("")), "after binary cas mismatches and created counters")
 	}},
+	{name: "a pipelined mg shows the fetch of the mg before it", run: func(t *testing.T, c *rawConn, _ *target) {
+		// On NDB a read records the fetch after its flight: an mg with h
+		// waits for the reads of its key before it. Without, about one
+		// run in two showed h0 here.
+		for i := range 200 {
+			k := fmt.Sprintf("pf:%d", i)
+			c.roundTrip("ms "+k+" 5 q\r\n12 ab\r\nmn\r\n", "MN\r\n")
+			c.roundTrip("verbosity 1\r\ndelete pf:none\r\nmg "+k+" s h\r\nmg "+k+" s h k\r\nmn\r\n",
+				"OK\r\nNOT_FOUND\r\nHD s5 h0\r\nHD s5 h1 k"+k+"\r\nMN\r\n")
+		}
+	}},
 	{name: "stats detail counts per key prefix", run: func(t *testing.T, c *rawConn, _ *target) {
 		// One write: each stats line counts every command before it.
 		c.send("stats detail on\r\nset dt:b 0 0 1\r\nx\r\nget dt:b dt:c nokey\r\ndelete dt:c\r\n" +
