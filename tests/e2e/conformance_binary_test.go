@@ -15,8 +15,8 @@ import (
 // TestRandomConversationsMatchMemcached for the binary protocol: seeded
 // random conversations of binary commands, quiet ones among them, each
 // followed by a NOOP (odd seeds) or in runs of up to eight ended by one
-// (even seeds), whose replies, opaque included, are compared with
-// memcached's. cas
+// (even seeds), whose replies, opaque included, and counters are compared
+// with memcached's. cas
 // values are compared as the order each server first showed them; a
 // request's cas is that server's latest for the key, 0, or one neither
 // made.
@@ -27,8 +27,10 @@ func TestRandomBinaryConversationsMatchMemcached(t *testing.T) {
 	mcAddr, _ := startMemcached(t)
 	s := startServer(t)
 	seeds := envInt(t, "NDBGATE_TEST_CONFORMANCE_SEEDS", 200)
+	counters := newCounterCheck(t, mcAddr, s.memcacheAddr)
 	for seed := 1; seed <= seeds; seed++ {
 		retryOnce(t, seed, func(attempt int) string { return converseBinary(t, seed, attempt, mcAddr, s.memcacheAddr) })
+		counters.check(seed)
 	}
 }
 
