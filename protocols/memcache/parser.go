@@ -105,10 +105,10 @@ func cNumber(b []byte) (mag uint64, neg, ok bool) {
 		neg = b[0] == '-'
 		b = b[1:]
 	}
-	if len(b) == 0 || len(b) > 20 {
+	if len(b) == 0 {
 		return 0, false, false
 	}
-	for _, c := range b {
+	for _, c := range b { // leading zeros are digits like any other
 		d := uint64(c - '0')
 		if d > 9 || mag > (^uint64(0)-d)/10 {
 			return 0, false, false

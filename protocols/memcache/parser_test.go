@@ -315,7 +315,7 @@ func TestNumberParsers(t *testing.T) {
 		v  uint64
 	}{
 		{"18446744073709551615", true, 1<<64 - 1}, {"18446744073709551616", false, 0}, {"99999999999999999999", false, 0},
-		{"+5", true, 5}, {"-0", true, 0}, {"-5", false, 0}, // strtoull negates; memcached refuses a negative signed result
+		{"+5", true, 5}, {"-0", true, 0}, {"-5", false, 0}, {"0000000000000000000000007", true, 7}, // strtoull negates; memcached refuses a negative signed result
 		{"-18446744073709551615", true, 1}, {"-9223372036854775808", false, 0}, {"-9223372036854775809", true, 1<<63 - 1},
 	} {
 		v, ok := parseUint64([]byte(tc.in))
