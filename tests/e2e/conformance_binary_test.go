@@ -20,19 +20,7 @@ import (
 // values are compared as the order each server first showed them; a
 // request's cas is that server's latest for the key, 0, or one neither
 // made.
-func TestRandomBinaryConversationsMatchMemcached(t *testing.T) {
-	if !haveMemcached() {
-		t.Skip("memcached not on PATH: nothing to compare against")
-	}
-	mcAddr, _ := startMemcached(t)
-	s := startServer(t)
-	seeds := envInt(t, "NDBGATE_TEST_CONFORMANCE_SEEDS", 200)
-	counters := newCounterCheck(t, mcAddr, s.memcacheAddr)
-	for seed := 1; seed <= seeds; seed++ {
-		retryOnce(t, seed, func(attempt int) string { return converseBinary(t, seed, attempt, mcAddr, s.memcacheAddr) })
-		counters.check(seed)
-	}
-}
+func TestRandomBinaryConversationsMatchMemcached(t *testing.T) { conformanceRun(t, converseBinary) }
 
 // converseBinary is converse for the binary protocol.
 func converseBinary(t *testing.T, seed, attempt int, refAddr, gwAddr string) string {
@@ -43,10 +31,7 @@ func converseBinary(t *testing.T, seed, attempt int, refAddr, gwAddr string) str
 	defer gw.c.close()
 	var sent []string
 	for i := 0; i < 60; {
-		run := 1
-		if seed%2 == 0 {
-			run = 1 + rng.Intn(8)
-		}
+		run := runLength(seed, rng)
 		reqs := make([]binReq, run)
 		for k := range reqs {
 			reqs[k] = conv.next()

@@ -24,7 +24,13 @@ import (
 // since the last access, as "some". Every conversation uses its own keys,
 // so none sees another's items. NDBGATE_TEST_CONFORMANCE_SEEDS sets how
 // many run (default 200).
-func TestRandomConversationsMatchMemcached(t *testing.T) {
+func TestRandomConversationsMatchMemcached(t *testing.T) { conformanceRun(t, converse) }
+
+// conformanceRun starts memcached and ndbgate and holds each seed's
+// conversation with both (converse describes the first difference, or
+// returns ""), retrying a difference once (retryOnce), and compares their
+// counters after each.
+func conformanceRun(t *testing.T, converse func(t *testing.T, seed, attempt int, refAddr, gwAddr string) string) {
 	if !haveMemcached() {
 		t.Skip("memcached not on PATH: nothing to compare against")
 	}
@@ -102,10 +108,7 @@ func converse(t *testing.T, seed, attempt int, refAddr, gwAddr string) string {
 	defer gw.c.close()
 	var sent []string
 	for i := 0; i < 60; {
-		run := 1
-		if seed%2 == 0 {
-			run = 1 + rng.Intn(8)
-		}
+		run := runLength(seed, rng)
 		var cmd strings.Builder
 		for range run {
 			cmd.WriteString(conv.next())
@@ -119,6 +122,15 @@ func converse(t *testing.T, seed, attempt int, refAddr, gwAddr string) string {
 		i += run
 	}
 	return ""
+}
+
+// runLength is how many commands go before the next mn or NOOP: one for
+// odd seeds, up to eight for even ones.
+func runLength(seed int, rng *rand.Rand) int {
+	if seed%2 == 0 {
+		return 1 + rng.Intn(8)
+	}
+	return 1
 }
 
 // envInt is the environment variable name as an int, or def.
