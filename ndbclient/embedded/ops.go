@@ -211,12 +211,6 @@ func (p *partition) add(op *ndbclient.Op, key []byte, tag uint32, now uint32) (i
 	t := p.t
 	s := p.find(tag, key, now)
 	var err error
-	if s >= 0 && t.colValue(p.row(s), op.AddColumn).IsNull() {
-		return -1, ndbclient.ErrNotNumeric // before the condition (ndbclient.Op.HasCond)
-	}
-	if s >= 0 && op.HasCond && !p.condHolds(s, op) {
-		return -1, ndbclient.ErrConditionFailed
-	}
 	if s < 0 {
 		if !op.Create {
 			return -1, ndbclient.ErrNotFound
@@ -225,6 +219,12 @@ func (p *partition) add(op *ndbclient.Op, key []byte, tag uint32, now uint32) (i
 		s, err = p.write(-1, tag, key, op.Set, op.AddColumn, &v, now)
 	} else {
 		v := t.colValue(p.row(s), op.AddColumn)
+		if v.IsNull() {
+			return -1, ndbclient.ErrNotNumeric // before the condition (ndbclient.Op.HasCond)
+		}
+		if op.HasCond && !p.condHolds(s, op) {
+			return -1, ndbclient.ErrConditionFailed
+		}
 		op.Meta = p.meta(s)
 		n := v.Uint()
 		switch {
