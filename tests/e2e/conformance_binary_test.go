@@ -144,10 +144,15 @@ type binConversation struct {
 
 func (c *binConversation) pick(choices ...byte) byte { return choices[c.rng.Intn(len(choices))] }
 
+// key is one of the conversation's four keys (a counter: 0 or 1); key 3
+// is 250 bytes long, memcached's longest.
 func (c *binConversation) key(counter bool) []byte {
 	n := c.rng.Intn(4)
 	if counter {
 		n = c.rng.Intn(2)
+	}
+	if n == 3 {
+		return []byte(c.prefix + "3" + strings.Repeat("k", 249-len(c.prefix)))
 	}
 	return []byte(c.prefix + strconv.Itoa(n))
 }
@@ -161,7 +166,11 @@ func (c *binConversation) value() []byte {
 	case 3:
 		return []byte("18446744073709551610")
 	default:
-		b := make([]byte, 1+c.rng.Intn(8))
+		n := 1 + c.rng.Intn(8)
+		if c.rng.Intn(8) == 0 {
+			n = 1 + c.rng.Intn(12000) // as the text conversations' values
+		}
+		b := make([]byte, n)
 		for i := range b {
 			b[i] = "abcdefgh"[c.rng.Intn(8)]
 		}
@@ -198,7 +207,9 @@ func (c *binConversation) next() binReq {
 		if string(k) == c.prefix+"0" || string(k) == c.prefix+"1" {
 			return binReq{op: 0x00, key: k}
 		}
-		return c.withCas(binReq{op: c.pick(0x0e, 0x0f, 0x19, 0x1a), key: k, value: c.value()})
+		v := c.value()
+		v = v[:min(len(v), 20)] // as the text conversations' appends
+		return c.withCas(binReq{op: c.pick(0x0e, 0x0f, 0x19, 0x1a), key: k, value: v})
 	case 3, 4:
 		return binReq{op: c.pick(0x00, 0x09, 0x0c, 0x0d), key: c.key(false)}
 	case 5:

@@ -273,7 +273,15 @@ func newConversation(rng *rand.Rand, prefix string) *conversation {
 
 func (c *conversation) pick(choices ...string) string { return choices[c.rng.Intn(len(choices))] }
 
-func (c *conversation) key() string { return c.prefix + strconv.Itoa(c.rng.Intn(4)) }
+// key is one of the conversation's four keys; key 3 is 250 bytes long,
+// memcached's longest.
+func (c *conversation) key() string {
+	n := c.rng.Intn(4)
+	if n == 3 {
+		return c.prefix + "3" + strings.Repeat("k", 249-len(c.prefix))
+	}
+	return c.prefix + strconv.Itoa(n)
+}
 
 // Keys 0 and 1 are the counters: only they are incremented, and only the
 // others are appended to or get the flags that show or change an item's
@@ -305,7 +313,14 @@ func (c *conversation) value() string {
 	case 4: // what memcached's incr takes for a number, and does not
 		return c.pick(" 12", "+7", "-0", "12 ab", "-5", "12ab", "-18446744073709551615")
 	default:
-		b := make([]byte, 1+c.rng.Intn(8))
+		n := 1 + c.rng.Intn(8)
+		if c.rng.Intn(8) == 0 {
+			// Values that take more than one read and write, within
+			// what NDB's default container holds (VARBINARY(13500)),
+			// with room for the small appends of a conversation.
+			n = 1 + c.rng.Intn(12000)
+		}
+		b := make([]byte, n)
 		for i := range b {
 			b[i] = "abcdefgh"[c.rng.Intn(8)]
 		}
@@ -365,6 +380,9 @@ func (c *conversation) next() string {
 		if isCounter(k) && (verb == "append" || verb == "prepend") {
 			verb = "set"
 		}
+		if verb == "append" || verb == "prepend" {
+			v = v[:min(len(v), 20)] // a value grows by at most 60 x 20 bytes
+		}
 		return fmt.Sprintf("%s %s %s %s %d%s\r\n%s\r\n", verb, k, c.flags(), c.exptime(), len(v), noreply, v)
 	case 2:
 		v := c.value()
@@ -405,6 +423,9 @@ func (c *conversation) next() string {
 			} else {
 				flags += " M" + c.pick("E", "A", "P", "R", "S")
 			}
+		}
+		if strings.HasSuffix(flags, " MA") || strings.HasSuffix(flags, " MP") {
+			v = v[:min(len(v), 20)] // as append's
 		}
 		return fmt.Sprintf("ms %s %d%s\r\n%s\r\n", k, len(v), flags, v)
 	case 11:
