@@ -1,8 +1,9 @@
 // Package procs reserves the runtime's processors (Ps, GOMAXPROCS) for
 // goroutines that keep one without running Go code: the memcache epoll loops,
-// which wait in raw epoll_wait holding theirs, and the NDB driver's
+// which wait in raw epoll_wait holding theirs, the NDB driver's
 // executors, which spend their lives in cgo calls (waiting for work, waiting
-// for the data nodes). A P held there is lost to the rest of the program, and
+// for the data nodes), and the keeper (keeper.go), which sleeps holding one
+// while the REST and gRPC servers serve. A P held there is lost to the rest of the program, and
 // when no P is idle the runtime's monitor (sysmon) takes a cgo caller's P
 // back: it then polls every 20 µs and wakes threads to hand Ps round.
 //
