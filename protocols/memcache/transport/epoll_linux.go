@@ -103,6 +103,9 @@ type epollLoop struct {
 	// idleWaits counts the waits that gave the P back (rule 1; atomic, for
 	// tests).
 	idleWaits uint64
+	// keeper: the first loop holds its P for REST and gRPC requests too
+	// (runtime_linux.go, rule 1); nil on the others.
+	keeper *keeper
 	// ring, if the kernel allows it, runs a turn's reads and its held
 	// replies as one syscall each (see batchRing); reading holds the
 	// connections whose reads are queued in it.
@@ -163,6 +166,12 @@ func (es *epollServer) Serve(h Handler, ready func()) error {
 	}
 	es.opts.Log.LogAttrs(context.Background(), slog.LevelInfo, "memcache event loops", slog.String("kind", "epoll"),
 		slog.Int("loops", len(es.loops)), slog.Bool("io_uring", rings == len(es.loops)), slog.Duration("busy_poll", es.opts.BusyPoll))
+	l0 := es.loops[0]
+	l0.keeper = registerKeeper(func() {
+		l0.mu.Lock()
+		l0.signalLocked()
+		l0.mu.Unlock()
+	})
 	for _, l := range es.loops {
 		es.loopW.Add(1)
 		go l.run()
@@ -307,6 +316,9 @@ func (l *epollLoop) signalLocked() {
 func (l *epollLoop) run() {
 	defer l.es.loopW.Done()
 	defer l.closeFds()
+	if l.keeper != nil {
+		defer l.keeper.Unregister()
+	}
 	lastYield := Nanos()
 	lastEvent := lastYield
 	for {
@@ -338,10 +350,10 @@ func (l *epollLoop) run() {
 		if errno == 0 && n == 0 {
 			n, errno = epollWait(l.epfd, l.events, msec, true)
 		}
-		if errno == 0 && n == 0 && msec > 0 && Nanos()-lastEvent < holdNanos { // rule 1
-			// A pause, not yet idleness: keep the P, and let the runtime
-			// see the loop reschedule, so that its monitor does not
-			// preempt it.
+		if errno == 0 && n == 0 && msec > 0 && (Nanos()-lastEvent < holdNanos || l.keeper != nil && apiRequested()) { // rule 1
+			// A pause, not yet idleness (or the keeper's hold for REST
+			// and gRPC): keep the P, and let the runtime see the loop
+			// reschedule, so that its monitor does not preempt it.
 			if afterSolo {
 				l.pollWin.Observe(Nanos() - waitStart)
 			}
@@ -353,8 +365,17 @@ func (l *epollLoop) run() {
 			if l.finished() {
 				return
 			}
+			if l.keeper != nil && !l.keeper.Park() {
+				// A REST or gRPC request came since the check above: hold on.
+				goyield()
+				lastYield = Nanos()
+				continue
+			}
 			atomic.AddUint64(&l.idleWaits, 1)
 			n, errno = epollWait(l.epfd, l.events, -1, false)
+			if l.keeper != nil {
+				l.keeper.Unpark()
+			}
 		}
 		if errno != 0 {
 			if errno == syscall.EINTR {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ndbgate/ndbgate/internal/procs"
 )
 
 // A small reply waits for the loop's turn to end; a large one goes at once,
@@ -263,6 +265,31 @@ func TestLoopHoldsItsProcessorThroughPauses(t *testing.T) {
 	time.Sleep(time.Duration(holdNanos) + 100*time.Millisecond)
 	ask(99)
 	require.Greater(t, idle(), before, "a pause longer than holdNanos kept the P")
+}
+
+// The first loop is the keeper: a REST or gRPC request (procs.RequestBegan) wakes
+// it from its ordinary wait, it holds its P while such requests come, and
+// gives it back holdNanos after the last. The other loops are not woken.
+func TestFirstLoopKeepsItsProcessorForAPIRequests(t *testing.T) {
+	_, _, tr := startTransport(t, Epoll, Options{Loops: 2})
+	first, second := tr.(*epollServer).loops[0], tr.(*epollServer).loops[1]
+	require.NotNil(t, first.keeper)
+	require.Nil(t, second.keeper)
+	waits := func(l *epollLoop) uint64 { return atomic.LoadUint64(&l.idleWaits) }
+	idle := func() bool { return waits(first) > 0 && waits(second) > 0 }
+	require.Eventually(t, idle, 5*time.Second, 5*time.Millisecond, "the loops never went idle")
+	before1, before2 := waits(first), waits(second)
+
+	for range 10 {
+		procs.RequestBegan()
+		procs.RequestEnded()
+		time.Sleep(25 * time.Millisecond)
+	}
+	require.False(t, first.keeper.Parked(), "the requests did not wake the keeper")
+	require.Equal(t, before1, waits(first), "the keeper gave its P back while requests came")
+	require.Equal(t, before2, waits(second), "a loop that is not the keeper woke")
+	require.Eventually(t, func() bool { return waits(first) > before1 }, 5*time.Second, 5*time.Millisecond,
+		"the keeper kept its P after the requests stopped")
 }
 
 // A client that pauses between requests longer than BusyPoll leaves the

@@ -19,6 +19,12 @@ package transport
 //     runtime take its P back: an idle server holds no P. A raw read or
 //     write moves at most rawWriteMax bytes; larger writes are ordinary
 //     syscalls, so a stop-the-world never waits behind a copy of megabytes.
+//     The first loop is also the process's keeper (internal/procs): it
+//     holds its P the same way while REST or gRPC requests come one at a
+//     time, and until holdNanos after the last, so that those front ends,
+//     which have no loops, never leave every P idle between two requests
+//     and wake the runtime's monitor into 20 µs polls on each. A request
+//     wakes it from its ordinary wait (procs.RequestBegan).
 //     io_uring_enter is raw (uringEnter), but every operation it runs is
 //     non-blocking and completes inside the call (uring_linux.go), so it
 //     never waits for a socket.
@@ -200,6 +206,17 @@ func (b *busyTracker) restart(now int64) { b.awakeSince = now }
 // GOMAXPROCS: GOMAXPROCS from the environment, else the CPUs this process may
 // use (cgroup limits included).
 var defaultLoops = max(1, runtime.GOMAXPROCS(0))
+
+// keeper is the role the first loop takes for the REST and gRPC front ends
+// (rule 1, internal/procs/keeper.go).
+type keeper = procs.Keeper
+
+// registerKeeper makes the loop whose wake this is the process's keeper,
+// unless one is registered already (nil then).
+func registerKeeper(wake func()) *keeper { return procs.RegisterKeeper(wake) }
+
+// apiRequested: a REST or gRPC request came within the keeper's hold.
+func apiRequested() bool { return procs.Requested() }
 
 // reserveProcs reserves a P for each of loops loops (rule 5, internal/procs).
 // It returns the release.
