@@ -21,6 +21,7 @@ import (
 	"github.com/ndbgate/ndbgate/gateway"
 	"github.com/ndbgate/ndbgate/gateway/rowapi"
 	"github.com/ndbgate/ndbgate/internal/ndbmemcache"
+	"github.com/ndbgate/ndbgate/internal/procs"
 	"github.com/ndbgate/ndbgate/ndbclient"
 	"github.com/ndbgate/ndbgate/ndbclient/embedded"
 	grpcfront "github.com/ndbgate/ndbgate/protocols/grpc"
@@ -147,6 +148,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		log.LogAttrs(ctx, slog.LevelInfo, "memcache listening", slog.String("addr", cfg.Listeners.Memcache),
 			slog.String("socket", cfg.Memcache.Socket), slog.String("tls", cfg.Memcache.TLS.Listen),
 			slog.Bool("mutual_tls", cfg.Memcache.TLS.ClientCAFile != ""), slog.Bool("sasl", mcfg.Credentials != nil))
+	}
+
+	// REST and gRPC have no event loops of their own: a keeper holds a P
+	// while they serve, so that the runtime's monitor does not wake up on
+	// each request (internal/procs/keeper.go). The first memcache epoll
+	// loop is the keeper when there is one; else a goroutine of its own.
+	if cfg.Listeners.GRPC != "" || cfg.Listeners.REST != "" {
+		defer procs.StartKeeper()()
 	}
 
 	// gRPC listens before HTTP so that a ready /readyz means every listener is up.

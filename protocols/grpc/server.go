@@ -24,6 +24,7 @@ import (
 	"github.com/ndbgate/ndbgate/gateway"
 	"github.com/ndbgate/ndbgate/gateway/auth"
 	"github.com/ndbgate/ndbgate/gateway/rowapi"
+	"github.com/ndbgate/ndbgate/internal/procs"
 	"github.com/ndbgate/ndbgate/ndbclient"
 	"github.com/ndbgate/ndbgate/protocols/grpc/kvpb"
 	"github.com/ndbgate/ndbgate/protocols/grpc/rdrspb"
@@ -206,6 +207,8 @@ func (m *metrics) observe(method string, err error, d time.Duration) {
 }
 
 func (m *metrics) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	procs.RequestBegan()
+	defer procs.RequestEnded()
 	start := time.Now()
 	resp, err := handler(ctx, req)
 	err = statusOf(err)
@@ -214,6 +217,8 @@ func (m *metrics) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo
 }
 
 func (m *metrics) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	procs.RequestBegan()
+	defer procs.RequestEnded()
 	start := time.Now()
 	err := statusOf(handler(srv, ss))
 	m.observe(info.FullMethod, err, time.Since(start))

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ndbgate/ndbgate/internal/procs"
 )
 
 // Routing is done here, on the path as sent, not by http.ServeMux, for two
@@ -86,6 +88,8 @@ const (
 )
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	procs.RequestBegan()
+	defer procs.RequestEnded()
 	var v pathVars
 	rs, err := h.match(r.URL, &v)
 	if err != nil {
