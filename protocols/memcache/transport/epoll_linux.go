@@ -365,8 +365,9 @@ func (l *epollLoop) run() {
 			if l.finished() {
 				return
 			}
-			if l.keeper != nil && !l.keeper.Park() {
-				// A REST or gRPC request came since the check above: hold on.
+			if l.keeper != nil && msec > 0 && !l.keeper.Park() {
+				// A REST or gRPC request came since the check above: hold
+				// on (not while draining, when the shutdown wakes it).
 				goyield()
 				lastYield = Nanos()
 				continue
