@@ -112,8 +112,8 @@ func RegisterKeeper(wake func()) *Keeper {
 func (k *Keeper) Unregister() { current.CompareAndSwap(k, nil) }
 
 // Park is called before the keeper waits holding no P. It reports whether
-// to wait: false when a request came meanwhile (hold on instead). After a
-// true, a request calls wake, once.
+// to wait: false while requests come one at a time (Requested: hold on
+// instead). After a true, a request calls wake, once.
 func (k *Keeper) Park() bool {
 	k.parked.Store(true)
 	if Requested() {

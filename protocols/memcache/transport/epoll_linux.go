@@ -350,10 +350,10 @@ func (l *epollLoop) run() {
 		if errno == 0 && n == 0 {
 			n, errno = epollWait(l.epfd, l.events, msec, true)
 		}
-		if errno == 0 && n == 0 && msec > 0 && (Nanos()-lastEvent < holdNanos || l.keeper != nil && apiRequested()) { // rule 1
-			// A pause, not yet idleness (or the keeper's hold for REST
-			// and gRPC): keep the P, and let the runtime see the loop
-			// reschedule, so that its monitor does not preempt it.
+		if errno == 0 && n == 0 && msec > 0 && Nanos()-lastEvent < holdNanos { // rule 1
+			// A pause, not yet idleness: keep the P, and let the runtime
+			// see the loop reschedule, so that its monitor does not
+			// preempt it.
 			if afterSolo {
 				l.pollWin.Observe(Nanos() - waitStart)
 			}
@@ -366,8 +366,8 @@ func (l *epollLoop) run() {
 				return
 			}
 			if l.keeper != nil && msec > 0 && !l.keeper.Park() {
-				// A REST or gRPC request came since the check above: hold
-				// on (not while draining, when the shutdown wakes it).
+				// The keeper's hold: REST or gRPC requests come one at a
+				// time (rule 1). Not while draining: the shutdown wakes it.
 				goyield()
 				lastYield = Nanos()
 				continue

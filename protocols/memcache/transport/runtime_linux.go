@@ -215,9 +215,6 @@ type keeper = procs.Keeper
 // unless one is registered already (nil then).
 func registerKeeper(wake func()) *keeper { return procs.RegisterKeeper(wake) }
 
-// apiRequested: a REST or gRPC request came within the keeper's hold.
-func apiRequested() bool { return procs.Requested() }
-
 // reserveProcs reserves a P for each of loops loops (rule 5, internal/procs).
 // It returns the release.
 func reserveProcs(loops int) (release func()) { return procs.Reserve(loops) }
