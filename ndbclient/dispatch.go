@@ -103,11 +103,16 @@ type round struct {
 	node    int
 	ops     []*Op
 	attempt int
+	// onTurn: the round completes in a turn's flight on the turn's
+	// goroutine (Turn.Run), where its call may start more of the turn.
+	onTurn bool
 }
 
-// flight is one driver round trip: one or more rounds of one node.
+// flight is one driver round trip: one or more rounds of one node, or a
+// turn's rounds of any nodes (turn).
 type flight struct {
-	lane   *lane // nil without lanes
+	lane   *lane // nil without lanes, and for a turn's flight
+	turn   bool
 	c      *Client
 	rounds []*round
 	b      Batch
@@ -184,8 +189,14 @@ func (c *Client) dispatch(b *Batch, done func(*Batch, error)) {
 		dispatchHintOps.Add(b.Shard, hintNone, uint64(unhinted))
 	}
 	k.pending.Store(int32(len(rounds)))
-	for _, r := range rounds {
-		c.send(r)
+	if b.Turn != nil && c.cfg.Lanes && c.cfg.Coalesce {
+		// The caller's loop runs the rounds at its turn's end (Turn.Run).
+		k.lone = false
+		b.Turn.add(rounds, b.Poll)
+	} else {
+		for _, r := range rounds {
+			c.send(r)
+		}
 	}
 	clear(rounds)
 	c.scratch.Put(sp)
@@ -206,7 +217,7 @@ func (k *call) directDone(b *Batch, err error) {
 	}
 	if !retry {
 		k.err = err
-		k.complete()
+		k.complete(false)
 		return
 	}
 	// Rare: cut it into rounds and let finish decide and schedule the retries.
@@ -360,6 +371,19 @@ func runFlights(f *flight) {
 
 // driverDone finishes the flight's rounds and, with lanes, starts what was queued.
 func (f *flight) driverDone(_ *Batch, err error) {
+	if f.turn {
+		// No lane and no next. Done inline, the flight ran on the turn's
+		// goroutine (Turn.Run), and so do its calls' completions.
+		inline := f.state.CompareAndSwap(flightSubmitting, flightDone)
+		for _, r := range f.rounds {
+			r.onTurn = inline
+			r.finish(err)
+		}
+		if !inline {
+			f.release()
+		}
+		return
+	}
 	for _, r := range f.rounds {
 		r.finish(err)
 	}
@@ -379,7 +403,7 @@ func (f *flight) driverDone(_ *Batch, err error) {
 func (f *flight) release() {
 	clear(f.rounds)
 	clear(f.b.Ops)
-	f.rounds, f.lane, f.c, f.next = f.rounds[:0], nil, nil, nil
+	f.rounds, f.lane, f.c, f.next, f.turn = f.rounds[:0], nil, nil, nil, false
 	f.b.Reset()
 	flightPool.Put(f)
 }
@@ -468,6 +492,8 @@ func (l *lane) completed() *flight {
 func (r *round) finish(batchErr error) {
 	k := r.call
 	c := k.c
+	onTurn := r.onTurn
+	r.onTurn = false
 	if batchErr != nil {
 		for _, op := range r.ops {
 			if op.Err == nil {
@@ -508,7 +534,7 @@ func (r *round) finish(batchErr error) {
 	r.call = nil
 	roundPool.Put(r)
 	if k.pending.Add(-1) == 0 {
-		k.complete()
+		k.complete(onTurn)
 	}
 }
 
@@ -551,10 +577,15 @@ func (r *round) hasApplied() bool {
 // nobody would hold it.
 func writes(op *Op) bool { return op.Kind != OpRead || op.Won }
 
-func (k *call) complete() {
+// complete calls the caller's completion. Unless it runs on the goroutine
+// of the batch's turn (onTurn), the batch leaves the turn (Batch.Turn).
+func (k *call) complete(onTurn bool) {
 	c, b, done, err := k.c, k.b, k.done, k.err
 	if k.admitted {
 		c.inFlight.Add(-int64(len(b.Ops)))
+	}
+	if !onTurn {
+		b.Turn = nil
 	}
 	k.c, k.b, k.done, k.err = nil, nil, nil, nil
 	callPool.Put(k)

@@ -91,6 +91,8 @@ type Op struct {
 	// partition is the key's partition plus one, as the dispatcher hashed it
 	// to choose the run's node; 0 when it did not. See KeyPartition.
 	partition int32
+	// nodeStart: see StartsNode.
+	nodeStart bool
 
 	Table *Table
 	// Key holds the primary-key values, in Table.PrimaryKey order.
@@ -165,6 +167,12 @@ func (o *Op) KeyPartition() (int, bool) { return int(o.partition) - 1, o.partiti
 // dispatcher does when it routes the op.
 func (o *Op) SetKeyPartition(p int) { o.partition = int32(p) + 1 }
 
+// StartsNode reports that the op begins another data node's ops in its
+// flight: a turn's flight carries several nodes' rounds, in node order
+// (Turn). A driver that lets neighbouring ops share a transaction must not
+// join this one to the op before it, whose transaction another node runs.
+func (o *Op) StartsNode() bool { return o.nodeStart }
+
 // Reset clears results and inputs but keeps slice capacity.
 func (o *Op) Reset() {
 	*o = Op{Key: o.Key[:0], Read: o.Read[:0], Set: o.Set[:0], Row: o.Row[:0], RowBuf: o.RowBuf[:0]}
@@ -195,13 +203,20 @@ type Batch struct {
 	// driver may poll for the answer rather than sleep (ndb.busy_poll).
 	// Reset clears it.
 	Poll bool
+	// Turn, when set, is the caller's event loop turn: the batch's first
+	// rounds wait there until the loop runs them at the turn's end
+	// (Turn.Run). Reset clears it.
+	Turn *Turn
 	// abandoned: nobody waits for the answer any more (the client hung up),
 	// so rounds still queued for it are dropped unsent.
 	abandoned atomic.Bool
 }
 
 // Reset empties the batch, keeping capacity and Shard.
-func (b *Batch) Reset() { b.Ops, b.Lone, b.Poll = b.Ops[:0], false, false; b.abandoned.Store(false) }
+func (b *Batch) Reset() {
+	b.Ops, b.Lone, b.Poll, b.Turn = b.Ops[:0], false, false, nil
+	b.abandoned.Store(false)
+}
 
 // Abandon says nobody will read the batch's results: what of it still waits
 // in a node's queue completes at once with ErrAbandoned instead of being

@@ -1,0 +1,89 @@
+package ndbclient
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Turn collects the rounds that the batches of one event loop's turn
+// submit (Batch.Turn); the loop runs them itself at the turn's end (Run),
+// together, in one flight on its own goroutine. The turn's requests then
+// pay one round trip between them, and no thread hand-off either way: the
+// ops are sent and their results read on the core that built them, and
+// the loop, not an executor and then the loop, is woken by the answer. A
+// Turn belongs to its loop's goroutine.
+type Turn struct {
+	rounds []*round
+	spare  []*round
+	poll   bool     // every batch added since the last Run may poll (Batch.Poll)
+	mine   []*round // Run's scratch: one client's rounds for its flight
+}
+
+// add adds a call's rounds to the turn.
+func (t *Turn) add(rounds []*round, poll bool) {
+	if len(t.rounds) == 0 {
+		t.poll = poll
+	} else {
+		t.poll = t.poll && poll
+	}
+	t.rounds = append(t.rounds, rounds...)
+}
+
+// Pending reports whether the turn has rounds to run.
+func (t *Turn) Pending() bool { return len(t.rounds) > 0 }
+
+// Run sends the rounds added since the last Run: for each client, as many
+// as turnFlightOps allows in one flight, which the driver runs on the
+// caller's goroutine when it can (Batch.Lone), and the rest through their
+// nodes' lanes. A completion that runs here may add rounds of its
+// request's next stage: Run runs those too, until none is left.
+func (t *Turn) Run() {
+	for len(t.rounds) > 0 {
+		all := t.rounds
+		t.rounds, t.spare = t.spare[:0], nil
+		poll := t.poll && len(all) == 1
+		rounds := all
+		for len(rounds) > 0 {
+			c := rounds[0].call.c
+			f := c.newFlight(nil)
+			f.turn = true
+			f.b.Lone, f.b.Poll = true, poll
+			rest, ops := rounds[:0], 0
+			for _, r := range rounds {
+				switch {
+				case r.call.c != c:
+					rest = append(rest, r)
+				case r.call.b.Abandoned():
+					r.finish(ErrAbandoned) // as a lane drops it: unsent
+				case ops+len(r.ops) <= turnFlightOps:
+					t.mine = append(t.mine, r)
+					ops += len(r.ops)
+				default:
+					c.send(r)
+				}
+			}
+			rounds = rest
+			if len(t.mine) == 0 {
+				f.release()
+				continue
+			}
+			// In node order, each node's first op marked: the driver
+			// must not join it to another node's transaction.
+			slices.SortStableFunc(t.mine, func(a, b *round) int { return cmp.Compare(a.node, b.node) })
+			for i, r := range t.mine {
+				r.ops[0].nodeStart = i > 0 && r.node != t.mine[i-1].node
+				f.add(r)
+			}
+			clear(t.mine)
+			t.mine = t.mine[:0]
+			runFlights(f)
+		}
+		clear(all)
+		t.spare = all[:0]
+	}
+}
+
+// turnFlightOps bounds the ops of a turn's flight: NDB takes at most 1024
+// transactions on one Ndb object at once (neighbouring committed reads
+// share one), and the rest wait no longer in their nodes' lanes.
+const turnFlightOps = 1024

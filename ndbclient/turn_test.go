@@ -1,0 +1,203 @@
+package ndbclient_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// turnBatch is a batch of reads of keys, in turn t.
+func turnBatch(tbl *ndbclient.Table, t *ndbclient.Turn, keys ...string) *ndbclient.Batch {
+	b := &ndbclient.Batch{Turn: t}
+	for _, k := range keys {
+		b.Ops = append(b.Ops, readOp(tbl, k))
+	}
+	return b
+}
+
+// A turn's batches wait for Run, which sends them together, every node's
+// rounds in one lone flight, and completes them before it returns, on its
+// own goroutine: their batches keep the turn.
+func TestTurnRunsItsBatchesInOneFlight(t *testing.T) {
+	e, tbl := newEngine(t, 2, 100)
+	rec := &recorder{Driver: e}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
+	var turn ndbclient.Turn
+	names := [][]string{{"k1", "k2", "k3", "k4", "k5", "k6"}, {"k7"}, {"k8", "k9"}}
+	var batches []*ndbclient.Batch
+	done := make([]bool, len(names))
+	for i, keys := range names {
+		b := turnBatch(tbl, &turn, keys...)
+		batches = append(batches, b)
+		c.Submit(b, func(b *ndbclient.Batch, err error) {
+			assert.NoError(t, err)
+			assert.Same(t, &turn, b.Turn, "completed on the turn's goroutine")
+			done[i] = true
+		})
+	}
+	flights, _ := rec.take()
+	assert.Empty(t, flights, "nothing sent before Run")
+	assert.Equal(t, []bool{false, false, false}, done)
+	require.True(t, turn.Pending())
+
+	turn.Run()
+	assert.Equal(t, []bool{true, true, true}, done, "completed inside Run")
+	assert.False(t, turn.Pending())
+	flights, nodeSets := rec.take()
+	assert.Equal(t, []int{9}, flights, "one flight for the turn")
+	assert.Len(t, nodeSets[0], 2, "with both nodes' rounds")
+	assert.Equal(t, []bool{true}, rec.lone, "run on the caller's goroutine")
+	assert.Equal(t, []bool{false}, rec.poll, "several rounds: no poll")
+	for i, b := range batches {
+		requireValues(t, b.Ops, names[i])
+	}
+}
+
+// A turn of one round may poll when its batch may (Batch.Poll); a turn of
+// more than one may not.
+func TestTurnPollsOnlyAlone(t *testing.T) {
+	e, tbl := newEngine(t, 1, 10)
+	rec := &recorder{Driver: e}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
+	var turn ndbclient.Turn
+	run := func(batches ...*ndbclient.Batch) []bool {
+		t.Helper()
+		for _, b := range batches {
+			b.Poll = true
+			c.Submit(b, func(_ *ndbclient.Batch, err error) { assert.NoError(t, err) })
+		}
+		turn.Run()
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		p := rec.poll
+		rec.poll, rec.lone = nil, nil
+		return p
+	}
+	assert.Equal(t, []bool{true}, run(turnBatch(tbl, &turn, "k1")))
+	assert.Equal(t, []bool{false}, run(turnBatch(tbl, &turn, "k1"), turnBatch(tbl, &turn, "k2")))
+}
+
+// A completion inside Run may start its request's next stage in the same
+// turn: Run sends it too before it returns.
+func TestTurnRunsWhatItsCompletionsAdd(t *testing.T) {
+	e, tbl := newEngine(t, 2, 10)
+	rec := &recorder{Driver: e}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
+	var turn ndbclient.Turn
+	second := turnBatch(tbl, nil, "k2", "k3")
+	finished := false
+	c.Submit(turnBatch(tbl, &turn, "k1"), func(b *ndbclient.Batch, err error) {
+		require.NoError(t, err)
+		second.Turn = b.Turn
+		c.Submit(second, func(_ *ndbclient.Batch, err error) {
+			assert.NoError(t, err)
+			finished = true
+		})
+	})
+	turn.Run()
+	assert.True(t, finished, "the second stage ran in the same Run")
+	requireValues(t, second.Ops, []string{"k2", "k3"})
+	flights, _ := rec.take()
+	assert.Equal(t, []int{1, 2}, flights)
+}
+
+// A turn's flight that completes on another goroutine (the driver could not
+// run it on the caller's) completes its batches without their turn, so that
+// their next stages do not add to a turn they do not own.
+func TestTurnLeftWhenCompletedElsewhere(t *testing.T) {
+	e, tbl := newEngine(t, 1, 10)
+	rec := &recorder{Driver: e, later: time.Millisecond}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
+	var turn ndbclient.Turn
+	b := turnBatch(tbl, &turn, "k1")
+	ch := make(chan *ndbclient.Turn, 1)
+	c.Submit(b, func(b *ndbclient.Batch, err error) {
+		assert.NoError(t, err)
+		ch <- b.Turn
+	})
+	turn.Run()
+	select {
+	case got := <-ch:
+		assert.Nil(t, got, "completed away from the turn")
+	case <-time.After(10 * time.Second):
+		t.Fatal("never completed")
+	}
+	requireValues(t, b.Ops, []string{"k1"})
+}
+
+// Without coalescing each round is its own flight, so a batch ignores its
+// turn and is sent at once.
+func TestTurnOnlyWithCoalescing(t *testing.T) {
+	e, tbl := newEngine(t, 1, 10)
+	rec := &recorder{Driver: e}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: true, Coalesce: false})
+	var turn ndbclient.Turn
+	b := turnBatch(tbl, &turn, "k1")
+	require.NoError(t, submitWait(t, c, b))
+	assert.False(t, turn.Pending())
+	requireValues(t, b.Ops, []string{"k1"})
+	flights, _ := rec.take()
+	assert.Equal(t, []int{1}, flights)
+}
+
+// A turn's flight takes at most 1024 ops (NDB's transactions an Ndb object);
+// the rounds past that go through their nodes' lanes. All are answered.
+func TestTurnFlightIsBounded(t *testing.T) {
+	e, tbl := newEngine(t, 1, 1500)
+	rec := &recorder{Driver: e}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
+	var turn ndbclient.Turn
+	pending := 0
+	for i := 0; i < 6; i++ {
+		var keys []string
+		for j := 0; j < 250; j++ {
+			keys = append(keys, fmt.Sprintf("k%d", i*250+j))
+		}
+		b := turnBatch(tbl, &turn, keys...)
+		pending++
+		c.Submit(b, func(b *ndbclient.Batch, err error) {
+			assert.NoError(t, err)
+			requireValues(t, b.Ops, keys)
+			pending--
+		})
+	}
+	turn.Run()
+	assert.Zero(t, pending, "every batch answered in Run (the lanes complete inline here)")
+	flights, _ := rec.take()
+	require.Len(t, rec.lone, len(flights))
+	var lone, lanes []int
+	for i, n := range flights {
+		if rec.lone[i] {
+			lone = append(lone, n)
+		} else {
+			lanes = append(lanes, n)
+		}
+	}
+	assert.Equal(t, []int{1000}, lone, "the turn's flight")
+	assert.Equal(t, []int{250, 250}, lanes, "through the lane")
+}
+
+// A batch abandoned before its turn ran is dropped unsent, as a lane drops
+// one, and completes with ErrAbandoned.
+func TestTurnDropsAbandonedBatches(t *testing.T) {
+	e, tbl := newEngine(t, 1, 10)
+	rec := &recorder{Driver: e}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
+	var turn ndbclient.Turn
+	gone, kept := turnBatch(tbl, &turn, "k1"), turnBatch(tbl, &turn, "k2")
+	var goneErr, keptErr error = nil, fmt.Errorf("not completed")
+	c.Submit(gone, func(_ *ndbclient.Batch, err error) { goneErr = err })
+	c.Submit(kept, func(_ *ndbclient.Batch, err error) { keptErr = err })
+	gone.Abandon()
+	turn.Run()
+	assert.ErrorIs(t, goneErr, ndbclient.ErrAbandoned)
+	assert.NoError(t, keptErr)
+	requireValues(t, kept.Ops, []string{"k2"})
+	flights, _ := rec.take()
+	assert.Equal(t, []int{1}, flights)
+}
