@@ -463,6 +463,10 @@ func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 		return
 	}
 	e := d.execs[0]
+	if b.Shard > 0 {
+		// An event loop's lone flights claim an executor of their own.
+		e = d.execs[(b.Shard-1)%len(d.execs)]
+	}
 	if b.Lone && e.claimIdle() {
 		// The caller has nothing else to do: run the flight here, with no
 		// thread hand-off either way (Batch.Lone).
@@ -475,6 +479,7 @@ func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 		done(b, err)
 		return
 	}
+	e = d.execs[0]
 	e.mu.Lock()
 	if len(b.Ops) >= smallFlightOps || len(e.queue) >= smallFlightsQueued {
 		e.mu.Unlock()

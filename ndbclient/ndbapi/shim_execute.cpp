@@ -821,7 +821,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
     while (j + 1 < n && (ops[j].flags & fTxnWithNext)) j++;
     Txn *t = new Txn();
     if (j == i && sharedRead(ops[i])) {
-      while (j + 1 < n && j + 1 - i < kMaxSharedReads && sharedRead(ops[j + 1])) j++;
+      while (j + 1 < n && j + 1 - i < kMaxSharedReads && sharedRead(ops[j + 1]) && !(ops[j + 1].flags & fNodeStart)) j++;
       t->shared = j > i;
     }
     t->first = static_cast<int>(i);

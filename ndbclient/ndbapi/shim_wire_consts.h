@@ -37,6 +37,7 @@ enum Flag : uint8_t {
   fPrepend = 16,  // append: before the value
   fExpiry = 32,  // the expire column and the flight's time follow
   fPartition = 64,  // the key's partition follows the table id
+  fNodeStart = 128,  // a committed read here shares no transaction with the op before it (another node's)
 };
 
 // Interpreted-program exits (NdbOperation.hpp: applications use 626 or

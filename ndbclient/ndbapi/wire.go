@@ -592,6 +592,9 @@ func encodeFlight(dst []byte, ops []*ndbclient.Op, extra []stateExtra, tables fu
 		if op.TxnWithNext {
 			flags |= flagTxnWithNext
 		}
+		if op.StartsNode() {
+			flags |= flagNodeStart
+		}
 		if op.HasCond {
 			flags |= flagHasCond
 		}

@@ -28,9 +28,10 @@ const (
 	flagHasCond     = 2 // a condition value follows the sets
 	flagSubtract    = 4 // add: decrement, clamped at 0
 	flagCreate      = 8
-	flagPrepend     = 16 // append: before the value
-	flagExpiry      = 32 // the expire column and the flight's time follow
-	flagPartition   = 64 // the key's partition follows the table id
+	flagPrepend     = 16  // append: before the value
+	flagExpiry      = 32  // the expire column and the flight's time follow
+	flagPartition   = 64  // the key's partition follows the table id
+	flagNodeStart   = 128 // a committed read here shares no transaction with the op before it (another node's)
 )
 
 // Interpreted-program exits (NdbOperation.hpp: applications use 626 or
