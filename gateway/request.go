@@ -131,6 +131,11 @@ type Request struct {
 	// Shard is the caller's metrics shard: its event loop's, or 0 (shared)
 	// for callers with none (internal/shardmetrics). Reset keeps it.
 	Shard int
+	// Turn, when set, is the turn of the caller's event loop: the
+	// request's batches wait there until the loop runs them, and so do
+	// those of later stages while the request completes on the loop
+	// (ndbclient.Batch.Turn). Set it only on the loop's goroutine.
+	Turn *ndbclient.Turn
 	// Lone says the caller has nothing else to do until the request
 	// completes; its batches carry it to the driver (ndbclient.Batch.Lone).
 	Lone bool
@@ -207,7 +212,7 @@ func (s *Service) NewRequest() *Request {
 // Reset clears inputs and outputs, keeping buffers.
 func (r *Request) Reset() {
 	r.Verb, r.Flags, r.Exptime, r.Cas, r.Delta = 0, 0, 0, 0, 0
-	r.Create, r.Initial, r.Meta, r.Route, r.Lone, r.Poll, r.Omit = false, 0, MetaOptions{}, nil, false, false, 0
+	r.Create, r.Initial, r.Meta, r.Route, r.Lone, r.Poll, r.Omit, r.Turn = false, 0, MetaOptions{}, nil, false, false, 0, nil
 	r.Outcome, r.Number, r.NewCas, r.Err = OutcomeNone, 0, 0, nil
 	r.Size, r.Expire, r.Created = 0, 0, false
 	r.Items = r.Items[:0]

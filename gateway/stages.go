@@ -108,7 +108,7 @@ func (r *Request) attempt() bool {
 func (r *Request) submit(cl *ndbclient.Client, st stage, from, to int) {
 	r.stage = st
 	r.batch.Reset()
-	r.batch.Shard, r.batch.Lone, r.batch.Poll = r.Shard, r.Lone, r.Poll
+	r.batch.Shard, r.batch.Lone, r.batch.Poll, r.batch.Turn = r.Shard, r.Lone, r.Poll, r.Turn
 	if r.abandoned.Load() {
 		r.batch.Abandon()
 	}
@@ -119,6 +119,11 @@ func (r *Request) submit(cl *ndbclient.Client, st stage, from, to int) {
 }
 
 func (r *Request) batchDone(_ *ndbclient.Batch, err error) {
+	if r.batch.Turn == nil {
+		// Completed away from the turn's goroutine: later stages go
+		// through the lanes (ndbclient.Batch.Turn).
+		r.Turn = nil
+	}
 	if err != nil {
 		r.fail(err)
 		r.finish()
