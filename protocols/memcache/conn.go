@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ndbgate/ndbgate/gateway"
+	"github.com/ndbgate/ndbgate/ndbclient"
 	"github.com/ndbgate/ndbgate/protocols/memcache/transport"
 )
 
@@ -95,6 +96,11 @@ type loopScratch struct {
 	// as the turn before did for the same connection
 	// (transport.Loop.BeginTurn).
 	lone, solo bool
+	// turn collects the backend rounds the turn's requests start, for
+	// EndTurn to run (ndbclient.Turn); turns: the loop begins and ends its
+	// turns (transport.Loop).
+	turn  ndbclient.Turn
+	turns bool
 }
 
 // What a connection holds in replies is bounded, whatever a client asks

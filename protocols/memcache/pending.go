@@ -211,7 +211,9 @@ func (cs *connState) waiting(p *pending) {
 	}
 }
 
-// do hands the request to the gateway. A lone request (the last of its
+// do hands the request to the gateway. On a loop that ends its turns, the
+// request's backend rounds wait for the turn's end, which runs them with
+// the rest of the turn's (ndbclient.Turn). A lone request (the last of its
 // input, in a turn of its loop that serves nothing else) may run on the
 // loop's goroutine, and poll for its answer if the turn is solo; a run's
 // two requests may not, nor a get's piece with more to follow, or the
@@ -219,6 +221,12 @@ func (cs *connState) waiting(p *pending) {
 func (cs *connState) do(p *pending) {
 	lone := cs.last && cs.scratch.lone && !p.text.more
 	poll := lone && cs.scratch.solo
+	if cs.scratch.turns {
+		p.req.Turn = &cs.scratch.turn
+		if p.hasSets {
+			p.sets.Turn = &cs.scratch.turn
+		}
+	}
 	switch {
 	case !p.hasSets:
 		p.req.Lone, p.req.Poll = lone, poll

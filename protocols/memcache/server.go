@@ -269,7 +269,17 @@ func (sc *loopScratch) Open(c transport.Conn) transport.Session {
 // BeginTurn dates the requests the loop reads in its turn, and says whether
 // the turn is one connection's alone, and solo.
 func (sc *loopScratch) BeginTurn(now int64, lone, solo bool) {
-	sc.now, sc.lone, sc.solo = now, lone, solo
+	sc.now, sc.lone, sc.solo, sc.turns = now, lone, solo, true
+}
+
+// EndTurn runs the backend rounds the turn's requests left for it
+// (ndbclient.Turn), and reports whether there were any.
+func (sc *loopScratch) EndTurn() bool {
+	if !sc.turn.Pending() {
+		return false
+	}
+	sc.turn.Run()
+	return true
 }
 
 // newConnState makes a connection's state. shard is its metrics shard and

@@ -58,6 +58,7 @@ type failLoop struct{ h *failHandler }
 
 func (l failLoop) Open(c Conn) Session       { return &failSession{h: l.h, c: c} }
 func (failLoop) BeginTurn(int64, bool, bool) {}
+func (failLoop) EndTurn() bool               { return false }
 
 type failSession struct {
 	h      *failHandler

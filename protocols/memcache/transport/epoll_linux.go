@@ -74,6 +74,10 @@ type epollLoop struct {
 	signaled bool         // efd has been written and not yet read
 	closed   bool         // efd is closed: no more signals
 
+	// ending: the loop is in endTurn, which serves what is woken meanwhile
+	// itself; missed: a Wake saw ending and wrote no eventfd. See Wake.
+	ending, missed atomic.Bool
+
 	busy   busyTracker
 	spare  []*epollConn
 	events []syscall.EpollEvent
@@ -430,7 +434,40 @@ func (l *epollLoop) run() {
 			}
 		}
 		l.readQueued()
+		l.endTurn()
 		l.sendHeld()
+		if l.endTurn() { // a refused ring's reads, served in sendHeld
+			l.sendHeld()
+		}
+	}
+}
+
+// endTurn runs what the turn's requests left for its end (Loop.EndTurn),
+// and serves the connections that their completions woke, until nothing is
+// left; it reports whether anything ran. A Wake meanwhile writes no eventfd:
+// the loop serves what it woke here.
+func (l *epollLoop) endTurn() (ran bool) {
+	for {
+		l.ending.Store(true)
+		more := l.proto.EndTurn()
+		l.ending.Store(false)
+		if !more && !l.missed.Load() {
+			return ran
+		}
+		ran = ran || more
+		l.mu.Lock()
+		l.missed.Store(false)
+		woken := l.woken
+		l.woken = l.spare[:0]
+		l.mu.Unlock()
+		for i, c := range woken {
+			woken[i] = nil
+			c.queued.Store(false) // before serving: a yield queues it again
+			if !c.gone {
+				l.serve(c, nil)
+			}
+		}
+		l.spare = woken[:0]
 	}
 }
 
@@ -909,7 +946,14 @@ func (c *epollConn) Wake() {
 	l.mu.Lock()
 	if !l.closed {
 		l.woken = append(l.woken, c)
-		l.signalLocked()
+		// In endTurn the loop serves c itself, unless it has already
+		// looked (missed, then ending, each read after the other's
+		// write): then the eventfd.
+		if !l.ending.Load() {
+			l.signalLocked()
+		} else if l.missed.Store(true); !l.ending.Load() {
+			l.signalLocked()
+		}
 	}
 	l.mu.Unlock()
 }

@@ -30,6 +30,7 @@ type lineLoop struct{ h *lineHandler }
 
 func (l lineLoop) Open(c Conn) Session       { return &lineSession{h: l.h, c: c} }
 func (lineLoop) BeginTurn(int64, bool, bool) {}
+func (lineLoop) EndTurn() bool               { return false }
 
 type lineSession struct {
 	h       *lineHandler

@@ -62,6 +62,12 @@ type Loop interface {
 	// (ndbclient.Batch.Poll). Loops that never call it leave each request
 	// to read the clock, and no request lone.
 	BeginTurn(now int64, lone, solo bool)
+	// EndTurn runs what the turn's requests left for the loop to run at
+	// its end (ndbclient.Turn), and reports whether there was any: their
+	// completions may have woken connections, whose new requests may leave
+	// more. A loop that calls BeginTurn calls EndTurn, until it reports
+	// nothing, before it waits again.
+	EndTurn() bool
 }
 
 // Session is the protocol's side of one connection. The transport calls it

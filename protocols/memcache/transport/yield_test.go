@@ -67,6 +67,7 @@ type yieldLoop struct{ h *yieldHandler }
 
 func (l yieldLoop) Open(c Conn) Session       { return &yieldSession{h: l.h, c: c} }
 func (yieldLoop) BeginTurn(int64, bool, bool) {}
+func (yieldLoop) EndTurn() bool               { return false }
 
 type yieldSession struct {
 	h        *yieldHandler

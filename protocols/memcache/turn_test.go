@@ -1,0 +1,139 @@
+package memcache
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndbgate/ndbgate/gateway"
+	"github.com/ndbgate/ndbgate/ndbclient"
+	"github.com/ndbgate/ndbgate/ndbclient/embedded"
+)
+
+// flightRecorder records each flight's keys and Batch.Lone, and runs it on
+// the engine; with later set, flights that are not lone complete on another
+// goroutine, as the NDB driver's executors complete them.
+type flightRecorder struct {
+	ndbclient.Driver
+	later   bool
+	mu      sync.Mutex
+	flights [][]string
+	lone    []bool
+}
+
+func (d *flightRecorder) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
+	var keys []string
+	for _, op := range b.Ops {
+		if len(op.Key) > 0 {
+			keys = append(keys, string(op.Key[0].B))
+		}
+	}
+	d.mu.Lock()
+	d.flights, d.lone = append(d.flights, keys), append(d.lone, b.Lone)
+	d.mu.Unlock()
+	if d.later && !b.Lone {
+		go func() { done(b, d.Driver.Execute(context.Background(), b)) }()
+		return
+	}
+	d.Driver.Submit(b, done)
+}
+
+func (d *flightRecorder) take() (flights [][]string, lone []bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	flights, lone = d.flights, d.lone
+	d.flights, d.lone = nil, nil
+	return flights, lone
+}
+
+// startLanesServer serves the demo container through a client with lanes
+// and coalescing, as on NDB, on one epoll loop.
+func startLanesServer(t *testing.T, loop string, drv ndbclient.Driver) string {
+	t.Helper()
+	tbl, err := drv.CreateTable(gateway.DemoTable(1 << 20))
+	require.NoError(t, err)
+	c, err := gateway.NewContainer(gateway.DefaultContainerSpec(), tbl)
+	require.NoError(t, err)
+	cl := ndbclient.NewClientWith(drv, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
+	svc, err := gateway.New(gateway.Options{Backend: cl, Routes: []gateway.Route{{Container: c}}})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	cfg := Config{Addr: addr, Version: "test", EventLoop: loop, Loops: 1, MaxPending: 64}
+	if loop == loopEpollRing {
+		cfg.EventLoop, cfg.BatchSyscalls = EventLoopEpoll, true
+	}
+	srv := NewServer(cfg, svc, discardLog)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve() }()
+	select {
+	case <-srv.Started():
+	case err := <-errc:
+		t.Fatalf("serve: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("server did not start")
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return addr
+}
+
+// The requests an epoll loop's turn starts go to the backend together, in
+// one lone flight run by the loop at the turn's end, every node's keys in
+// it; a request's later stages, and commands waiting on an earlier one of
+// their connection, run in the same turn. The replies are each command's,
+// in order.
+func TestTurnSendsItsRequestsInOneFlight(t *testing.T) {
+	for _, loop := range []string{EventLoopEpoll, loopEpollRing} {
+		t.Run(loop, func(t *testing.T) {
+			e := embedded.New(embedded.Config{Partitions: 8, Nodes: 2})
+			t.Cleanup(func() { _ = e.Close() })
+			rec := &flightRecorder{Driver: e, later: true}
+			addr := startLanesServer(t, loop, rec)
+			conn := dialServer(t, addr, 10*time.Second)
+			r := bufio.NewReader(conn)
+			send := func(s string, replies int) []string {
+				t.Helper()
+				_, err := conn.Write([]byte(s))
+				require.NoError(t, err)
+				return readLines(t, r, replies)
+			}
+			assert.Equal(t, []string{"STORED\r\n", "STORED\r\n", "STORED\r\n"},
+				send("set a 0 0 1\r\n1\r\nset b 0 0 1\r\n2\r\nset c 0 0 1\r\n3\r\n", 3))
+			rec.take()
+
+			// Three requests (a two-key get, a one-key get, an incr): one
+			// flight, lone.
+			got := send("get a b\r\nget c\r\nincr n 1\r\n", 7)
+			assert.Equal(t, []string{"VALUE a 0 1\r\n", "1\r\n", "VALUE b 0 1\r\n", "2\r\n", "END\r\n",
+				"VALUE c 0 1\r\n", "3\r\n"}, got)
+			assert.Equal(t, []string{"END\r\n", "NOT_FOUND\r\n"}, readLines(t, r, 2))
+			flights, lone := rec.take()
+			require.Len(t, flights, 1, "one flight for the turn: %v", flights)
+			assert.ElementsMatch(t, []string{"a", "b", "c", "n"}, flights[0])
+			assert.Equal(t, []bool{true}, lone)
+
+			// A get after a set of its key waits for the set (a conflict),
+			// and the commands after it with it; they start in the same
+			// turn once the set is done, in a second flight.
+			assert.Equal(t, []string{"STORED\r\n", "VALUE d 0 2\r\n", "44\r\n", "END\r\n", "NOT_STORED\r\n"},
+				send("set d 0 0 2\r\n44\r\nget d\r\nadd a 0 0 1\r\nz\r\n", 5))
+			flights, lone = rec.take()
+			require.Len(t, flights, 2, "the set, then the get and the add: %v", flights)
+			assert.Equal(t, []string{"d"}, flights[0])
+			assert.ElementsMatch(t, []string{"d", "a"}, flights[1])
+			assert.Equal(t, []bool{true, true}, lone)
+		})
+	}
+}
