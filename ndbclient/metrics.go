@@ -45,7 +45,7 @@ var (
 	})
 	dispatchNodeOps = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ndbgate_backend_node_ops_total",
-		Help: "Operations sent to each data node (dispatcher lanes).",
+		Help: "Operations sent to each data node (through its lane, or in a turn flight).",
 	}, []string{"node"})
 )
 

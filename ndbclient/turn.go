@@ -70,9 +70,15 @@ func (t *Turn) Run() {
 			// In node order, each node's first op marked: the driver
 			// must not join it to another node's transaction.
 			slices.SortStableFunc(t.mine, func(a, b *round) int { return cmp.Compare(a.node, b.node) })
+			nodeOps := 0
 			for i, r := range t.mine {
 				r.ops[0].nodeStart = i > 0 && r.node != t.mine[i-1].node
 				f.add(r)
+				nodeOps += len(r.ops)
+				if i == len(t.mine)-1 || t.mine[i+1].node != r.node {
+					c.lane(r.node).nodeOps.Add(float64(nodeOps))
+					nodeOps = 0
+				}
 			}
 			clear(t.mine)
 			t.mine = t.mine[:0]
