@@ -11,9 +11,10 @@ import (
 )
 
 // TestDispatcherEndToEnd runs the real binary on 4 simulated data nodes with a
-// simulated round trip, so the dispatcher's lanes are on: a 100-key multi-get
-// costs one round trip per node, concurrent clients share round trips
-// (coalescing), and every answer is right.
+// simulated round trip, so the dispatcher's lanes are on: a 100-key
+// multi-get costs one round trip, its epoll loop's turn flight with every
+// node's keys, concurrent clients share round trips (coalescing), and every
+// answer is right.
 func TestDispatcherEndToEnd(t *testing.T) {
 	s := startServer(t, "--nodes", "4", "--partitions", "16", "--simulated-round-trip", "200us")
 	mc := newClient(t, s.memcacheAddr)
@@ -24,16 +25,30 @@ func TestDispatcherEndToEnd(t *testing.T) {
 		require.NoError(t, mc.Set(&memcache.Item{Key: k, Value: []byte("v" + k)}))
 	}
 	metrics := func() []sample { _, b := s.httpGet(t, "/metrics"); return parseMetrics(t, b) }
-	before := metricSum(metrics(), "ndbgate_backend_round_trips_total", nil)
+	m0 := metrics()
+	before := metricSum(m0, "ndbgate_backend_round_trips_total", nil)
+	onCaller := metricSum(m0, "ndbgate_backend_flights_on_caller_total", nil)
 	got, err := mc.GetMulti(keys)
 	require.NoError(t, err)
 	require.Len(t, got, 100)
 	for _, k := range keys {
 		assert.Equal(t, "v"+k, string(got[k].Value))
 	}
-	trips := metricSum(metrics(), "ndbgate_backend_round_trips_total", nil) - before
-	assert.LessOrEqual(t, trips, 4.0, "a 100-key get is one round trip per node")
-	assert.GreaterOrEqual(t, trips, 2.0, "keys spread over several nodes")
+	m1 := metrics()
+	trips := metricSum(m1, "ndbgate_backend_round_trips_total", nil) - before
+	assert.Equal(t, 1.0, trips, "a 100-key get is one turn flight")
+	nodes := 0
+	for _, x := range m1 {
+		if x.name == "ndbgate_backend_node_ops_total" &&
+			x.value > metricSum(m0, x.name, map[string]string{"node": x.labels["node"]}) {
+			nodes++
+		}
+	}
+	assert.GreaterOrEqual(t, nodes, 2, "keys spread over several nodes, in the one flight")
+	if liveCluster() != "" {
+		assert.Equal(t, 1.0, metricSum(m1, "ndbgate_backend_flights_on_caller_total", nil)-onCaller,
+			"run by the epoll loop")
+	}
 
 	coalesced0 := metricSum(metrics(), "ndbgate_backend_coalesced_rounds_total", nil)
 	var wg sync.WaitGroup
