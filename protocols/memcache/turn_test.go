@@ -22,6 +22,7 @@ import (
 type flightRecorder struct {
 	ndbclient.Driver
 	later   bool
+	hold    chan struct{} // non-nil: a lone flight waits for a receive first
 	mu      sync.Mutex
 	flights [][]string
 	lone    []bool
@@ -37,6 +38,9 @@ func (d *flightRecorder) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, 
 	d.mu.Lock()
 	d.flights, d.lone = append(d.flights, keys), append(d.lone, b.Lone)
 	d.mu.Unlock()
+	if d.hold != nil && b.Lone {
+		<-d.hold
+	}
 	if d.later && !b.Lone {
 		go func() { done(b, d.Driver.Execute(context.Background(), b)) }()
 		return
@@ -136,4 +140,35 @@ func TestTurnSendsItsRequestsInOneFlight(t *testing.T) {
 			assert.Equal(t, []bool{true, true}, lone)
 		})
 	}
+}
+
+// A reply a turn gives at once goes out before the turn's backend round
+// trip, not after it: a version is not held up by another connection's get.
+func TestTurnSendsWhatItAnsweredFirst(t *testing.T) {
+	e := embedded.New(embedded.Config{Partitions: 8, Nodes: 2})
+	t.Cleanup(func() { _ = e.Close() })
+	rec := &flightRecorder{Driver: e, hold: make(chan struct{})}
+	addr := startLanesServer(t, EventLoopEpoll, rec)
+	first, other, waiting := dialServer(t, addr, 10*time.Second), dialServer(t, addr, 10*time.Second), dialServer(t, addr, 10*time.Second)
+	write := func(c net.Conn, s string) {
+		t.Helper()
+		_, err := c.Write([]byte(s))
+		require.NoError(t, err)
+	}
+	// The loop holds in the first get's flight; meanwhile a version and
+	// a second get arrive, which its next turn reads together.
+	write(first, "get a\r\n")
+	require.Eventually(t, func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.flights) == 1 },
+		5*time.Second, time.Millisecond, "the first flight reached the driver")
+	write(waiting, "version\r\n")
+	write(other, "get b\r\n")
+	time.Sleep(50 * time.Millisecond) // both in the loop's socket buffers
+	rec.hold <- struct{}{}            // the first flight runs; the next turn reads both
+	assert.Equal(t, []string{"END\r\n"}, readLines(t, bufio.NewReader(first), 1))
+	assert.Equal(t, []string{"VERSION test\r\n"}, readLines(t, bufio.NewReader(waiting), 1),
+		"answered while the second get's flight is held")
+	rec.hold <- struct{}{}
+	assert.Equal(t, []string{"END\r\n"}, readLines(t, bufio.NewReader(other), 1))
+	flights, _ := rec.take()
+	assert.Equal(t, [][]string{{"a"}, {"b"}}, flights)
 }

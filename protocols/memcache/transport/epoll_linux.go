@@ -434,9 +434,11 @@ func (l *epollLoop) run() {
 			}
 		}
 		l.readQueued()
-		l.endTurn()
+		// What the turn answered at once goes before its backend round
+		// trip, then what that answered; a refused ring's reads, served
+		// in sendHeld, may leave the turn more to run.
 		l.sendHeld()
-		if l.endTurn() { // a refused ring's reads, served in sendHeld
+		for l.endTurn() {
 			l.sendHeld()
 		}
 	}
@@ -444,8 +446,8 @@ func (l *epollLoop) run() {
 
 // endTurn runs what the turn's requests left for its end (Loop.EndTurn),
 // and serves the connections that their completions woke, until nothing is
-// left; it reports whether anything ran. A Wake meanwhile writes no eventfd:
-// the loop serves what it woke here.
+// left; it reports whether it ran or served anything. A Wake meanwhile
+// writes no eventfd: the loop serves what it woke here.
 func (l *epollLoop) endTurn() (ran bool) {
 	for {
 		l.ending.Store(true)
@@ -454,7 +456,7 @@ func (l *epollLoop) endTurn() (ran bool) {
 		if !more && !l.missed.Load() {
 			return ran
 		}
-		ran = ran || more
+		ran = true // ran, or serves what a Wake missed: replies to send
 		l.mu.Lock()
 		l.missed.Store(false)
 		woken := l.woken
