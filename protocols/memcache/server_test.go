@@ -52,6 +52,13 @@ func startServer(t *testing.T, loop string, drv ndbclient.Driver, maxPending int
 // server down when t ends.
 func startServerConfig(t *testing.T, cfg Config, drv ndbclient.Driver) (string, *Server) {
 	t.Helper()
+	return startServerService(t, cfg, newDemoService(t, drv))
+}
+
+// startServerService serves cfg (Addr: a free port) with svc and shuts the
+// server down when t ends.
+func startServerService(t *testing.T, cfg Config, svc *gateway.Service) (string, *Server) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
@@ -61,7 +68,7 @@ func startServerConfig(t *testing.T, cfg Config, drv ndbclient.Driver) (string, 
 	if cfg.EventLoop == loopEpollRing {
 		cfg.EventLoop, cfg.BatchSyscalls = EventLoopEpoll, true
 	}
-	srv := NewServer(cfg, newDemoService(t, drv), discardLog)
+	srv := NewServer(cfg, svc, discardLog)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve() }()
 	select {

@@ -67,29 +67,7 @@ func startLanesServer(t *testing.T, loop string, drv ndbclient.Driver) string {
 	cl := ndbclient.NewClientWith(drv, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
 	svc, err := gateway.New(gateway.Options{Backend: cl, Routes: []gateway.Route{{Container: c}}})
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	cfg := Config{Addr: addr, Version: "test", EventLoop: loop, Loops: 1, MaxPending: 64}
-	if loop == loopEpollRing {
-		cfg.EventLoop, cfg.BatchSyscalls = EventLoopEpoll, true
-	}
-	srv := NewServer(cfg, svc, discardLog)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve() }()
-	select {
-	case <-srv.Started():
-	case err := <-errc:
-		t.Fatalf("serve: %v", err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("server did not start")
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
+	addr, _ := startServerService(t, Config{EventLoop: loop, Loops: 1, MaxPending: 64}, svc)
 	return addr
 }
 
