@@ -462,14 +462,7 @@ func (l *epollLoop) endTurn() (ran bool) {
 		woken := l.woken
 		l.woken = l.spare[:0]
 		l.mu.Unlock()
-		for i, c := range woken {
-			woken[i] = nil
-			c.queued.Store(false) // before serving: a yield queues it again
-			if !c.gone {
-				l.serve(c, nil)
-			}
-		}
-		l.spare = woken[:0]
+		l.serveWoken(woken)
 	}
 }
 
@@ -520,6 +513,12 @@ func (l *epollLoop) chores() {
 	for _, fd := range adopt {
 		l.take(fd)
 	}
+	l.serveWoken(woken)
+}
+
+// serveWoken serves the connections taken from l.woken, whose slice then
+// becomes the spare.
+func (l *epollLoop) serveWoken(woken []*epollConn) {
 	for i, c := range woken {
 		woken[i] = nil
 		c.queued.Store(false) // before serving: a yield queues it again
