@@ -133,6 +133,15 @@ func TestTurnSendsWhatItAnsweredFirst(t *testing.T) {
 		_, err := c.Write([]byte(s))
 		require.NoError(t, err)
 	}
+	// Released before the server shuts down, whatever fails: the loop may
+	// be waiting in a held flight.
+	t.Cleanup(func() { close(rec.hold) })
+	// Every connection taken on by the loop first: one adopted while the
+	// loop waits in a flight would be read a turn later.
+	for _, c := range []net.Conn{first, other, waiting} {
+		write(c, "version\r\n")
+		require.Equal(t, []string{"VERSION test\r\n"}, readLines(t, bufio.NewReader(c), 1))
+	}
 	// The loop holds in the first get's flight; meanwhile a version and
 	// a second get arrive, which its next turn reads together.
 	write(first, "get a\r\n")
