@@ -66,14 +66,7 @@ func TestLoneRequests(t *testing.T) {
 			rec := &loneRecorder{Driver: e, lone: map[string]bool{}}
 			addr := startServer(t, loop, rec, 64)
 
-			text := dialServer(t, addr, 10*time.Second)
-			r := bufio.NewReader(text)
-			send := func(s string, replies int) []string {
-				t.Helper()
-				_, err := text.Write([]byte(s))
-				require.NoError(t, err)
-				return readLines(t, r, replies)
-			}
+			send := textSender(t, addr)
 			assert.Equal(t, []string{"STORED\r\n"}, send("set a 0 0 1\r\nx\r\n", 1))
 			assert.Equal(t, map[string]bool{"a": true}, rec.take("a"), "a set alone")
 			assert.Equal(t, []string{"VALUE a 0 1\r\n", "x\r\n", "END\r\n"}, send("get a\r\n", 3))

@@ -117,6 +117,20 @@ func newEngine(t *testing.T) *embedded.Engine {
 	return e
 }
 
+// textSender dials addr and returns a function that writes s and reads
+// replies reply units (readLines) from the connection.
+func textSender(t *testing.T, addr string) func(s string, replies int) []string {
+	t.Helper()
+	c := dialServer(t, addr, 10*time.Second)
+	r := bufio.NewReader(c)
+	return func(s string, replies int) []string {
+		t.Helper()
+		_, err := c.Write([]byte(s))
+		require.NoError(t, err)
+		return readLines(t, r, replies)
+	}
+}
+
 // readReplies reads n reply units from r: a line, or for VALUE a block up to END.
 func readLines(t *testing.T, r *bufio.Reader, n int) []string {
 	t.Helper()

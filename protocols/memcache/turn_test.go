@@ -83,14 +83,7 @@ func TestTurnSendsItsRequestsInOneFlight(t *testing.T) {
 			t.Cleanup(func() { _ = e.Close() })
 			rec := &flightRecorder{Driver: e, later: true}
 			addr := startLanesServer(t, loop, rec)
-			conn := dialServer(t, addr, 10*time.Second)
-			r := bufio.NewReader(conn)
-			send := func(s string, replies int) []string {
-				t.Helper()
-				_, err := conn.Write([]byte(s))
-				require.NoError(t, err)
-				return readLines(t, r, replies)
-			}
+			send := textSender(t, addr)
 			assert.Equal(t, []string{"STORED\r\n", "STORED\r\n", "STORED\r\n"},
 				send("set a 0 0 1\r\n1\r\nset b 0 0 1\r\n2\r\nset c 0 0 1\r\n3\r\n", 3))
 			rec.take()
@@ -100,7 +93,7 @@ func TestTurnSendsItsRequestsInOneFlight(t *testing.T) {
 			got := send("get a b\r\nget c\r\nincr n 1\r\n", 7)
 			assert.Equal(t, []string{"VALUE a 0 1\r\n", "1\r\n", "VALUE b 0 1\r\n", "2\r\n", "END\r\n",
 				"VALUE c 0 1\r\n", "3\r\n"}, got)
-			assert.Equal(t, []string{"END\r\n", "NOT_FOUND\r\n"}, readLines(t, r, 2))
+			assert.Equal(t, []string{"END\r\n", "NOT_FOUND\r\n"}, send("", 2)) // the rest of the replies
 			flights, lone := rec.take()
 			require.Len(t, flights, 1, "one flight for the turn: %v", flights)
 			assert.ElementsMatch(t, []string{"a", "b", "c", "n"}, flights[0])
