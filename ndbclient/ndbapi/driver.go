@@ -462,12 +462,7 @@ func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 		done(b, ndbclient.ErrUnavailable)
 		return
 	}
-	e := d.execs[0]
-	if b.Shard > 0 {
-		// An event loop's lone flights claim an executor of their own.
-		e = d.execs[(b.Shard-1)%len(d.execs)]
-	}
-	if b.Lone && e.claimIdle() {
+	if e := d.loneExecutor(b.Shard); b.Lone && e.claimIdle() {
 		// The caller has nothing else to do: run the flight here, with no
 		// thread hand-off either way (Batch.Lone).
 		e.lone = d.busyPoll > 0 && b.Poll
@@ -479,7 +474,7 @@ func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 		done(b, err)
 		return
 	}
-	e = d.execs[0]
+	e := d.execs[0]
 	e.mu.Lock()
 	if len(b.Ops) >= smallFlightOps || len(e.queue) >= smallFlightsQueued {
 		e.mu.Unlock()
@@ -499,6 +494,17 @@ func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 	e.mu.Unlock()
 	C.ndbgate_sem_post(e.sem)
 	d.closeMu.RUnlock()
+}
+
+// loneExecutor is the executor whose Ndb object a lone flight of the caller
+// with metrics shard shard borrows: event loop i's (shard i+1) is executor i
+// modulo the pool, so that two loops can each run their turn's flight at
+// once; callers with no loop (shard 0) take the first.
+func (d *Driver) loneExecutor(shard int) *executor {
+	if shard > 0 {
+		return d.execs[(shard-1)%len(d.execs)]
+	}
+	return d.execs[0]
 }
 
 // Overlaps counts flights begun on an executor that was already running one,
