@@ -110,12 +110,12 @@ func (p *partition) metaSize() int64 {
 }
 
 // syncMeta charges what the slot array and index hold now, reserved of it
-// having been reserved already (roomForRow).
+// having been reserved already (roomForRow: in both used and metaBytes).
 func (p *partition) syncMeta(reserved int64) {
 	d := p.metaSize() - p.metaCharged
 	p.metaCharged += d
 	p.charged += d
-	p.e.metaBytes.Add(d)
+	p.e.metaBytes.Add(d - reserved)
 	p.e.used.Add(d - reserved)
 }
 

@@ -54,9 +54,10 @@ const minSlots = 64
 
 // roomForRow readies the slot array and index for one more row, growing them
 // now if they are full, so that newSlot and index.insert never have to, and
-// reserves what they will hold more with it (evicting as put does; force:
-// regardless of the limit), which it returns for syncMeta. It fails with out
-// of memory, changing nothing but evictions, if the limit or the OS refuses.
+// reserves what they will hold more with it, in the limit and off the page
+// cap (evicting as put does; force: regardless of the limit), which it
+// returns for syncMeta. It fails with out of memory, changing nothing but
+// evictions, if the limit or the OS refuses.
 func (p *partition) roomForRow(now uint32, force bool) (int64, error) {
 	m := p.arena.m
 	growSlots := p.freeSlot < 0 && len(p.slots) == cap(p.slots)
@@ -90,6 +91,9 @@ func (p *partition) roomForRow(now uint32, force bool) (int64, error) {
 		p.e.oom.Add(1)
 		return 0, errOutOfMemory
 	}
+	// Held off the page cap from now on, as in the limit: the row's own
+	// chunk, mapped before syncMeta, must not take the room it fitted in.
+	p.e.metaBytes.Add(need)
 	if p.freeSlot < 0 && len(p.slots) == cap(p.slots) && !p.growSlots() ||
 		p.idx.full() && !p.idx.resize(p.idx.grownSize()) {
 		p.syncMeta(need)
