@@ -30,7 +30,9 @@ import (
 // 100,000 keys in 131,072 entries, and each miss cost an MD5 in NDB (7 % of
 // the gateway's CPU in 100-key gets on NDB 7.5.0). Evicting by the new key's
 // hash keeps the keys that have a slot to themselves: 90 % hit. In random
-// order both hit about 92 %; direct-mapped, 70 %.
+// order both hit about 92 %; direct-mapped, 70 %. Twice the entries
+// (partitionMemoEntries) hit 99.6 % of 100,000 keys in order, and took 3 %
+// off the gateway's CPU a key in 100-key gets.
 type partitionMemo struct {
 	seed    maphash.Seed
 	entries []atomic.Uint64 // 0: empty; len is a power of two, at least memoWays
@@ -40,8 +42,8 @@ type partitionMemo struct {
 // an allocation whose size is a power of two to its size, up to a page).
 const memoWays = 8
 
-// partitionMemoEntries is 1 MiB per table.
-const partitionMemoEntries = 1 << 17
+// partitionMemoEntries is 2 MiB per table.
+const partitionMemoEntries = 1 << 18
 
 // noPartition: not remembered.
 const noPartition = -1
@@ -111,7 +113,7 @@ func (m *partitionMemo) put(h uint64, p int) {
 }
 
 // slot is the entry a key of hash h replaces in a full bucket: bits 16-18
-// of h. A bucket is picked by h's lowest bits (14 of them in a memo of
+// of h. A bucket is picked by h's lowest bits (15 of them in a memo of
 // partitionMemoEntries), so a bucket's keys spread over its entries.
 func slot(h uint64) int {
 	return int(h>>16) % memoWays
