@@ -48,12 +48,13 @@ func main() {
 		fail(err)
 	}
 	l := &load{replies: make([][]time.Time, *conns), errs: make([]int, *conns), quit: make(chan struct{})}
-	for i := range *conns {
+	cs := make([]net.Conn, *conns)
+	for i := range cs {
 		c, err := net.Dial("tcp", *addr)
 		if err != nil {
 			fail(err)
 		}
-		defer c.Close()
+		cs[i] = c
 		l.wg.Add(1)
 		go l.run(i, c, *keys, *fixed)
 	}
@@ -73,6 +74,9 @@ func main() {
 	t1 := time.Now()
 	time.Sleep(*after)
 	close(l.quit)
+	for _, c := range cs { // a get still unanswered by then ends the run
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	}
 	l.wg.Wait()
 	if l.failed != nil {
 		fail(l.failed)
@@ -110,7 +114,7 @@ func (l *load) run(i int, c net.Conn, keys int, fixed bool) {
 		}
 		ok, err := readGet(r)
 		if err != nil {
-			l.broke(err)
+			l.broke(err) // or a get still unanswered 10 s after the run
 			return
 		}
 		if !ok {
