@@ -118,6 +118,9 @@ type flight struct {
 	b      Batch
 	state  atomic.Uint32
 	next   *flight // set when the driver completed inline
+	// err: a turn's flight done before Submit returned leaves its rounds,
+	// and the batch's error, to runFlights, on the turn's goroutine.
+	err    error
 	onDone func(*Batch, error)
 }
 
@@ -363,6 +366,12 @@ func runFlights(f *flight) {
 		if f.state.CompareAndSwap(flightSubmitting, flightWaiting) {
 			return // completes later on the driver's goroutine
 		}
+		if f.turn {
+			// Done before Submit returned, inline or on a driver goroutine
+			// that beat this CAS: its rounds complete here, on the turn's
+			// goroutine, where their calls may add to the turn.
+			f.finishTurn(f.err, true)
+		}
 		next := f.next
 		f.release()
 		f = next
@@ -372,16 +381,17 @@ func runFlights(f *flight) {
 // driverDone finishes the flight's rounds and, with lanes, starts what was queued.
 func (f *flight) driverDone(_ *Batch, err error) {
 	if f.turn {
-		// No lane and no next. Done inline, the flight ran on the turn's
-		// goroutine (Turn.Run), and so do its calls' completions.
-		inline := f.state.CompareAndSwap(flightSubmitting, flightDone)
-		for _, r := range f.rounds {
-			r.onTurn = inline
-			r.finish(err)
+		// No lane and no next. A driver may complete on another goroutine
+		// before Submit returns, so the CAS, not the goroutine, decides who
+		// finishes the rounds. Won: runFlights has yet to see Submit
+		// return, and finishes them on the turn's goroutine. Lost:
+		// runFlights has returned, so they finish here, away from the turn.
+		f.err = err
+		if f.state.CompareAndSwap(flightSubmitting, flightDone) {
+			return
 		}
-		if !inline {
-			f.release()
-		}
+		f.finishTurn(err, false)
+		f.release()
 		return
 	}
 	for _, r := range f.rounds {
@@ -400,10 +410,19 @@ func (f *flight) driverDone(_ *Batch, err error) {
 	runFlights(next)
 }
 
+// finishTurn completes a turn's flight's rounds; onTurn says this is the
+// turn's goroutine.
+func (f *flight) finishTurn(err error, onTurn bool) {
+	for _, r := range f.rounds {
+		r.onTurn = onTurn
+		r.finish(err)
+	}
+}
+
 func (f *flight) release() {
 	clear(f.rounds)
 	clear(f.b.Ops)
-	f.rounds, f.lane, f.c, f.next, f.turn = f.rounds[:0], nil, nil, nil, false
+	f.rounds, f.lane, f.c, f.next, f.turn, f.err = f.rounds[:0], nil, nil, nil, false, nil
 	f.b.Reset()
 	flightPool.Put(f)
 }

@@ -24,8 +24,12 @@ import (
 // until released, and can inject errors per op and attempt.
 type recorder struct {
 	ndbclient.Driver
-	later  time.Duration // >0: complete on another goroutine after up to this
-	hold   chan struct{} // non-nil: each flight waits for a receive
+	later time.Duration // >0: complete on another goroutine after up to this
+	hold  chan struct{} // non-nil: each flight waits for a receive
+	// early: with later, Submit returns only after done has run on the
+	// other goroutine, as an executor can finish a flight before the
+	// thread that queued it runs again.
+	early  bool
 	inject func(op *ndbclient.Op, attempt int) error
 
 	mu       sync.Mutex
@@ -76,7 +80,11 @@ func (d *recorder) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)
 		if d.later > 0 {
 			delay = time.Duration(rand.Int64N(int64(d.later)))
 		}
-		go func() { time.Sleep(delay); finish() }()
+		ran := make(chan struct{})
+		go func() { time.Sleep(delay); finish(); close(ran) }()
+		if d.early {
+			<-ran
+		}
 		return
 	}
 	finish()

@@ -2,6 +2,9 @@ package ndbclient_test
 
 import (
 	"fmt"
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -128,6 +131,68 @@ func TestTurnLeftWhenCompletedElsewhere(t *testing.T) {
 		t.Fatal("never completed")
 	}
 	requireValues(t, b.Ops, []string{"k1"})
+}
+
+// A turn's flight that a driver completes on another goroutine before
+// Submit returns (an executor that ran it before the thread that queued it
+// ran again) completes its batches on the turn's goroutine all the same,
+// keeping their turn: the goroutine that completed it must not touch the
+// turn, nor the flight once Run may have recycled it.
+func TestTurnCompletedElsewhereBeforeSubmitReturns(t *testing.T) {
+	e, tbl := newEngine(t, 2, 10)
+	rec := &recorder{Driver: e, later: time.Microsecond, early: true}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
+	var turn ndbclient.Turn
+	runner := goroutineID()
+	second := turnBatch(tbl, nil, "k2", "k3")
+	finished := false
+	c.Submit(turnBatch(tbl, &turn, "k1"), func(b *ndbclient.Batch, err error) {
+		require.NoError(t, err)
+		assert.Equal(t, runner, goroutineID(), "completed on the turn's goroutine")
+		assert.Same(t, &turn, b.Turn, "kept its turn")
+		second.Turn = b.Turn
+		c.Submit(second, func(_ *ndbclient.Batch, err error) {
+			assert.NoError(t, err)
+			assert.Equal(t, runner, goroutineID(), "the next stage too")
+			finished = true
+		})
+	})
+	turn.Run()
+	assert.True(t, finished, "the second stage ran in the same Run")
+	requireValues(t, second.Ops, []string{"k2", "k3"})
+}
+
+// Turns whose flights complete elsewhere at any moment, before or after
+// Submit returns, each complete once with their values (run with -race: the
+// goroutine that completed a flight must not touch it once Run recycles it).
+func TestTurnFlightsCompletedElsewhereAtAnyMoment(t *testing.T) {
+	e, tbl := newEngine(t, 2, 100)
+	rec := &recorder{Driver: e, later: 20 * time.Microsecond}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
+	var turn ndbclient.Turn
+	var wg sync.WaitGroup
+	for i := range 500 {
+		keys := []string{fmt.Sprintf("k%d", i%100), fmt.Sprintf("k%d", (i+37)%100)}
+		b := turnBatch(tbl, &turn, keys...)
+		wg.Add(1)
+		c.Submit(b, func(b *ndbclient.Batch, err error) {
+			defer wg.Done()
+			assert.NoError(t, err)
+			for j, op := range b.Ops { // assert: this may be another goroutine
+				if assert.NoError(t, op.Err) && assert.Len(t, op.Row, 1) {
+					assert.Equal(t, "v"+keys[j][1:], string(op.Row[0].B))
+				}
+			}
+		})
+		turn.Run()
+	}
+	wg.Wait()
+}
+
+// goroutineID is the calling goroutine's number, from its stack header.
+func goroutineID() string {
+	buf := make([]byte, 64)
+	return strings.Fields(string(buf[:runtime.Stack(buf, false)]))[1]
 }
 
 // Without coalescing each round is its own flight, so a batch ignores its
