@@ -50,6 +50,7 @@ declare -A ARGS=(
 WORKLOADS=${WORKLOADS:-"text_p1_1:10_32B_c1 binary_p1_1:10_32B_c1 text_p1_1:10_32B binary_p1_1:10_32B text_p16_1:10_32B binary_p16_1:10_32B binary_p16_1:1_32B binary_p16_1:1_1024B"}
 [ $# -ge 2 ] || { echo "usage: $0 TARGET TARGET... (an ndbgate binary's path, or memcached)" >&2; exit 2; }
 . "$(dirname "$0")/lib.sh"
+host_line
 command -v memtier_benchmark >/dev/null || { echo "compare-builds: memtier_benchmark is not on PATH (see bench/run-memtier.sh)" >&2; exit 2; }
 pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true' EXIT

@@ -107,6 +107,7 @@ for r in $(seq "$TRIALS"); do
     stop
   done
 done
+host_line
 echo "$MODE on $TABLE | build / first: keys/s, gateway CPU per key, data node CPU per key (medians of per-trial ratios, range; lower CPU in N of trials)"
 python3 - "$out" "$@" <<'PY'
 import collections, statistics, sys

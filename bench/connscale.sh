@@ -20,6 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
+host_line
 
 TRIALS=${TRIALS:-5}
 TIME=${TIME:-8}

@@ -1,6 +1,17 @@
 # shellcheck shell=bash
 # What the bench scripts share; each sources it: . "$(dirname "$0")/lib.sh"
 
+# host_line prints what moves every figure on a host: its CPUs and, on a
+# KVM guest, the kernel's halt polling. At 0 an idle vCPU halts at once and
+# a wake of it costs tens of microseconds, which one connection pays a few
+# times a request (docs/PERFORMANCE.md, "On a VM, the guest's idle states").
+host_line() {
+  local model poll=/sys/module/haltpoll/parameters/guest_halt_poll_ns halt=""
+  model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
+  [ -r "$poll" ] && halt="; guest_halt_poll_ns $(cat "$poll")"
+  echo "host: $(nproc) CPUs, ${model:-model unknown}$halt"
+}
+
 # WAIT_PORT_SECONDS bounds wait_port: long enough for a data dir's recovery
 # or a cluster connection, where a server starts in milliseconds otherwise.
 WAIT_PORT_SECONDS=${WAIT_PORT_SECONDS:-60}

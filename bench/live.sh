@@ -210,6 +210,7 @@ settle() { # up to 60 s for the data nodes to go quiet (below 10 % of a core) af
 }
 
 echo "live: cluster $CS; data node pids: ${DATA_NODES:-none here}; results in $csv"
+host_line
 # ndbmemcache's configuration tables, and demo_table, made afresh: a table
 # left by the live e2e suite has the item_state column.
 shape="ndbmemcache's shape"

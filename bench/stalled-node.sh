@@ -56,6 +56,7 @@ for r in $(seq "$TRIALS"); do
     sleep 2 # the node catches up
   done
 done
+host_line
 echo "gets served while node $NODE was stopped for $STOP ($KEYS keys, $CONNS connections), against the window before: median (range)"
 python3 - "$tmp/runs" "$@" <<'PY'
 import collections, statistics, sys
