@@ -5,10 +5,12 @@ import (
 	"math/rand"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -39,14 +41,117 @@ func conformanceRun(t *testing.T, converse func(t *testing.T, seed, attempt int,
 	seeds := envInt(t, "NDBGATE_TEST_CONFORMANCE_SEEDS", 200)
 	counters := newCounterCheck(t, mcAddr, s.memcacheAddr)
 	for seed := 1; seed <= seeds; seed++ {
+		excused := false
 		retryOnce(t, seed, func(attempt int) string {
 			if attempt > 0 {
 				counters.rebase() // the first attempt's counters moved with its difference
 			}
-			return converse(t, seed, attempt, mcAddr, s.memcacheAddr)
+			diff := converse(t, seed, attempt, mcAddr, s.memcacheAddr)
+			if why, ok := strings.CutPrefix(diff, memcachedBugPrefix); ok {
+				t.Logf("seed %d: %s", seed, why)
+				excused = true
+				return ""
+			}
+			return diff
 		})
-		counters.check(seed)
+		if excused {
+			counters.rebase() // memcached's arithmetic failed where ndbgate's did not
+		} else {
+			counters.check(seed)
+		}
 	}
+}
+
+// TestMemcachedSignBugIsRecognized: memcachedSignBug excuses memcached
+// 1.6.18's non-numeric answer for a number of 2^63 or more when a '-'
+// follows the item in memory (made here: a freed item of dashes whose
+// chunk the number takes), and nothing else: not a value that is no
+// number, not a key written again later in its run, not a reply where
+// memcached did not say non-numeric more often.
+func TestMemcachedSignBugIsRecognized(t *testing.T) {
+	if !haveMemcached() {
+		t.Skip("memcached not on PATH")
+	}
+	mcAddr, _ := startMemcached(t)
+	c := dialRaw(t, mcAddr)
+	defer c.close()
+	key := "" // which length of dashes shares the number's slab class depends on the build
+	for n := 16; n <= 48 && key == ""; n++ {
+		k := fmt.Sprintf("sb:%02d", n)
+		c.roundTrip(fmt.Sprintf("set %s 0 0 %d\r\n%s\r\n", k, n, strings.Repeat("-", n)), "STORED\r\n")
+		c.roundTrip("delete "+k+"\r\n", "DELETED\r\n")
+		c.roundTrip("set "+k+" 0 0 20\r\n18446744073709551610\r\n", "STORED\r\n")
+		c.send("incr " + k + " 1\r\n")
+		if strings.Contains(c.readLine(), "non-numeric") {
+			key = k
+		}
+	}
+	if key == "" {
+		t.Skip("this memcached does not have 1.6.18's bug (fixed in 1.6.22): nothing to recognize")
+	}
+	const marker = "non-numeric value"
+	want, got := "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n", "18446744073709551611\r\n"
+	assert.True(t, memcachedSignBug(t, mcAddr, want, got, marker, [][]string{{key}}, []bool{true}))
+	assert.False(t, memcachedSignBug(t, mcAddr, want, got, marker, [][]string{{key}, {key}}, []bool{true, false}),
+		"the key written again later in the run")
+	assert.False(t, memcachedSignBug(t, mcAddr, got, got, marker, [][]string{{key}}, []bool{true}),
+		"memcached did not say non-numeric")
+	c.roundTrip("set sb:nan 0 0 4\r\n12ab\r\n", "STORED\r\n")
+	assert.False(t, memcachedSignBug(t, mcAddr, want, got, marker, [][]string{{"sb:nan"}}, []bool{true}),
+		"a value that is no number")
+	c.roundTrip("set sb:small 0 0 2\r\n12\r\n", "STORED\r\n")
+	assert.False(t, memcachedSignBug(t, mcAddr, want, got, marker, [][]string{{"sb:small"}}, []bool{true}),
+		"a number below 2^63, where memcached looks for no sign")
+}
+
+// memcachedBugPrefix starts what a conversation returns when it ended at
+// a difference that memcachedSignBug explains: not a failure.
+const memcachedBugPrefix = "memcached bug: "
+
+// memcachedSignBug reports whether a run's replies differ by memcached
+// 1.6.18's bug in incr and decr, fixed in 1.6.22 (ea92c6c01): to parse a
+// value of 2^63 or more it looks for a '-' with strchr, past the value's
+// end into whatever memory follows the item, and answers non-numeric when
+// it finds one there. It holds when memcached answered non-numeric
+// (marker) more often than ndbgate, and each key the run incremented or
+// decremented (arith) is touched by nothing after that in the run
+// (touched, each command's keys in order) and holds on memcached a number
+// of 2^63 or more, which memcached's own incr must take. From there on the
+// servers' items differ, so the conversation ends.
+func memcachedSignBug(t *testing.T, refAddr, want, got, marker string, touched [][]string, arith []bool) bool {
+	if strings.Count(want, marker) <= strings.Count(got, marker) {
+		return false
+	}
+	var keys []string
+	for i, ks := range touched {
+		if !arith[i] {
+			continue
+		}
+		for _, later := range touched[i+1:] {
+			if slices.Contains(later, ks[0]) {
+				return false
+			}
+		}
+		keys = append(keys, ks[0])
+	}
+	if len(keys) == 0 {
+		return false
+	}
+	c := dialRaw(t, refAddr)
+	defer c.close()
+	for _, k := range keys {
+		c.send("get " + k + "\r\n")
+		lines := c.readUntilEnd(3)
+		if len(lines) != 2 {
+			return false
+		}
+		v := strings.TrimSuffix(lines[1], "\r\n")
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n < 1<<63 || strings.Trim(v, "0123456789") != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // counterCheck compares the counters of memcached's stats that both
@@ -88,10 +193,11 @@ func (c *counterCheck) check(seed int) {
 func (c *counterCheck) rebase() { c.was = [2]map[string]string{c.ref.stats(""), c.gw.stats("")} }
 
 // retryOnce runs a seed's conversation, and once more, on keys of its own,
-// when the replies differed: memcached 1.6.18 once answered an incr of a
-// 20-digit number it had just stored "non-numeric", in one run of
-// thousands, and never again on the same commands. A difference that comes
-// back fails the test; one that does not is logged.
+// when the replies differed, for a server's one-off. (memcached 1.6.18's
+// occasional "non-numeric" for an incr of a 20-digit number was one, until
+// memcachedSignBug named it: it came back on the retry in session 46's CI.)
+// A difference that comes back fails the test; one that does not is
+// logged.
 func retryOnce(t *testing.T, seed int, run func(attempt int) string) {
 	t.Helper()
 	first := run(0)
@@ -118,11 +224,17 @@ func converse(t *testing.T, seed, attempt int, refAddr, gwAddr string) string {
 	for i := 0; i < 60; {
 		run := runLength(seed, rng)
 		var cmd strings.Builder
-		for range run {
-			cmd.WriteString(conv.next())
+		touched, arith := make([][]string, run), make([]bool, run)
+		for k := range run {
+			next := conv.next()
+			cmd.WriteString(next)
+			touched[k], arith[k] = conv.keysOf(next)
 		}
 		want, got := ref.say(cmd.String()), gw.say(cmd.String())
 		sent = append(sent, strings.TrimSuffix(ref.last, "\r\n"))
+		if want != got && memcachedSignBug(t, refAddr, want, got, "non-numeric value", touched, arith) {
+			return fmt.Sprintf("%scommands %d-%d: memcached called a number of 2^63 or more non-numeric (1.6.18's strchr past the value; fixed in 1.6.22); the rest is not compared", memcachedBugPrefix, i, i+run-1)
+		}
 		if want != got {
 			return fmt.Sprintf("seed %d, commands %d-%d: replies differ\nconversation:\n  %s\nmemcached: %q\nndbgate:   %q",
 				seed, i, i+run-1, strings.Join(sent, "\n  "), want, got)
@@ -280,6 +392,19 @@ func newConversation(rng *rand.Rand, prefix string) *conversation {
 }
 
 func (c *conversation) pick(choices ...string) string { return choices[c.rng.Intn(len(choices))] }
+
+// keysOf is the conversation's keys that cmd names, and whether cmd
+// increments or decrements (incr, decr, ma).
+func (c *conversation) keysOf(cmd string) (keys []string, arith bool) {
+	line, _, _ := strings.Cut(cmd, "\r\n")
+	fields := strings.Fields(line)
+	for _, f := range fields {
+		if strings.HasPrefix(f, c.prefix) {
+			keys = append(keys, f)
+		}
+	}
+	return keys, len(fields) > 0 && (fields[0] == "incr" || fields[0] == "decr" || fields[0] == "ma") && len(keys) > 0
+}
 
 // key is one of the conversation's four keys; key 3 is 250 bytes long,
 // memcached's longest.
