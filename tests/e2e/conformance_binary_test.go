@@ -38,18 +38,18 @@ func converseBinary(t *testing.T, seed, attempt int, refAddr, gwAddr string) str
 			sent = append(sent, reqs[k].String())
 		}
 		want, got := ref.say(reqs), gw.say(reqs)
-		touched, arith := make([][]string, run), make([]bool, run)
-		for k, r := range reqs {
-			touched[k] = []string{string(r.key)}
-			switch r.op {
-			case 0x05, 0x06, 0x15, 0x16: // INCR, DECR, INCRQ, DECRQ
-				arith[k] = true
-			}
-		}
-		if want != got && memcachedSignBug(t, refAddr, want, got, "status=6 ", touched, arith) {
-			return fmt.Sprintf("%scommands %d-%d: memcached called a number of 2^63 or more non-numeric (1.6.18's strchr past the value; fixed in 1.6.22); the rest is not compared", memcachedBugPrefix, i, i+run-1)
-		}
 		if want != got {
+			touched, arith := make([][]string, run), make([]bool, run)
+			for k, r := range reqs {
+				touched[k] = []string{string(r.key)}
+				switch r.op {
+				case 0x05, 0x06, 0x15, 0x16: // INCR, DECR, INCRQ, DECRQ
+					arith[k] = true
+				}
+			}
+			if memcachedSignBug(t, refAddr, want, got, "status=6 ", touched, arith) {
+				return signBugExcuse(i, i+run-1)
+			}
 			return fmt.Sprintf("seed %d, commands %d-%d: replies differ\nconversation:\n  %s\nmemcached: %s\nndbgate:   %s",
 				seed, i, i+run-1, strings.Join(sent, "\n  "), want, got)
 		}

@@ -108,6 +108,13 @@ func TestMemcachedSignBugIsRecognized(t *testing.T) {
 // a difference that memcachedSignBug explains: not a failure.
 const memcachedBugPrefix = "memcached bug: "
 
+// signBugExcuse is what a conversation returns when memcachedSignBug
+// explains the difference of its commands from to to.
+func signBugExcuse(from, to int) string {
+	return fmt.Sprintf("%scommands %d-%d: memcached called a number of 2^63 or more non-numeric "+
+		"(1.6.18's strchr past the value; fixed in 1.6.22); the rest is not compared", memcachedBugPrefix, from, to)
+}
+
 // memcachedSignBug reports whether a run's replies differ by memcached
 // 1.6.18's bug in incr and decr, fixed in 1.6.22 (ea92c6c01): to parse a
 // value of 2^63 or more it looks for a '-' with strchr, past the value's
@@ -223,19 +230,21 @@ func converse(t *testing.T, seed, attempt int, refAddr, gwAddr string) string {
 	var sent []string
 	for i := 0; i < 60; {
 		run := runLength(seed, rng)
-		var cmd strings.Builder
-		touched, arith := make([][]string, run), make([]bool, run)
-		for k := range run {
-			next := conv.next()
-			cmd.WriteString(next)
-			touched[k], arith[k] = conv.keysOf(next)
+		cmds := make([]string, run)
+		for k := range cmds {
+			cmds[k] = conv.next()
 		}
-		want, got := ref.say(cmd.String()), gw.say(cmd.String())
+		cmd := strings.Join(cmds, "")
+		want, got := ref.say(cmd), gw.say(cmd)
 		sent = append(sent, strings.TrimSuffix(ref.last, "\r\n"))
-		if want != got && memcachedSignBug(t, refAddr, want, got, "non-numeric value", touched, arith) {
-			return fmt.Sprintf("%scommands %d-%d: memcached called a number of 2^63 or more non-numeric (1.6.18's strchr past the value; fixed in 1.6.22); the rest is not compared", memcachedBugPrefix, i, i+run-1)
-		}
 		if want != got {
+			touched, arith := make([][]string, run), make([]bool, run)
+			for k, c := range cmds {
+				touched[k], arith[k] = conv.keysOf(c)
+			}
+			if memcachedSignBug(t, refAddr, want, got, "non-numeric value", touched, arith) {
+				return signBugExcuse(i, i+run-1)
+			}
 			return fmt.Sprintf("seed %d, commands %d-%d: replies differ\nconversation:\n  %s\nmemcached: %q\nndbgate:   %q",
 				seed, i, i+run-1, strings.Join(sent, "\n  "), want, got)
 		}
