@@ -154,7 +154,7 @@ func memcachedSignBug(t *testing.T, refAddr, want, got, marker string, touched [
 		}
 		v := strings.TrimSuffix(lines[1], "\r\n")
 		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil || n < 1<<63 || strings.Trim(v, "0123456789") != "" {
+		if err != nil || n < 1<<63 {
 			return false
 		}
 	}
