@@ -22,6 +22,7 @@ type Client struct {
 	lanesMu  sync.Mutex       // serialises growing lanes
 	inline   bool             // the driver completes every Submit inline (InlineDriver)
 	batcher  PartitionBatcher // nil if the driver has none
+	grouper  GroupSubmitter   // nil if the driver has none
 	inFlight atomic.Int64
 	scratch  sync.Pool // *[]*round
 	failures failureLog
@@ -39,6 +40,7 @@ func NewClientWith(d Driver, cfg DispatchConfig) *Client {
 		c.inline = in.CompletesInline()
 	}
 	c.batcher, _ = d.(PartitionBatcher)
+	c.grouper, _ = d.(GroupSubmitter)
 	c.scratch.New = func() any { s := make([]*round, 0, 8); return &s }
 	liveClients.add(c)
 	if cfg.Lanes {

@@ -344,6 +344,9 @@ func (c *Client) newFlight(l *lane) *flight {
 func (f *flight) add(r *round) {
 	if len(f.rounds) == 0 {
 		f.b.Shard = r.call.b.Shard // the metrics shard of the first caller
+		f.b.OneNode, f.b.Node = true, r.node
+	} else if r.node != f.b.Node {
+		f.b.OneNode = false
 	}
 	f.rounds = append(f.rounds, r)
 	f.b.Ops = append(f.b.Ops, r.ops...)

@@ -49,6 +49,17 @@ type NonBlockingDriver interface {
 	SubmitNeverWaits() bool
 }
 
+// GroupSubmitter is an optional Driver method: SubmitGroup does what Submit
+// does for each batch, done[i] completing bs[i], but sends them together, in
+// one round trip when it can, and completes each as soon as its own answers
+// are in: a turn's batches for different data nodes, so that a node that
+// stops answering holds up only its own (the NDB driver with
+// ndb.flight_wait). The slices are the caller's again once SubmitGroup
+// returns.
+type GroupSubmitter interface {
+	SubmitGroup(bs []*Batch, done []func(*Batch, error))
+}
+
 // PartitionBatcher is an optional Driver method: Partitions does what
 // Partition does for the key of each op that starts a transaction run (not
 // one after a TxnWithNext), recording it with SetKeyPartition, and does it
@@ -141,6 +152,10 @@ type DriverStats struct {
 	// cluster's sockets for their answer before sleeping (ndb.busy_poll;
 	// NDB).
 	FlightsPolled uint64
+	// BatchesOwed counts batches a round trip returned without, their data
+	// node not having answered within ndb.flight_wait; each completed when
+	// it answered (NDB).
+	BatchesOwed uint64
 	// The embedded engine's data dir (0 without one): bytes of log since the
 	// last snapshot, snapshots taken, and failed log writes or fsyncs.
 	LogBytes       uint64

@@ -207,6 +207,11 @@ type Batch struct {
 	// rounds wait there until the loop runs them at the turn's end
 	// (Turn.Run). Reset clears it.
 	Turn *Turn
+	// OneNode says every op goes to the data node of lane Node (NodeOf), so
+	// a driver that finds that node slow to answer need not wait for it
+	// (ndb.flight_wait). The dispatcher sets both; Reset clears OneNode.
+	OneNode bool
+	Node    int
 	// abandoned: nobody waits for the answer any more (the client hung up),
 	// so rounds still queued for it are dropped unsent.
 	abandoned atomic.Bool
@@ -214,7 +219,7 @@ type Batch struct {
 
 // Reset empties the batch, keeping capacity and Shard.
 func (b *Batch) Reset() {
-	b.Ops, b.Lone, b.Poll, b.Turn = b.Ops[:0], false, false, nil
+	b.Ops, b.Lone, b.Poll, b.Turn, b.OneNode = b.Ops[:0], false, false, nil, false
 	b.abandoned.Store(false)
 }
 

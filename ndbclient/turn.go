@@ -17,6 +17,10 @@ type Turn struct {
 	spare  []*round
 	poll   bool     // every batch added since the last Run may poll (Batch.Poll)
 	mine   []*round // Run's scratch: one client's rounds for its flight
+	// Run's scratch for a group of flights (runGroup).
+	flights []*flight
+	batches []*Batch
+	dones   []func(*Batch, error)
 }
 
 // add adds a call's rounds to the turn.
@@ -35,8 +39,12 @@ func (t *Turn) Pending() bool { return len(t.rounds) > 0 }
 // Run sends the rounds added since the last Run: for each client, as many
 // as turnFlightOps allows in one flight, which the driver runs on the
 // caller's goroutine when it can (Batch.Lone), and the rest through their
-// nodes' lanes. A completion that runs here may add rounds of its
-// request's next stage: Run runs those too, until none is left.
+// nodes' lanes. With a driver that sends a group of batches in one round
+// trip (GroupSubmitter), the flight is one batch a node, each completing
+// on its own: a node that does not answer in time holds up only its
+// batch, which completes later (ndb.flight_wait). A completion that runs
+// here may add rounds of its request's next stage: Run runs those too,
+// until none is left.
 func (t *Turn) Run() {
 	for len(t.rounds) > 0 {
 		all := t.rounds
@@ -45,9 +53,6 @@ func (t *Turn) Run() {
 		rounds := all
 		for len(rounds) > 0 {
 			c := rounds[0].call.c
-			f := c.newFlight(nil)
-			f.turn = true
-			f.b.Lone, f.b.Poll = true, poll
 			rest, ops := rounds[:0], 0
 			for _, r := range rounds {
 				switch {
@@ -64,15 +69,22 @@ func (t *Turn) Run() {
 			}
 			rounds = rest
 			if len(t.mine) == 0 {
-				f.release()
 				continue
 			}
 			// In node order, each node's first op marked: the driver
 			// must not join it to another node's transaction.
 			slices.SortStableFunc(t.mine, func(a, b *round) int { return cmp.Compare(a.node, b.node) })
+			var f *flight
 			nodeOps := 0
 			for i, r := range t.mine {
-				r.ops[0].nodeStart = i > 0 && r.node != t.mine[i-1].node
+				first := i == 0 || t.mine[i-1].node != r.node
+				r.ops[0].nodeStart = i > 0 && first
+				if f == nil || (first && c.grouper != nil) {
+					f = c.newFlight(nil)
+					f.turn = true
+					f.b.Lone, f.b.Poll = true, poll
+					t.flights = append(t.flights, f)
+				}
 				f.add(r)
 				nodeOps += len(r.ops)
 				if i == len(t.mine)-1 || t.mine[i+1].node != r.node {
@@ -82,11 +94,44 @@ func (t *Turn) Run() {
 			}
 			clear(t.mine)
 			t.mine = t.mine[:0]
-			runFlights(f)
+			if c.grouper != nil {
+				t.runGroup(c)
+			} else {
+				runFlights(t.flights[0])
+			}
+			clear(t.flights)
+			t.flights = t.flights[:0]
 		}
 		clear(all)
 		t.spare = all[:0]
 	}
+}
+
+// runGroup submits the turn's flights, one a node, as a group
+// (GroupSubmitter). Those done before SubmitGroup returns complete here, on
+// the turn's goroutine; each other one completes where the driver finishes
+// it (driverDone).
+func (t *Turn) runGroup(c *Client) {
+	for _, f := range t.flights {
+		f.state.Store(flightSubmitting)
+		observeFlight(f.b.Shard, len(f.b.Ops))
+		if n := len(f.rounds); n > 1 {
+			dispatchCoalesced.Add(float64(n - 1))
+		}
+		t.batches = append(t.batches, &f.b)
+		t.dones = append(t.dones, f.onDone)
+	}
+	c.grouper.SubmitGroup(t.batches, t.dones)
+	for _, f := range t.flights {
+		if f.state.CompareAndSwap(flightSubmitting, flightWaiting) {
+			continue // f is the driver's now, and may be released already
+		}
+		f.finishTurn(f.err, true)
+		f.release()
+	}
+	clear(t.batches)
+	clear(t.dones)
+	t.batches, t.dones = t.batches[:0], t.dones[:0]
 }
 
 // turnFlightOps bounds the ops of a turn's flight: NDB takes at most 1024

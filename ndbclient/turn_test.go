@@ -266,3 +266,117 @@ func TestTurnDropsAbandonedBatches(t *testing.T) {
 	flights, _ := rec.take()
 	assert.Equal(t, []int{1}, flights)
 }
+
+// grouper is a driver that sends a group of batches together
+// (GroupSubmitter) and answers every batch at once but those of node slow,
+// which it holds until answer.
+type grouper struct {
+	ndbclient.Driver
+	slow   int
+	mu     sync.Mutex
+	groups [][]int // per SubmitGroup, each batch's node (-1: several)
+	held   []func()
+}
+
+func (g *grouper) SubmitGroup(bs []*ndbclient.Batch, dones []func(*ndbclient.Batch, error)) {
+	g.mu.Lock()
+	var nodes []int
+	for _, b := range bs {
+		n := b.Node
+		if !b.OneNode {
+			n = -1
+		}
+		nodes = append(nodes, n)
+	}
+	g.groups = append(g.groups, nodes)
+	g.mu.Unlock()
+	for i, b := range bs {
+		if b.OneNode && b.Node == g.slow {
+			done := dones[i] // the slices are the caller's again once SubmitGroup returns
+			g.mu.Lock()
+			g.held = append(g.held, func() { g.Driver.Submit(b, done) })
+			g.mu.Unlock()
+			continue
+		}
+		g.Driver.Submit(b, dones[i])
+	}
+}
+
+// answer answers the held batches, each on a goroutine of its own.
+func (g *grouper) answer() {
+	g.mu.Lock()
+	held := g.held
+	g.held = nil
+	g.mu.Unlock()
+	for _, f := range held {
+		go f()
+	}
+}
+
+// With a driver that takes groups, a turn's flight is a batch a node, sent
+// together; the batches of a node that answers at once complete in Run, on
+// the turn, while the request whose keys include the slow node's completes
+// when that node answers, away from the turn (ndb.flight_wait).
+func TestTurnSendsABatchANodeAndCompletesEachOnItsOwn(t *testing.T) {
+	e, tbl := newEngine(t, 2, 100)
+	g := &grouper{Driver: e, slow: 1}
+	c := ndbclient.NewClientWith(g, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
+	var turn ndbclient.Turn
+	// One batch a key: each lands on one node or the other.
+	var keys []string
+	for i := 0; i < 16; i++ {
+		keys = append(keys, fmt.Sprintf("k%d", i))
+	}
+	var mu sync.Mutex
+	onTurn, later := map[string]bool{}, map[string]bool{}
+	all := make(chan struct{}, len(keys))
+	nodeOf := map[string]int{}
+	for _, k := range keys {
+		b := turnBatch(tbl, &turn, k)
+		nodeOf[k] = e.NodeOf(tbl, e.Partition(tbl, b.Ops[0].Key))
+		c.Submit(b, func(b *ndbclient.Batch, err error) {
+			assert.NoError(t, err)
+			requireValues(t, b.Ops, []string{k})
+			mu.Lock()
+			if b.Turn == &turn {
+				onTurn[k] = true
+			} else {
+				later[k] = true
+			}
+			mu.Unlock()
+			all <- struct{}{}
+		})
+	}
+	turn.Run()
+	g.mu.Lock()
+	require.Equal(t, [][]int{{0, 1}}, g.groups, "one group, a batch a node, in node order")
+	g.mu.Unlock()
+	mu.Lock()
+	for _, k := range keys {
+		if nodeOf[k] == 0 {
+			assert.True(t, onTurn[k], "%s, on the node that answered, completed in Run", k)
+		} else {
+			assert.False(t, onTurn[k] || later[k], "%s waits for the slow node", k)
+		}
+	}
+	slow := len(keys) - len(onTurn)
+	mu.Unlock()
+	require.Positive(t, slow, "some keys are on the slow node")
+	require.Less(t, slow, len(keys), "and some on the other")
+
+	g.answer()
+	for range keys {
+		select {
+		case <-all:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a batch never completed")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, k := range keys {
+		if nodeOf[k] == 1 {
+			assert.True(t, later[k], "%s completed once its node answered, away from the turn", k)
+		}
+	}
+}
