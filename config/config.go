@@ -90,6 +90,10 @@ type NDB struct {
 	// before it sleeps; 0 is off (ndbapi.Config.BusyPoll). See
 	// BusyPollLimit.
 	BusyPoll PollLimit
+	// FlightWait is how long a flight waits for its answers before it
+	// leaves a data node's share to complete later; 0 waits for all
+	// (ndbapi.Config.FlightWait).
+	FlightWait Duration
 }
 
 // BusyPollLimit is BusyPoll with auto applied.

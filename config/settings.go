@@ -100,6 +100,10 @@ var settings = []setting{
 		Help:  "NDB: a lone request (the only work of its epoll loop, run on the loop's thread) polls the cluster's sockets up to this long for the data nodes' answer before it sleeps: lower latency for a client that sends one request at a time, for more CPU; with memcache.busy_poll, neither wake-up of a one-at-a-time request is paid; the poll's length adapts, growing while answers come within this limit and shrinking to 0 while they come later, as from data nodes farther away; auto = 200us with a cluster; 0 = off",
 		Check: pollLimit,
 		Field: func(c *Config) any { return &c.NDB.BusyPoll }},
+	{Key: "ndb.flight_wait", Env: "NDBGATE_NDB_FLIGHT_WAIT", Flag: "ndb-flight-wait", Default: "10ms",
+		Help:  "NDB: a round trip waits this long for the data nodes' answers; a node's share not answered by then completes when the node answers, and the rest of the round trip's requests complete at once, so a data node that stops answering holds up only the requests with keys on it; 0 = wait for every answer",
+		Check: within(0, Duration(10*time.Second), "must be 0..10s"),
+		Field: func(c *Config) any { return &c.NDB.FlightWait }},
 
 	{Key: "ndbmemcache.role", Env: "NDBGATE_NDBMEMCACHE_ROLE", Flag: "ndbmemcache-role",
 		Help:  "serve this server role of ndbmemcache's configuration (the ndbmemcache schema in the cluster): its key prefixes, containers and policies; YAML key_prefixes and containers of the same name win over it",

@@ -93,6 +93,7 @@ var (
 	descRedes = prometheus.NewDesc("ndbgate_backend_tables_redescribed_total", "Tables described again after NDB reported them altered or reorganised.", nil, nil)
 	descLone  = prometheus.NewDesc("ndbgate_backend_flights_on_caller_total", "Flights the driver ran on the goroutine of a lone request (the only work of its event loop) instead of handing them to another thread (NDB).", nil, nil)
 	descPoll  = prometheus.NewDesc("ndbgate_backend_flights_polled_total", "Round trips of lone flights that polled the cluster's sockets for their answer before sleeping (ndb.busy_poll; NDB).", nil, nil)
+	descOwed  = prometheus.NewDesc("ndbgate_backend_batches_owed_total", "Batches a round trip returned without because their data node had not answered within ndb.flight_wait; each completes when the node answers (NDB).", nil, nil)
 	descOnPri = prometheus.NewDesc("ndbgate_backend_transactions_on_primary_total", "Hinted transactions whose TC ran on the data node holding the key's primary replica (NDB).", nil, nil)
 	descLogB  = prometheus.NewDesc("ndbgate_engine_log_bytes", "Bytes of the embedded engine's log since its last snapshot (0 without a data dir).", nil, nil)
 	descSnaps = prometheus.NewDesc("ndbgate_engine_snapshots_total", "Snapshots the embedded engine wrote to its data dir.", nil, nil)
@@ -120,6 +121,7 @@ func (c *driverCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descRedes
 	ch <- descLone
 	ch <- descPoll
+	ch <- descOwed
 	ch <- descLogB
 	ch <- descSnaps
 	ch <- descLogE
@@ -144,6 +146,7 @@ func (c *driverCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descRedes, prometheus.CounterValue, float64(s.TablesRedescribed))
 	ch <- prometheus.MustNewConstMetric(descLone, prometheus.CounterValue, float64(s.FlightsOnCaller))
 	ch <- prometheus.MustNewConstMetric(descPoll, prometheus.CounterValue, float64(s.FlightsPolled))
+	ch <- prometheus.MustNewConstMetric(descOwed, prometheus.CounterValue, float64(s.BatchesOwed))
 	ch <- prometheus.MustNewConstMetric(descLogB, prometheus.GaugeValue, float64(s.LogBytes))
 	ch <- prometheus.MustNewConstMetric(descSnaps, prometheus.CounterValue, float64(s.Snapshots))
 	ch <- prometheus.MustNewConstMetric(descLogE, prometheus.CounterValue, float64(s.LogWriteErrors))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/ndbgate/ndbgate/config"
 	"github.com/ndbgate/ndbgate/internal/ndbmemcache"
@@ -18,12 +19,12 @@ func driversBuilt() string { return "embedded, ndbapi" }
 
 func openNDB(cfg config.Config, log *slog.Logger) (ndbclient.Driver, error) {
 	d, err := ndbapi.Open(ndbapi.Config{Connectstring: cfg.NDB.Connectstring, PoolSize: cfg.NDB.PoolSize,
-		BusyPoll: cfg.NDB.BusyPollLimit(), Log: log})
+		BusyPoll: cfg.NDB.BusyPollLimit(), FlightWait: time.Duration(cfg.NDB.FlightWait), Log: log})
 	if err != nil {
 		return nil, err
 	}
 	log.Info("connected to NDB", slog.String("connectstring", cfg.NDB.Connectstring), slog.String("driver", d.String()),
-		slog.Duration("busy_poll", cfg.NDB.BusyPollLimit()))
+		slog.Duration("busy_poll", cfg.NDB.BusyPollLimit()), slog.Duration("flight_wait", time.Duration(cfg.NDB.FlightWait)))
 	return d, nil
 }
 

@@ -71,7 +71,12 @@ type Config struct {
 	// before it sleeps (ndb.busy_poll), as long as the last such flights'
 	// answers say pays (pollwindow); 0 is off.
 	BusyPoll time.Duration
-	Log      *slog.Logger
+	// FlightWait: a flight waits this long for its answers (ndb.flight_wait);
+	// a batch of it NDB has not answered by then completes later, when NDB
+	// answers (owed.go), and the flight's other batches complete now. 0
+	// waits for every answer.
+	FlightWait time.Duration
+	Log        *slog.Logger
 }
 
 // Driver is the NDB API driver. Each pool connection has one executor
@@ -90,6 +95,7 @@ type Driver struct {
 	connectstring string
 	timeoutSec    int
 	busyPoll      time.Duration // Config.BusyPoll
+	flightWait    time.Duration // Config.FlightWait
 	next          atomic.Uint32
 	// releaseProcs gives back the Ps reserved for the executors.
 	releaseProcs func()
@@ -118,11 +124,15 @@ type Driver struct {
 	// reported them altered or reorganised (follow.go).
 	connectionsRemade atomic.Uint64
 	flightsOnCaller   atomic.Uint64 // flights run on a lone caller's goroutine
-	overlaps          atomic.Uint64 // flights begun on an executor already running one (Overlaps)
-	redescribed       atomic.Uint64
-	stopWatch         chan struct{}
-	watching          sync.WaitGroup
-	log               *slog.Logger
+	batchesOwed       atomic.Uint64 // batches a flight returned without (owed.go)
+	// owedOn counts the owed batches of each lane's data node (Batch.Node):
+	// a flight waits less for a node that owes some (owed.go).
+	owedOn      [owedNodes]atomic.Int32
+	overlaps    atomic.Uint64 // flights begun on an executor already running one (Overlaps)
+	redescribed atomic.Uint64
+	stopWatch   chan struct{}
+	watching    sync.WaitGroup
+	log         *slog.Logger
 }
 
 type work struct {
@@ -153,6 +163,7 @@ type executor struct {
 	req     []byte
 	resp    []byte
 	state   stateFlight
+	owing   // batches owed, and the scratch of flights of sections (owed.go)
 }
 
 // Open connects to the cluster.
@@ -174,14 +185,15 @@ func Open(cfg Config) (*Driver, error) {
 		cfg.Log = slog.Default()
 	}
 	d := &Driver{pool: p, connectstring: cfg.Connectstring, timeoutSec: cfg.TimeoutSec,
-		busyPoll: cfg.BusyPoll,
-		byName:   map[string]*tableInfo{}, refreshing: map[*tableInfo]bool{},
+		busyPoll: cfg.BusyPoll, flightWait: cfg.FlightWait,
+		byName: map[string]*tableInfo{}, refreshing: map[*tableInfo]bool{},
 		stopWatch: make(chan struct{}), log: cfg.Log}
 	d.nodes.Store(int32(C.ndbgate_data_nodes(p)))
 	d.watching.Add(1)
 	go d.watch()
 	for i := 0; i < cfg.PoolSize; i++ {
 		e := &executor{d: d, conn: i, sem: C.ndbgate_sem_new(), pollWin: pollwindow.New(cfg.BusyPoll)}
+		e.owed = map[uint32]owedBatch{}
 		if e.sem == nil {
 			panic("ndbapi: sem_init failed")
 		}
@@ -466,12 +478,14 @@ func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 		// The caller has nothing else to do: run the flight here, with no
 		// thread hand-off either way (Batch.Lone).
 		e.lone = d.busyPoll > 0 && b.Poll
-		err := e.runFlight(b)
+		bs, dones := [1]*ndbclient.Batch{b}, [1]func(*ndbclient.Batch, error){done}
+		var buf [1]completion
+		out := e.runGroup(bs[:], dones[:], buf[:0])
 		e.lone = false
 		e.release()
 		d.closeMu.RUnlock()
 		d.flightsOnCaller.Add(1)
-		done(b, err)
+		deliver(out)
 		return
 	}
 	e := d.execs[0]
@@ -526,13 +540,14 @@ func (e *executor) claimIdle() bool {
 }
 
 // release ends a flight run on a caller's goroutine, and wakes the executor
-// for what was queued meanwhile.
+// for what was queued meanwhile, or to collect what the flight left owed
+// (owed.go).
 func (e *executor) release() {
 	e.mu.Lock()
 	e.busy = false
 	queued := len(e.queue) > 0
 	e.mu.Unlock()
-	if queued {
+	if queued || e.owedCount.Load() > 0 {
 		C.ndbgate_sem_post(e.sem)
 	}
 }
@@ -576,10 +591,21 @@ func (e *executor) run() {
 	defer C.ndbgate_sem_free(e.sem)
 	yielded, idle := time.Now(), 0
 	for {
-		// Yield every few milliseconds, at work or waiting (yieldEvery),
-		// until idle for idleWaits waits in a row: an idle executor then
-		// waits without waking.
-		if idle < idleWaits {
+		// Owed batches: collect what NDB has answered every owedPollMillis
+		// while waiting (owed.go).
+		if e.owedCount.Load() > 0 {
+			if C.ndbgate_sem_wait_ms(e.sem, C.int(owedPollMillis)) == 0 {
+				e.collectOwed()
+				if time.Since(yielded) >= yieldEvery {
+					procs.Yield()
+					yielded = time.Now()
+				}
+				continue
+			}
+		} else if idle < idleWaits {
+			// Yield every few milliseconds, at work or waiting (yieldEvery),
+			// until idle for idleWaits waits in a row: an idle executor then
+			// waits without waking.
 			if C.ndbgate_sem_wait_ms(e.sem, C.int(idleWaitMillis)) == 0 {
 				idle++
 				procs.Yield()
@@ -612,37 +638,25 @@ func (e *executor) run() {
 			e.queue = e.queue[1:]
 			e.busy = true
 			e.mu.Unlock()
-			err := e.runFlight(w.b)
+			bs, dones := [1]*ndbclient.Batch{w.b}, [1]func(*ndbclient.Batch, error){w.done}
+			var buf [1]completion
+			out := e.runGroup(bs[:], dones[:], buf[:0])
+			if e.owedCount.Load() > 0 {
+				out = e.collect(false, out) // answered in this flight's polls
+			}
 			e.mu.Lock()
 			e.busy = false
 			e.mu.Unlock()
-			w.done(w.b, err)
+			deliver(out)
 		}
 	}
 }
 
-// runFlight runs a batch: one cgo call, unless ops keep item state in a state
-// column (state.go), which may add a read before and conditional updates
-// after.
-func (e *executor) runFlight(b *ndbclient.Batch) error {
-	if e.running.Add(1) > 1 {
-		e.d.overlaps.Add(1)
-	}
-	defer e.running.Add(-1)
-	now := uint32(time.Now().Unix())
+// runStateful runs ops that keep item state in a state column (state.go):
+// a read before and conditional updates after may add calls to the flight's.
+func (e *executor) runStateful(ops []*ndbclient.Op, now uint32) error {
 	st := &e.state
-	stateful, err := st.plan(b.Ops, e.d.info, now)
-	if err != nil {
-		for _, op := range b.Ops {
-			op.Err = err
-		}
-		return nil
-	}
-	if !stateful {
-		return e.call(b.Ops, nil, now)
-	}
 	defer st.release()
-	ops := b.Ops
 	if pre := st.preReads(ops); pre != nil {
 		if err := e.call(pre, nil, now); err != nil {
 			return e.fail(ops, err)
@@ -651,15 +665,25 @@ func (e *executor) runFlight(b *ndbclient.Batch) error {
 			return nil
 		}
 	}
-	err = e.call(ops, st.extra, now)
+	err := e.call(ops, st.extra, now)
+	if err == nil {
+		e.stateSteps(ops, now)
+	}
+	return err
+}
+
+// stateSteps records the state that ops' answers leave (afterFlight, from
+// the state columns they read), with the conditional updates it takes.
+func (e *executor) stateSteps(ops []*ndbclient.Op, now uint32) {
+	st := &e.state
 	st.afterFlight(ops)
-	for attempt := 0; err == nil && len(st.steps) > 0 && attempt < stateAttempts; attempt++ {
-		// A step that fails changes no answer: the op was served.
-		if e.call(st.stepOps(ops), nil, now) != nil || !st.afterSteps(ops) {
+	for attempt := 0; len(st.steps) > 0 && attempt < stateAttempts; attempt++ {
+		// A step that fails, or that its node does not answer in time
+		// (owed, its answer dropped), changes no answer: the op was served.
+		if !e.callStep(st.stepOps(ops), now) || !st.afterSteps(ops) {
 			break
 		}
 	}
-	return err
 }
 
 // fail gives every op err, which the flight returns.
@@ -693,7 +717,7 @@ func (e *executor) call(ops []*ndbclient.Op, extra []stateExtra, now uint32) err
 	}
 	n := C.ndbgate_execute(e.d.pool, C.int(e.conn),
 		(*C.uchar)(unsafe.Pointer(&e.req[0])), C.int(len(e.req)),
-		(*C.uchar)(unsafe.Pointer(&e.resp[0])), C.int(len(e.resp)), pollUs, &errBuf[0], C.int(len(errBuf)))
+		(*C.uchar)(unsafe.Pointer(&e.resp[0])), C.int(len(e.resp)), pollUs, 0, nil, 0, &errBuf[0], C.int(len(errBuf)))
 	if e.lone {
 		e.pollWin.Observe(int64(time.Since(start)))
 	}
@@ -913,6 +937,7 @@ func (d *Driver) Stats() ndbclient.DriverStats {
 		Connects: 1 + d.reconnects.Load(), HintedTransactions: uint64(hinted), TransactionsOnPrimary: uint64(onPrimary),
 		ConnectionsRemade: d.connectionsRemade.Load(), TablesRedescribed: d.redescribed.Load(), Items: items,
 		FlightsOnCaller: d.flightsOnCaller.Load(), FlightsPolled: uint64(C.ndbgate_polled_flights(d.pool)),
+		BatchesOwed: d.batchesOwed.Load(),
 		// No reaper and no eviction: every expired row counted was found by a command.
 		Expired: found, ExpiredOnAccess: found}
 }
@@ -1105,6 +1130,9 @@ func (d *Driver) Close() error {
 		C.ndbgate_sem_post(e.sem)
 	}
 	d.running.Wait()
+	for _, e := range d.execs {
+		e.abandonOwed()
+	}
 	d.releaseProcs()
 	C.ndbgate_close(d.pool)
 	return nil

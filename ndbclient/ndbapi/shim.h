@@ -137,9 +137,31 @@ int ndbgate_wake_poll_groups(ndbgate_pool *pool);
 // many microseconds for NDB's first answer before it sleeps (a lone
 // flight, ndb.busy_poll). Returns the bytes written to resp, or -needed
 // when resp is too small (nothing was executed then), or -1 with err.
+//
+// sections (nsections of them, or none) cut the ops into parts answered
+// apart, three numbers each: a ticket, the op the section ends before, and
+// how long the flight waits for it, in microseconds. Each section's
+// results then follow a status byte: 0, or 1 when the flight returned
+// without them. With wait_us > 0 (ndb.flight_wait), a flight of sections
+// and only plain transactions, one batch of them, waits no longer than
+// each section's wait: a section NDB has not answered by then is owed, and
+// ndbgate_collect returns its results later. Transactions that could not
+// be owed, or would wait in startTransaction for a node that has stopped
+// answering, are not sent (a temporary error each).
 int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req,
                     int reqlen, unsigned char *resp, int resplen, int poll_us,
+                    int wait_us, const unsigned int *sections, int nsections,
                     char *err, int errlen);
+
+// ndbgate_collect returns the owed sections of connection conn that NDB has
+// answered since (reading its sockets first, without sleeping, when poll is
+// set): u32 count, then per section u32 ticket, u8 status (0: the results
+// of its ops follow, as ndbgate_execute writes them; 2: a refresh let go of
+// its table's records, 3: its Ndb object was let go of, and in both cases
+// the outcome is unknown). *more is set when some did not fit in resp.
+// The caller holds the connection as for a flight. -1 on a bad argument.
+int ndbgate_collect(ndbgate_pool *pool, int conn, int poll, unsigned char *resp,
+                    int resplen, int *more);
 
 #ifdef __cplusplus
 }

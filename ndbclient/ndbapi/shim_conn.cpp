@@ -20,6 +20,7 @@ void dropConnNdbs(Conn &c, const std::vector<TableRecs *> &recs) {
   delete c.ndb;
   c.ndb = nullptr;
   dropAbandoned(c);
+  loseOwed(c);
   if (!c.dict) return;
   for (TableRecs *r : recs) freeRecs(c, *r);
   releaseRetired(c);
@@ -42,8 +43,20 @@ void dropPollGroup(Conn &c) {
   c.pollGroup = nullptr;
 }
 
+// kNodeIds bounds NDB node ids (MAX_NODES).
+const size_t kNodeIds = 256;
+
+void resetNodeBook(Conn &c) {
+  c.openOn.assign(kNodeIds, 0);
+  c.pooledOn.assign(kNodeIds, 0);
+  c.owedOn.assign(kNodeIds, 0);
+  c.owedReadsOn.assign(kNodeIds, 0);
+  c.answeredOn.assign(kNodeIds, std::chrono::steady_clock::time_point());
+}
+
 // makeNdbs gives connection c a new executor Ndb and dictionary Ndb.
 bool makeNdbs(Conn &c, char *err, int errlen) {
+  resetNodeBook(c);
   c.ndb = new Ndb(c.cluster);
   c.dict = new Ndb(c.cluster);
   if (c.ndb->init(kNdbTransactions) == 0 && c.dict->init(4) == 0) return true;

@@ -9,6 +9,7 @@
 
 #include "shim_internal.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace shim {
@@ -88,19 +89,24 @@ static int hashKey(Uint32 *hash, const NdbRecord *keyRec, const char *keyRow) {
 // kept for the TC-on-primary count (onPrimary). fillRow has put every
 // primary-key column in op.in (NDB tables always have a primary key, a
 // hidden one if need be). On failure nothing was sent.
-static NdbTransaction *startTx(Ndb *ndb, const Op &op, Uint32 &partition, NdbError &err) {
+static bool partitionOf(Ndb *ndb, const Op &op, Uint32 &partition, NdbError &err) {
   if ((op.flags & fPartition) && op.partition < op.recs->t->getFragmentCount()) {
     // The dispatcher hashed the key to route the op (ndbgate_partition, the
     // same computation): the MD5 over the key is not done twice.
     partition = op.partition;
-  } else {
-    Uint32 hash = 0;
-    if (const int rc = hashKey(&hash, op.recs->key, op.in)) {
-      err = notSent(ndb->getNdbError(rc));
-      return nullptr;
-    }
-    partition = op.recs->t->getPartitionId(hash);
+    return true;
   }
+  Uint32 hash = 0;
+  if (const int rc = hashKey(&hash, op.recs->key, op.in)) {
+    err = notSent(ndb->getNdbError(rc));
+    return false;
+  }
+  partition = op.recs->t->getPartitionId(hash);
+  return true;
+}
+
+static NdbTransaction *startTx(Ndb *ndb, const Op &op, Uint32 &partition, NdbError &err) {
+  if (!partitionOf(ndb, op, partition, err)) return nullptr;
   NdbTransaction *tx = ndb->startTransaction(op.recs->t, partition);
   if (!tx) err = notSent(ndb->getNdbError());
   return tx;
@@ -390,9 +396,13 @@ static bool runDeleteAll(Ndb *ndb, const TableRecs &r, NdbError &err, uint64_t &
 struct Txn {
   int first = 0, last = 0;  // ops [first, last]
   NdbTransaction *tx = nullptr;
+  int node = -1;  // tx's TC node (opened)
+  bool owedRead = false;   // counted in Conn.owedReadsOn
+  bool owedWrite = false;  // counted in Conn.owedWrites
   int result = 0;
   bool done = false;
   bool sync = false;    // append/delete_all: run alone
+  bool unsent = false;  // refused before it was prepared (notSentFull)
   bool shared = false;  // independent committed reads (sharedRead) in one transaction
 };
 
@@ -406,6 +416,68 @@ struct Txn {
 // failure, a timeout) fails them all, each with a retriable error.
 static bool sharedRead(const Op &op) {
   return op.kind == kRead && lockOf(op.lock) == NdbOperation::LM_CommittedRead && !(op.flags & fTxnWithNext);
+}
+
+// The executor Ndb's transactions by TC node (Conn.openOn): opened counts
+// one in, closeTx one out.
+static void opened(Conn &c, Txn &t) {
+  const Uint32 n = t.tx->getConnectedNodeId();
+  if (n >= c.openOn.size()) return;
+  t.node = static_cast<int>(n);
+  if (++c.openOn[n] > c.pooledOn[n]) c.pooledOn[n] = c.openOn[n];
+}
+
+static void closeTx(Conn &c, Ndb *ndb, Txn &t) {
+  if (t.node >= 0) c.openOn[static_cast<size_t>(t.node)]--;
+  ndb->closeTransaction(t.tx);
+  t.tx = nullptr;
+}
+
+// growPool seizes kPoolMargin connection records more from node n while it
+// answers, so that a transaction on it seldom has to seize one: a node that
+// stops answering then holds up no startTransaction until its records are
+// all in use, by which time it owes answers, and stalled says so.
+static void growPool(Conn &c, Ndb *ndb, const Op &op, Uint32 partition, Uint32 n) {
+  NdbTransaction *extra[kPoolMargin];
+  int got = 0;
+  for (; got < kPoolMargin; got++) {
+    extra[got] = ndb->startTransaction(op.recs->t, partition);
+    if (!extra[got] || extra[got]->getConnectedNodeId() != n) break;
+  }
+  for (int k = 0; k < got; k++) ndb->closeTransaction(extra[k]);
+  if (got < kPoolMargin && extra[got]) ndb->closeTransaction(extra[got]);
+  c.pooledOn[n] += got;
+}
+
+// stalled: a transaction on the node holding partition's primary replica
+// would have to seize a connection record from that node, waiting for its
+// answer inside startTransaction (Ndb::NDB_connect, up to two minutes),
+// while the node owes the connection answers. Such a transaction is not
+// started when the node owes reads (which need no other node: it has
+// stopped answering), nor, when it owes only writes (which may wait for
+// the other replica's node instead) and has answered nothing for stall_us,
+// when it writes: waiting for the node would hold up the executor and every
+// flight behind it. A read in that case goes: the node may well answer it.
+static bool stalled(Conn &c, Ndb *ndb, const Op &op, Uint32 partition, bool reads, int stall_us) {
+  if (stall_us <= 0) return false;
+  Uint32 nodes[4];
+  if (op.recs->t->getFragmentNodes(partition, nodes, 4) == 0 || nodes[0] >= c.openOn.size()) return false;
+  const Uint32 n = nodes[0];
+  if (c.openOn[n] < c.pooledOn[n]) return false;
+  if (c.owedOn[n] > 0) {
+    if (c.owedReadsOn[n] > 0) return true;
+    if (!reads && std::chrono::steady_clock::now() - c.answeredOn[n] > std::chrono::microseconds(stall_us)) return true;
+  }
+  growPool(c, ndb, op, partition, n);
+  return false;
+}
+
+// readOnly: every op of t reads.
+static bool readOnly(const std::vector<Op> &ops, const Txn &t) {
+  for (int k = t.first; k <= t.last; k++) {
+    if (ops[static_cast<size_t>(k)].kind != kRead) return false;
+  }
+  return true;
 }
 
 static void onTxnDone(int result, NdbTransaction *, void *arg) {
@@ -425,7 +497,7 @@ static void reapAbandoned(Conn &c) {
     size_t open = 0;
     for (Txn *t : txns) {
       if (t->done) {
-        c.ndb->closeTransaction(t->tx);
+        closeTx(c, c.ndb, *t);
         delete t;
         c.abandonedTxns--;
       } else {
@@ -450,6 +522,24 @@ void dropAbandoned(Conn &c) {
   }
   c.abandoned.clear();
   c.abandonedTxns = 0;
+}
+
+// loseOwed forgets the owed sections once their Ndb object has been deleted
+// (which released their transactions): their tickets go to c.lost, for
+// ndbgate_collect to report.
+void loseOwed(Conn &c) {
+  for (Owed *o : c.owed) {
+    for (const OwedSection &sec : o->sections) {
+      if (!sec.reported) c.lost.push_back(sec.ticket);
+    }
+    for (Txn *t : o->txns) delete t;
+    delete o;
+  }
+  c.owed.clear();
+  c.owedTxns = 0;
+  std::fill(c.owedOn.begin(), c.owedOn.end(), 0);
+  std::fill(c.owedReadsOn.begin(), c.owedReadsOn.end(), 0);
+  c.owedWrites = 0;
 }
 
 // writeValue writes col of an NdbRecord row as a result value: u8 null,
@@ -547,9 +637,19 @@ static bool pollFor(Conn &cn, Ndb *ndb, int poll_us) {
   return true;
 }
 
+// notSentStalled fails t's ops, not sent: their node has stopped answering
+// (stalled). Nothing was applied, so the dispatcher may try them again.
+static void notSentStalled(std::vector<Op> &ops, const Txn &t) {
+  NdbError e;
+  shimError(e, 4012, NdbError::TimeoutExpired, "not sent: the data node has stopped answering");
+  e.status = NdbError::TemporaryError;
+  failOps(ops, t, e);
+}
+
 // prepare defines a plain transaction and hands it to executeAsynchPrepare.
 // false when nothing was prepared (the ops then carry the error).
-static bool prepare(Ndb *ndb, std::vector<Op> &ops, Txn &t, HintCount &hints) {
+static bool prepare(Conn &cn, std::vector<Op> &ops, Txn &t, HintCount &hints, int stall_us) {
+  Ndb *ndb = cn.ndb;
   NdbError e;
   int head = -1;  // the first op that will run: its key is the hint
   for (int k = t.first; k <= t.last; k++) {
@@ -567,11 +667,22 @@ static bool prepare(Ndb *ndb, std::vector<Op> &ops, Txn &t, HintCount &hints) {
   }
   if (head < 0) return false;  // every shared read failed
   Uint32 partition = 0;
-  t.tx = startTx(ndb, ops[static_cast<size_t>(head)], partition, e);
-  if (!t.tx) {
-    failOps(ops, t, e);
+  const Op &hint = ops[static_cast<size_t>(head)];
+  NdbError pe;  // e may hold a shared read's refusal
+  if (!partitionOf(ndb, hint, partition, pe)) {
+    failOps(ops, t, pe);
     return false;
   }
+  if (stalled(cn, ndb, hint, partition, readOnly(ops, t), stall_us)) {
+    notSentStalled(ops, t);
+    return false;
+  }
+  t.tx = ndb->startTransaction(hint.recs->t, partition);
+  if (!t.tx) {
+    failOps(ops, t, notSent(ndb->getNdbError()));
+    return false;
+  }
+  opened(cn, t);
   hints.hinted++;
   if (onPrimary(t.tx, ops[static_cast<size_t>(head)], partition)) hints.primary++;
   // A transaction of one op, or of shared reads, ignores each op's own
@@ -595,14 +706,12 @@ static bool prepare(Ndb *ndb, std::vector<Op> &ops, Txn &t, HintCount &hints) {
     }
   }
   if (ok && defined == 0) {
-    ndb->closeTransaction(t.tx);
-    t.tx = nullptr;
+    closeTx(cn, ndb, t);
     return false;
   }
   if (!ok) {
     failOps(ops, t, e.code != 0 ? e : t.tx->getNdbError());
-    ndb->closeTransaction(t.tx);
-    t.tx = nullptr;
+    closeTx(cn, ndb, t);
     return false;
   }
   t.tx->executeAsynchPrepare(NdbTransaction::Commit, onTxnDone, &t, ao);
@@ -650,6 +759,281 @@ static void unknownResult(std::vector<Op> &ops, const Txn &t) {
   shimError(e, 4012, NdbError::UnknownResultError, "no answer from NDB for this transaction");
   e.status = NdbError::UnknownResult;  // it may or may not have committed
   failOps(ops, t, e);
+}
+
+// SectionMarks writes each section's status byte (0: its results follow)
+// before its first op's result, for flights that wait for every answer.
+struct SectionMarks {
+  const unsigned int *sections;
+  size_t n;
+  size_t next = 0;
+  uint32_t at = 0;  // the op where section next starts
+  void before(Writer &w, uint32_t op) {
+    if (next < n && op == at) {
+      w.u8(0);
+      at = sections[kSectionWords * next + 1];
+      next++;
+    }
+  }
+};
+
+// sectionsMayWait: the flight may return before NDB answers some of its
+// sections (runSections): it has sections and a wait, and only plain
+// transactions, all in one batch.
+static bool sectionsMayWait(const std::vector<Txn *> &txns, size_t ns, int wait_us) {
+  if (ns == 0 || wait_us <= 0 || txns.size() > kMaxInFlight) return false;
+  for (const Txn *t : txns) {
+    if (t->sync) return false;
+  }
+  return true;
+}
+
+// answered: every transaction of txns [from, to) that was sent has its answer.
+static bool answered(const std::vector<Txn *> &txns, size_t from, size_t to) {
+  for (size_t k = from; k < to; k++) {
+    if (txns[k]->tx && !txns[k]->done) return false;
+  }
+  return true;
+}
+
+// notSentFull fails t's ops, not sent: the connection owes too many
+// unanswered transactions already. Nothing was applied, so the dispatcher
+// may try them again.
+static void notSentFull(std::vector<Op> &ops, Txn &t) {
+  NdbError e;
+  shimError(e, 4012, NdbError::TimeoutExpired, "not sent: the data nodes have not answered this connection's earlier transactions");
+  e.status = NdbError::TemporaryError;
+  failOps(ops, t, e);
+  t.unsent = true;
+}
+
+// runSections runs a flight of sections (ndbgate_execute) as one batch: one
+// send, then polls until NDB has answered every section or its wait has
+// passed (a section's third number, in microseconds). Each answered
+// section's results go out after a 0; each other one gets a 1, and its
+// transactions and ops go to the connection's owed flights, for
+// ndbgate_collect. A data node that stops answering so holds up only the
+// sections with keys on it, not the flight's other ones.
+static void runSections(ndbgate_pool *pool, Conn &cn, std::vector<Op> &ops, std::vector<uint64_t> &affected,
+                        std::vector<Txn *> &txns, const unsigned int *sections, size_t ns, int poll_us,
+                        int stall_us, Writer &w) {
+  Ndb *ndb = cn.ndb;
+  HintCount hints;
+  uint64_t expired = 0;
+  const auto begin = std::chrono::steady_clock::now();
+  // sectionEnd[k]: the end of section k's transactions in txns.
+  std::vector<size_t> sectionEnd(ns);
+  for (size_t k = 0, t = 0; k < ns; k++) {
+    while (t < txns.size() && static_cast<uint32_t>(txns[t]->first) < sections[kSectionWords * k + 1]) t++;
+    sectionEnd[k] = t;
+  }
+  // Every transaction sent must be owable, should NDB not answer it in
+  // time: one that is neither answered nor owed could not be closed. Writes
+  // may owe at most half the room (a stopped node holds up every write to
+  // its node group, the other node's too), so that reads, which the other
+  // node still answers, keep the rest; past that a flight's writes, and if
+  // need be all of it, are not sent.
+  int writes = 0;
+  for (const Txn *t : txns) writes += readOnly(ops, *t) ? 0 : 1;
+  if (writes > 0 && cn.owedWrites + writes > kMaxOwedWrites) {
+    for (Txn *t : txns) {
+      if (!readOnly(ops, *t)) notSentFull(ops, *t);
+    }
+  }
+  int sending = 0;
+  for (const Txn *t : txns) sending += t->unsent ? 0 : 1;
+  if (sending > kMaxOwedTxns - cn.owedTxns) {
+    for (Txn *t : txns) {
+      if (!t->unsent) notSentFull(ops, *t);
+    }
+  }
+  int prepared = 0;
+  for (Txn *t : txns) {
+    if (!t->unsent && prepare(cn, ops, *t, hints, stall_us)) prepared++;
+  }
+  // waiting: the open transactions of the sections whose wait has not
+  // passed; *ms, the wait left, in whole milliseconds, of the nearest.
+  auto waiting = [&](int *ms) {
+    const auto now = std::chrono::steady_clock::now();
+    int open = 0;
+    long long nearest = -1;
+    for (size_t k = 0, t = 0; k < ns; k++) {
+      const long long until = static_cast<long long>(sections[kSectionWords * k + 2]);
+      const long long left = until - std::chrono::duration_cast<std::chrono::microseconds>(now - begin).count();
+      int sectionOpen = 0;
+      for (; t < sectionEnd[k]; t++) {
+        if (txns[t]->tx && !txns[t]->done) sectionOpen++;
+      }
+      if (sectionOpen > 0 && left > 0) {
+        open += sectionOpen;
+        if (nearest < 0 || left < nearest) nearest = left;
+      }
+    }
+    *ms = static_cast<int>(std::min<long long>(kPollMs, std::max<long long>(1, (nearest + 999) / 1000)));
+    return open;
+  };
+  bool sent = prepared > 0 && poll_us > 0 && pollFor(cn, ndb, poll_us);
+  if (sent) pool->polledFlights.fetch_add(1, std::memory_order_relaxed);
+  for (int polls = 0; polls < kMaxPolls; polls++) {
+    int ms = 0;
+    const int remaining = waiting(&ms);
+    if (remaining == 0) break;
+    const int got = sent ? ndb->pollNdb(ms, remaining) : ndb->sendPollNdb(ms, remaining, 1);
+    sent = true;
+    if (got < 0) break;
+  }
+  if (!sent && prepared > 0) ndb->sendPreparedTransactions(1);
+  const auto now = std::chrono::steady_clock::now();
+
+  Owed *owed = nullptr;
+  for (size_t k = 0, t0 = 0; k < ns; k++) {
+    const size_t t1 = sectionEnd[k];
+    const int firstOp = k == 0 ? 0 : static_cast<int>(sections[kSectionWords * (k - 1) + 1]);
+    const int endOp = static_cast<int>(sections[kSectionWords * k + 1]);
+    if (answered(txns, t0, t1)) {
+      w.u8(0);
+      for (size_t t = t0; t < t1; t++) {
+        if (txns[t]->tx && txns[t]->done) collect(ops, *txns[t], affected, expired);
+      }
+      for (int o = firstOp; o < endOp; o++) writeResult(w, ops[static_cast<size_t>(o)], affected[static_cast<size_t>(o)]);
+      for (size_t t = t0; t < t1; t++) {
+        Txn *tx = txns[t];
+        txns[t] = nullptr;
+        if (tx->tx) {
+          if (tx->node >= 0) cn.answeredOn[static_cast<size_t>(tx->node)] = now;
+          closeTx(cn, ndb, *tx);
+        }
+        delete tx;
+      }
+    } else {
+      w.u8(1);
+      if (!owed) owed = new Owed();
+      OwedSection sec;
+      sec.ticket = sections[kSectionWords * k];
+      sec.firstOp = firstOp;
+      sec.endOp = endOp;
+      sec.firstTxn = owed->txns.size();
+      for (size_t t = t0; t < t1; t++) {
+        if (txns[t]->tx) {
+          cn.owedTxns++;
+          if (txns[t]->node >= 0) {
+            const size_t n = static_cast<size_t>(txns[t]->node);
+            cn.owedOn[n]++;
+            // A read that waited the whole flight wait says its node has
+            // stopped answering; one a shorter wait left owed does not.
+            if (readOnly(ops, *txns[t]) && static_cast<int>(sections[kSectionWords * k + 2]) >= stall_us) {
+              txns[t]->owedRead = true;
+              cn.owedReadsOn[n]++;
+            }
+          }
+          if (!readOnly(ops, *txns[t])) {
+            txns[t]->owedWrite = true;
+            cn.owedWrites++;
+          }
+        }
+        owed->txns.push_back(txns[t]);
+        txns[t] = nullptr;
+      }
+      sec.endTxn = owed->txns.size();
+      owed->sections.push_back(sec);
+    }
+    t0 = t1;
+  }
+  pool->hintedTxns.fetch_add(hints.hinted, std::memory_order_relaxed);
+  pool->primaryTxns.fetch_add(hints.primary, std::memory_order_relaxed);
+  if (expired) pool->expiredFound.fetch_add(expired, std::memory_order_relaxed);
+  if (owed) {
+    // NDB writes the owed answers into these rows: they move, with the ops
+    // that point into them, where no later flight reuses them.
+    owed->arena = std::move(cn.arena);
+    cn.arena = std::vector<char>();
+    owed->ops = std::move(ops);
+    owed->affected = std::move(affected);
+    cn.owed.push_back(owed);
+  }
+}
+
+// readAnswers reads what NDB has sent the connection's executor Ndb, without
+// sleeping, and runs the callbacks of the transactions it answers: through
+// the wait group (pollFor), or else a poll of at most a millisecond.
+static void readAnswers(Conn &cn, Ndb *ndb) {
+  if (!cn.pollGroup) cn.pollGroup = cn.cluster->create_ndb_wait_group(kPollGroupSize);
+  if (cn.pollGroup && cn.pollGroup->push(ndb) == 0) {
+    cn.pollGroup->wait(0, 100);
+    while (cn.pollGroup->pop() != nullptr) {
+    }
+    ndb->pollNdb(0, 1);
+    return;
+  }
+  ndb->pollNdb(1, 1);
+}
+
+// collectOwed writes the owed sections NDB has answered: u32 ticket, u8 0,
+// the results of its ops; or u8 2 when they cannot be read (stale). A
+// section that does not fit is left for the next call (*more). Returns the
+// sections written.
+static uint32_t collectOwed(ndbgate_pool *pool, Conn &cn, Writer &w, int *more) {
+  const auto now = std::chrono::steady_clock::now();
+  uint32_t count = 0;
+  uint64_t expired = 0;
+  for (size_t i = 0; i < cn.owed.size();) {
+    Owed &o = *cn.owed[i];
+    bool left = false;
+    for (OwedSection &sec : o.sections) {
+      if (sec.reported) continue;
+      if (!answered(o.txns, sec.firstTxn, sec.endTxn)) {
+        left = true;
+        continue;
+      }
+      if (!sec.collected && !o.stale) {
+        for (size_t t = sec.firstTxn; t < sec.endTxn; t++) {
+          if (o.txns[t]->tx) collect(o.ops, *o.txns[t], o.affected, expired);
+        }
+      }
+      sec.collected = true;
+      Writer one = w;
+      one.u32(sec.ticket);
+      one.u8(o.stale ? 2 : 0);
+      if (!o.stale) {
+        for (int op = sec.firstOp; op < sec.endOp; op++) {
+          writeResult(one, o.ops[static_cast<size_t>(op)], o.affected[static_cast<size_t>(op)]);
+        }
+      }
+      if (!one.p) {  // no room: the next call
+        *more = 1;
+        left = true;
+        break;
+      }
+      w = one;
+      count++;
+      sec.reported = true;
+      for (size_t t = sec.firstTxn; t < sec.endTxn; t++) {
+        Txn *tx = o.txns[t];
+        if (tx->tx) {
+          if (tx->node >= 0) {
+            cn.owedOn[static_cast<size_t>(tx->node)]--;
+            if (tx->owedRead) cn.owedReadsOn[static_cast<size_t>(tx->node)]--;
+            cn.answeredOn[static_cast<size_t>(tx->node)] = now;
+          }
+          if (tx->owedWrite) cn.owedWrites--;
+          closeTx(cn, cn.ndb, *tx);
+          cn.owedTxns--;
+        }
+        delete tx;
+        o.txns[t] = nullptr;
+      }
+    }
+    if (!left) {
+      delete cn.owed[i];
+      if (i + 1 < cn.owed.size()) cn.owed[i] = cn.owed.back();
+      cn.owed.pop_back();
+    } else {
+      i++;
+    }
+    if (*more) break;
+  }
+  if (expired) pool->expiredFound.fetch_add(expired, std::memory_order_relaxed);
+  return count;
 }
 
 // Staging: an op's share of the arena. Every size is a multiple of 8.
@@ -758,7 +1142,8 @@ int ndbgate_primary_node(ndbgate_pool *pool, int table_id, int partition) {
 }
 
 int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int reqlen, unsigned char *resp,
-                    int resplen, int poll_us, char *err, int errlen) {
+                    int resplen, int poll_us, int wait_us, const unsigned int *sections, int nsections, char *err,
+                    int errlen) {
   if (conn < 0 || static_cast<size_t>(conn) >= pool->conns.size()) { setErr(err, errlen, "bad connection"); return -1; }
   const size_t ci = static_cast<size_t>(conn);
   std::shared_lock<std::shared_mutex> rg(pool->flightMu);  // records stay alive for the flight
@@ -776,11 +1161,13 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
       delete cn.ndb;
       cn.ndb = fresh;
       dropAbandoned(cn);
+      loseOwed(cn);
+      resetNodeBook(cn);
     } else {
       delete fresh;
     }
   }
-  if (!detached && cn.abandonedTxns == 0 && !cn.retired.empty()) {
+  if (!detached && cn.abandonedTxns == 0 && cn.owedTxns == 0 && !cn.retired.empty()) {
     // No transaction that could unpack through them is left. dict belongs
     // to describes: if one holds dictMu, try again next flight.
     std::unique_lock<std::mutex> dg(pool->dictMu, std::try_to_lock);
@@ -797,31 +1184,52 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
   }
   uint32_t needed = r.u32();  // the caller's bound on the response size
   if (!r.ok) { setErr(err, errlen, "malformed request"); return -1; }
-  if (needed > static_cast<uint32_t>(resplen)) return -static_cast<int>(needed);
+  // Sections: contiguous op ranges from op 0 to the last, each ending where
+  // the next begins; each one's results follow a status byte.
+  const size_t ns = nsections > 0 && sections ? static_cast<size_t>(nsections) : 0;
+  for (size_t k = 0; k < ns; k++) {
+    const uint32_t end = sections[kSectionWords * k + 1];
+    if (end <= (k == 0 ? 0 : sections[kSectionWords * (k - 1) + 1]) || end > n || (k == ns - 1 && end != n)) {
+      setErr(err, errlen, "malformed sections");
+      return -1;
+    }
+  }
+  if (uint64_t{needed} + ns > static_cast<uint64_t>(resplen)) return -static_cast<int>(needed + ns);
+  SectionMarks marks{sections, ns};
   if (detached) {
     // Nothing is sent: 4009 so marked maps to Unavailable (wire.go).
     NdbError e;
     shimError(e, kErrClusterFail, NdbError::NodeRecoveryError, "cluster failure: no data node reachable; reconnecting");
     e.status = NdbError::TemporaryError;
     Writer w{resp, resp + resplen};
-    for (Op &op : ops) {
+    for (uint32_t k = 0; k < n; k++) {
+      Op &op = ops[k];
       op.failed = true;
       op.err = e;
+      marks.before(w, k);
       writeResult(w, op, 0);
     }
     return static_cast<int>(w.needed);
   }
   stageRows(pool, ci, ops);
 
-  // Cut the flight into transactions.
+  // Cut the flight into transactions, none across a section's start.
   std::vector<Txn *> txns;
   std::vector<uint64_t> affected(n, 0);
+  size_t sec = 0;
   for (uint32_t i = 0; i < n;) {
+    while (sec < ns && sections[kSectionWords * sec + 1] <= i) sec++;
+    const uint32_t limit = ns > 0 ? sections[kSectionWords * sec + 1] : n;  // i's section ends here
     uint32_t j = i;
     while (j + 1 < n && (ops[j].flags & fTxnWithNext)) j++;
+    if (j >= limit) {
+      for (Txn *t : txns) delete t;
+      setErr(err, errlen, "a transaction crosses sections");
+      return -1;
+    }
     Txn *t = new Txn();
     if (j == i && sharedRead(ops[i])) {
-      while (j + 1 < n && j + 1 - i < kMaxSharedReads && sharedRead(ops[j + 1]) && !(ops[j + 1].flags & fNodeStart)) j++;
+      while (j + 1 < limit && j + 1 - i < kMaxSharedReads && sharedRead(ops[j + 1]) && !(ops[j + 1].flags & fNodeStart)) j++;
       t->shared = j > i;
     }
     t->first = static_cast<int>(i);
@@ -831,9 +1239,18 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
     i = j + 1;
   }
 
+  Writer w{resp, resp + resplen};
+  if (sectionsMayWait(txns, ns, wait_us)) {
+    runSections(pool, cn, ops, affected, txns, sections, ns, poll_us, wait_us, w);
+    if (!w.p) {
+      setErr(err, errlen, "response larger than its bound");
+      return -1;
+    }
+    return static_cast<int>(w.needed);
+  }
+
   // Results go out in op order, a batch of transactions at a time, before
   // the batch's transactions close (read-back values live until then).
-  Writer w{resp, resp + resplen};
   std::vector<Txn *> leftOpen;
   HintCount hints;
   uint64_t expired = 0;
@@ -859,7 +1276,10 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
           affected[static_cast<size_t>(t.first)] = 1;
         }
       }
-      for (int k = t.first; k <= t.last; k++) writeResult(w, ops[static_cast<size_t>(k)], affected[static_cast<size_t>(k)]);
+      for (int k = t.first; k <= t.last; k++) {
+        marks.before(w, static_cast<uint32_t>(k));
+        writeResult(w, ops[static_cast<size_t>(k)], affected[static_cast<size_t>(k)]);
+      }
       delete txns[i];
       txns[i] = nullptr;
       i++;
@@ -869,7 +1289,7 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
     size_t end = i;
     int prepared = 0;
     while (end < txns.size() && !txns[end]->sync && end - i < kMaxInFlight) {
-      if (prepare(ndb, ops, *txns[end], hints)) prepared++;
+      if (prepare(cn, ops, *txns[end], hints, wait_us)) prepared++;
       end++;
     }
     // One send, then polls until NDB has answered every transaction.
@@ -889,8 +1309,12 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
       Txn &t = *txns[k];
       if (t.tx && t.done) collect(ops, t, affected, expired);
       else if (t.tx) unknownResult(ops, t);
-      for (int o = t.first; o <= t.last; o++) writeResult(w, ops[static_cast<size_t>(o)], affected[static_cast<size_t>(o)]);
+      for (int o = t.first; o <= t.last; o++) {
+        marks.before(w, static_cast<uint32_t>(o));
+        writeResult(w, ops[static_cast<size_t>(o)], affected[static_cast<size_t>(o)]);
+      }
     }
+    const auto answeredAt = std::chrono::steady_clock::now();
     for (size_t k = i; k < end; k++) {
       Txn *t = txns[k];
       if (t->tx && !t->done) {
@@ -900,7 +1324,10 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
         leftOpen.push_back(t);
         continue;
       }
-      if (t->tx) ndb->closeTransaction(t->tx);
+      if (t->tx) {
+        if (t->node >= 0) cn.answeredOn[static_cast<size_t>(t->node)] = answeredAt;
+        closeTx(cn, ndb, *t);
+      }
       delete t;
       txns[k] = nullptr;
     }
@@ -919,6 +1346,33 @@ int ndbgate_execute(ndbgate_pool *pool, int conn, const unsigned char *req, int 
     return -1;
   }
   return static_cast<int>(w.needed);
+}
+
+int ndbgate_collect(ndbgate_pool *pool, int conn, int poll, unsigned char *resp, int resplen, int *more) {
+  *more = 0;
+  if (conn < 0 || static_cast<size_t>(conn) >= pool->conns.size() || resplen < 4) return -1;
+  std::shared_lock<std::shared_mutex> rg(pool->flightMu);  // as a flight: records stay alive
+  Conn &cn = pool->conns[static_cast<size_t>(conn)];
+  Writer w{resp + 4, resp + resplen};
+  uint32_t count = 0;
+  while (!cn.lost.empty()) {
+    Writer one = w;
+    one.u32(cn.lost.back());
+    one.u8(3);
+    if (!one.p) {
+      *more = 1;
+      break;
+    }
+    w = one;
+    cn.lost.pop_back();
+    count++;
+  }
+  if (!*more && cn.ndb && !cn.owed.empty()) {
+    if (poll) readAnswers(cn, cn.ndb);
+    count += collectOwed(pool, cn, w, more);
+  }
+  memcpy(resp, &count, 4);
+  return static_cast<int>(w.needed) + 4;
 }
 
 }  // extern "C"

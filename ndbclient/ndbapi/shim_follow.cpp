@@ -32,6 +32,16 @@ static Conn swapConn(ndbgate_pool *pool, size_t i, Conn &fresh, std::vector<Tabl
   for (size_t id = 0; id < pool->tables.size(); id++) {
     if (i < pool->tables[id].size()) std::swap(pool->tables[id][i], recs[id]);
   }
+  // The old Ndb object goes with the sections it owes: the executor learns
+  // of them from the new connection (ndbgate_collect).
+  Conn &now = pool->conns[i];
+  now.lost = std::move(old.lost);
+  old.lost.clear();
+  for (Owed *o : old.owed) {
+    for (const OwedSection &sec : o->sections) {
+      if (!sec.reported) now.lost.push_back(sec.ticket);
+    }
+  }
   return old;
 }
 

@@ -12,6 +12,7 @@
 #include <ndb_version.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -68,6 +69,16 @@ const int kNdbTransactions = 1024;
 const int kPollMs = 1000;
 const int kMaxPolls = 600;
 const int kMaxAbandoned = 256;
+// kMaxOwedTxns bounds the open transactions of owed sections on one Ndb
+// object, so that with kMaxAbandoned they fit in its kNdbTransactions: a
+// flight that would pass it waits for all its answers instead.
+const int kMaxOwedTxns = kNdbTransactions - kMaxAbandoned;
+const int kMaxOwedWrites = kMaxOwedTxns / 2;
+// kPoolMargin: the connection records an executor Ndb seizes beyond those
+// in use when it needs more from a node (growPool).
+const int kPoolMargin = 16;
+// A section of ndbgate_execute: ticket, end op, wait (µs), slow.
+const size_t kSectionWords = 4;
 // A connection's wait group (pollFor) holds one Ndb at a time; NDB grows
 // its list if ever needed.
 const int kPollGroupSize = 4;
@@ -211,6 +222,32 @@ struct Parked {
   std::vector<Txn *> txns;
 };
 
+// OwedSection: a section of a flight (ndbgate_execute's sections) whose
+// results the flight returned without: its ops [firstOp, endOp) and their
+// transactions, txns [firstTxn, endTxn) of its Owed.
+struct OwedSection {
+  uint32_t ticket = 0;
+  int firstOp = 0, endOp = 0;
+  size_t firstTxn = 0, endTxn = 0;
+  bool collected = false;  // its results are set in the ops (collect)
+  bool reported = false;   // ndbgate_collect returned them
+};
+
+// Owed: what a flight that returned before NDB answered some of its sections
+// keeps for ndbgate_collect: its arena (NDB writes the rows there), its ops
+// and their affected counts, and the owed sections' transactions, open until
+// collected.
+struct Owed {
+  std::vector<char> arena;
+  std::vector<Op> ops;
+  std::vector<uint64_t> affected;
+  std::vector<Txn *> txns;
+  std::vector<OwedSection> sections;
+  // stale: a refresh let go of the table records the ops point to; the
+  // sections are reported lost when answered.
+  bool stale = false;
+};
+
 // OpVectors keeps one op's lists between flights: each flight's ops borrow a
 // connection's (LentVectors), so that parsing fills lists that already have
 // room. A malloc and a free per list and op were 5 % of the gateway's CPU
@@ -249,6 +286,18 @@ struct Conn {
   std::vector<char> arena;
   std::vector<Parked> abandoned;
   int abandonedTxns = 0;
+  // owed: flights that returned without some sections' answers; owedTxns
+  // counts their open transactions. lost: the tickets of owed sections
+  // whose Ndb object went before NDB answered (ndbgate_collect reports them).
+  std::vector<Owed *> owed;
+  int owedTxns = 0, owedWrites = 0;
+  std::vector<uint32_t> lost;
+  // The executor Ndb's transactions by TC node id (resetNodeBook): open
+  // now, at most ever open at once (NDB keeps a connection record for each,
+  // and seizes another from the node past that), owed, and when one last
+  // answered.
+  std::vector<int> openOn, pooledOn, owedOn, owedReadsOn;
+  std::vector<std::chrono::steady_clock::time_point> answeredOn;
   std::vector<NdbRecord *> retired;
   std::vector<OpVectors> spare;  // the executor's, lent to its flights' ops
 };
@@ -341,6 +390,9 @@ bool attachProgram(Op &op, NdbOperation::OperationOptions &opts, NdbError &err);
 
 // shim_conn.cpp
 bool makeNdbs(Conn &c, char *err, int errlen);
+// resetNodeBook empties c's book of transactions by node, for a new
+// executor Ndb object.
+void resetNodeBook(Conn &c);
 void dropConnNdbs(Conn &c, const std::vector<TableRecs *> &recs);
 // dropPollGroup lets go of c's wait group, if it has one. Its caller owns
 // c's executor Ndb: no flight is polling through the group.
@@ -352,6 +404,9 @@ bool describeOn(Conn &c, const char *db, const char *table, bool invalidate, Tab
 // shim_execute.cpp
 bool fillRow(Op &op, NdbError &err);
 void dropAbandoned(Conn &c);
+// loseOwed forgets c's owed sections once their Ndb object is deleted, their
+// tickets kept in c.lost.
+void loseOwed(Conn &c);
 void writeValue(Writer &w, const Layout &l, const char *row, uint16_t col);
 void stageRows(ndbgate_pool *pool, size_t conn, std::vector<Op> &ops);
 

@@ -98,7 +98,8 @@ void freeRecs(Conn &c, TableRecs &r) {
 // retired while abandoned transactions may still unpack through them (see
 // Conn). Callers hold flightMu exclusively and dictMu.
 void releaseRecs(Conn &c, TableRecs &r) {
-  if (c.abandonedTxns == 0) {
+  for (Owed *o : c.owed) o->stale = true;  // their ops point into r
+  if (c.abandonedTxns == 0 && c.owedTxns == 0) {
     freeRecs(c, r);
     return;
   }
@@ -107,7 +108,8 @@ void releaseRecs(Conn &c, TableRecs &r) {
   r = TableRecs();
 }
 
-// releaseRetired releases c's retired records. Only once c.abandonedTxns is 0;
+// releaseRetired releases c's retired records. Only once c.abandonedTxns and
+// c.owedTxns are 0;
 // callers hold dictMu, or are ndbgate_close.
 void releaseRetired(Conn &c) {
   if (!c.dict) return;

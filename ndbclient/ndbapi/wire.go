@@ -729,6 +729,12 @@ func appendValue(dst []byte, ti *tableInfo, col int, v ndbclient.Value, withNull
 // are its state columns.
 func decodeResults(b []byte, ops []*ndbclient.Op, extra []stateExtra, tables func(*ndbclient.Table) (*tableInfo, error)) error {
 	r := reader{b: b}
+	return decodeResultsFrom(&r, ops, extra, tables)
+}
+
+// decodeResultsFrom decodes ops' results from r, leaving r after them: a
+// section's results among others (owed.go).
+func decodeResultsFrom(r *reader, ops []*ndbclient.Op, extra []stateExtra, tables func(*ndbclient.Table) (*tableInfo, error)) error {
 	known := tableCache{tables: tables}
 	for k, op := range ops {
 		warmOps(ops, k)
