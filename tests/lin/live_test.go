@@ -1,14 +1,18 @@
 package lin
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -256,6 +260,83 @@ func TestLiveEveryDataNodeRestarted(t *testing.T) {
 				time.Sleep(200 * time.Millisecond)
 			}
 		}}.run(t)
+}
+
+// TestLiveDataNodeStopped: a data node stopped (SIGSTOP) for 2 s, less
+// than the cluster takes to declare it failed, then continued. Requests it
+// had when it stopped complete when it answers, later ones for it fail
+// fast, Temporary and unsent (ndb.flight_wait), and the history stays
+// linearizable. Meanwhile the other node's keys are still read: of 64 gets
+// on distinct keys sent while it is stopped, those on the other node
+// (about half) must be answered within half a second. Before flights left
+// a stopped node's share to complete later, every event loop waited for
+// it, and none was.
+func TestLiveDataNodeStopped(t *testing.T) {
+	cs := liveFaults(t)
+	victim := envInt("NDBGATE_TEST_KILL_NODE", 2)
+	if !ndbproc.NodeStarted(cs, victim) {
+		t.Fatalf("node %d must be started", victim)
+	}
+	scenario{gateways: 2, meta: 6, rest: 2, before: 5 * time.Second, after: 5 * time.Second, polling: 1,
+		fault: func(t *testing.T, gws []*gateway) {
+			worker, _, err := ndbproc.DataNode(victim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stopped := time.Now()
+			if err := syscall.Kill(worker.PID, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = syscall.Kill(worker.PID, syscall.SIGCONT) }()
+			time.Sleep(200 * time.Millisecond) // every loop has met the stopped node by now
+			answered := probeGets(t, gws[0], 64, 500*time.Millisecond)
+			time.Sleep(2*time.Second - time.Since(stopped))
+			if err := syscall.Kill(worker.PID, syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("with node %d stopped, %d of 64 gets on distinct keys were answered within 500ms", victim, answered)
+			if answered == 0 {
+				t.Errorf("no get was answered while node %d was stopped: a stopped node holds up the other node's keys", victim)
+			}
+			if answered == 64 {
+				t.Errorf("every get was answered while node %d was stopped: was it stopped?", victim)
+			}
+		}}.run(t)
+}
+
+// probeGets sends n memcache gets at once, each on a key of its own
+// connection to gw, and returns how many were answered within wait.
+func probeGets(t *testing.T, gw *gateway, n int, wait time.Duration) int {
+	t.Helper()
+	var answered atomic.Int32
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(wait)
+	dial := gw.dial
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := dial(context.Background(), "tcp", gw.memcache)
+			if err != nil {
+				t.Errorf("probe %d: %v", i, err)
+				return
+			}
+			defer c.Close()
+			_ = c.SetDeadline(deadline)
+			if _, err := fmt.Fprintf(c, "mg probe-%d v\r\n", i); err != nil {
+				return
+			}
+			line, err := bufio.NewReader(c).ReadString('\n')
+			if err == nil && (strings.HasPrefix(line, "EN") || strings.HasPrefix(line, "VA")) {
+				answered.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return int(answered.Load())
 }
 
 // TestLiveGatewayKilled: kill -9 of one of two gateways, then it starts
