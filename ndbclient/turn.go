@@ -112,14 +112,18 @@ func (t *Turn) Run() {
 // the turn's goroutine; each other one completes where the driver finishes
 // it (driverDone).
 func (t *Turn) runGroup(c *Client) {
+	ops, rounds := 0, 0
 	for _, f := range t.flights {
 		f.state.Store(flightSubmitting)
-		observeFlight(f.b.Shard, len(f.b.Ops))
-		if n := len(f.rounds); n > 1 {
-			dispatchCoalesced.Add(float64(n - 1))
-		}
+		ops += len(f.b.Ops)
+		rounds += len(f.rounds)
 		t.batches = append(t.batches, &f.b)
 		t.dones = append(t.dones, f.onDone)
+	}
+	// One round trip, as a turn flight of one batch was.
+	observeFlight(t.flights[0].b.Shard, ops)
+	if rounds > 1 {
+		dispatchCoalesced.Add(float64(rounds - 1))
 	}
 	c.grouper.SubmitGroup(t.batches, t.dones)
 	for _, f := range t.flights {
