@@ -31,8 +31,9 @@ import (
 // while it waits for work.
 const owedPollMillis = 1
 
-// sectionWords: the numbers of a section (ndbgate_execute).
-const sectionWords = 4
+// sectionWords: the numbers of a section (ndbgate_execute): ticket, end
+// op, wait in microseconds.
+const sectionWords = 3
 
 // slowNodeWait bounds a flight's wait for a batch whose node owes batches
 // already: its reads of keys it holds the primary replica of may still
@@ -43,21 +44,12 @@ const slowNodeWait = time.Millisecond
 // NDB has at most 144 data nodes.
 const owedNodes = 256
 
-// Section kinds, a section's fourth number (ndbgate_execute).
-const (
-	sectionPlain = 0
-	sectionSlow  = 1 // its node owes batches: not sent if the connection owes too much
-)
-
-// nodeState says how a flight treats a batch: sectionSlow when its data
-// node owes batches, which a flight waits less for (slowNodeWait). The
-// shim, which sees each transaction's node, does not start one on a node
-// that has stopped answering (shim_execute.cpp, stalled).
-func (d *Driver) nodeState(b *ndbclient.Batch) C.uint {
-	if b.OneNode && b.Node >= 0 && b.Node < owedNodes && d.owedOn[b.Node].Load() > 0 {
-		return sectionSlow
-	}
-	return sectionPlain
+// slowNode reports whether b's data node owes batches: a flight waits
+// less for it (slowNodeWait). The shim, which sees each transaction's
+// node, starts none on a node that has stopped answering
+// (shim_execute.cpp, stalled).
+func (d *Driver) slowNode(b *ndbclient.Batch) bool {
+	return b.OneNode && b.Node >= 0 && b.Node < owedNodes && d.owedOn[b.Node].Load() > 0
 }
 
 // owedNode counts an owed batch in or out of its node's count.
@@ -74,7 +66,7 @@ type owing struct {
 	owed       map[uint32]owedBatch // by ticket
 	owedCount  atomic.Int32
 	ticket     uint32
-	sections   []C.uint // per batch of a flight, sectionWords: ticket, end op, wait, slow
+	sections   []C.uint // per batch of a flight, sectionWords of them
 	groupOps   []*ndbclient.Op
 	collectBuf []byte
 	step       ndbclient.Batch // callStep's
@@ -216,11 +208,11 @@ func (e *executor) callSections(bs []*ndbclient.Batch, dones []func(*ndbclient.B
 		}
 		end += len(b.Ops)
 		e.ticket++
-		wait, kind := e.d.flightWait, e.d.nodeState(b)
-		if kind != sectionPlain {
+		wait := e.d.flightWait
+		if e.d.slowNode(b) {
 			wait = min(wait, slowNodeWait)
 		}
-		e.sections = append(e.sections, C.uint(e.ticket), C.uint(end), C.uint(wait/time.Microsecond), kind)
+		e.sections = append(e.sections, C.uint(e.ticket), C.uint(end), C.uint(wait/time.Microsecond))
 	}
 	nsec := len(e.sections) / sectionWords
 	bound := int(uint32(e.req[len(e.req)-4])|uint32(e.req[len(e.req)-3])<<8|uint32(e.req[len(e.req)-2])<<16|uint32(e.req[len(e.req)-1])<<24) + nsec

@@ -77,8 +77,8 @@ const int kMaxOwedWrites = kMaxOwedTxns / 2;
 // kPoolMargin: the connection records an executor Ndb seizes beyond those
 // in use when it needs more from a node (growPool).
 const int kPoolMargin = 16;
-// A section of ndbgate_execute: ticket, end op, wait (µs), slow.
-const size_t kSectionWords = 4;
+// A section of ndbgate_execute: ticket, end op, wait (µs).
+const size_t kSectionWords = 3;
 // A connection's wait group (pollFor) holds one Ndb at a time; NDB grows
 // its list if ever needed.
 const int kPollGroupSize = 4;
