@@ -451,22 +451,21 @@ static void growPool(Conn &c, Ndb *ndb, const Op &op, Uint32 partition, Uint32 n
 
 // stalled: a transaction on the node holding partition's primary replica
 // would have to seize a connection record from that node, waiting for its
-// answer inside startTransaction (Ndb::NDB_connect, up to two minutes),
-// while the node owes the connection answers. Such a transaction is not
-// started when the node owes reads (which need no other node: it has
-// stopped answering), nor, when it owes only writes (which may wait for
-// the other replica's node instead) and has answered nothing for stall_us,
-// when it writes: waiting for the node would hold up the executor and every
-// flight behind it. A read in that case goes: the node may well answer it.
-static bool stalled(Conn &c, Ndb *ndb, const Op &op, Uint32 partition, bool reads, int stall_us) {
+// answer inside startTransaction (Ndb::NDB_connect, up to two minutes).
+// It is not started when the node owes the connection reads (which need
+// no other node: it has stopped answering), nor when the connection has
+// used the node and had no answer from it for stall_us: waiting for a
+// node that may have stopped would hold up the executor and every flight
+// behind it. Otherwise the pool grows while the node answers (growPool).
+static bool stalled(Conn &c, Ndb *ndb, const Op &op, Uint32 partition, int stall_us) {
   if (stall_us <= 0) return false;
   Uint32 nodes[4];
   if (op.recs->t->getFragmentNodes(partition, nodes, 4) == 0 || nodes[0] >= c.openOn.size()) return false;
   const Uint32 n = nodes[0];
   if (c.openOn[n] < c.pooledOn[n]) return false;
-  if (c.owedOn[n] > 0) {
-    if (c.owedReadsOn[n] > 0) return true;
-    if (!reads && std::chrono::steady_clock::now() - c.answeredOn[n] > std::chrono::microseconds(stall_us)) return true;
+  if (c.owedReadsOn[n] > 0) return true;
+  if (c.pooledOn[n] > 0 && std::chrono::steady_clock::now() - c.answeredOn[n] > std::chrono::microseconds(stall_us)) {
+    return true;
   }
   growPool(c, ndb, op, partition, n);
   return false;
@@ -673,7 +672,7 @@ static bool prepare(Conn &cn, std::vector<Op> &ops, Txn &t, HintCount &hints, in
     failOps(ops, t, pe);
     return false;
   }
-  if (stalled(cn, ndb, hint, partition, readOnly(ops, t), stall_us)) {
+  if (stalled(cn, ndb, hint, partition, stall_us)) {
     notSentStalled(ops, t);
     return false;
   }
