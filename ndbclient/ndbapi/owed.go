@@ -269,7 +269,9 @@ func (e *executor) callSections(bs []*ndbclient.Batch, dones []func(*ndbclient.B
 			e.owedCount.Add(1)
 			e.d.owedNode(b, 1)
 			e.d.batchesOwed.Add(1)
-			if need := bound + 5; cap(e.collectBuf) < need {
+			// Room for it alone in ndbgate_collect's answer: its results
+			// (within the flight's bound), ticket, status and the count.
+			if need := bound + 16; cap(e.collectBuf) < need {
 				e.collectBuf = make([]byte, need)
 			}
 		default:
@@ -303,7 +305,15 @@ func (e *executor) collect(poll bool, out []completion) []completion {
 			break
 		}
 		r := reader{b: e.collectBuf[:int(n)]}
-		for count := r.u32(); count > 0 && r.ok(); count-- {
+		count := r.u32()
+		if count == 0 && more != 0 {
+			// Not even one fits (cannot happen within the bound kept above):
+			// more room, and again.
+			e.collectBuf = make([]byte, 2*len(e.collectBuf))
+			poll = false
+			continue
+		}
+		for ; count > 0 && r.ok(); count-- {
 			ticket, status := r.u32(), r.u8()
 			ob, ok := e.owed[ticket]
 			if !ok || !r.ok() {
