@@ -47,6 +47,7 @@ import "C"
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -704,11 +705,30 @@ func (e *executor) call(ops []*ndbclient.Op, extra []stateExtra, now uint32) err
 		}
 		return nil
 	}
-	bound := int(uint32(e.req[len(e.req)-4]) | uint32(e.req[len(e.req)-3])<<8 | uint32(e.req[len(e.req)-2])<<16 | uint32(e.req[len(e.req)-1])<<24)
+	n, err := e.execute(nil, 0)
+	if err != nil {
+		return e.fail(ops, err)
+	}
+	err = decodeResults(e.resp[:n], ops, extra, e.d.described)
+	for _, t := range staleSchema(ops) {
+		e.d.refreshLater(t)
+	}
+	return err
+}
+
+// execute makes the cgo call for the flight encodeFlight wrote into e.req,
+// with nsec sections of sectionWords numbers (none: nil, 0) and wait the
+// flight's wait; it returns the bytes of e.resp written.
+func (e *executor) execute(sections []C.uint, wait time.Duration) (int, error) {
+	bound := int(binary.LittleEndian.Uint32(e.req[len(e.req)-4:])) + len(sections)/sectionWords
 	if cap(e.resp) < bound {
 		e.resp = make([]byte, bound)
 	}
 	e.resp = e.resp[:cap(e.resp)]
+	var sec *C.uint
+	if len(sections) > 0 {
+		sec = &sections[0]
+	}
 	var errBuf [512]C.char
 	var pollUs C.int
 	var start time.Time
@@ -717,18 +737,15 @@ func (e *executor) call(ops []*ndbclient.Op, extra []stateExtra, now uint32) err
 	}
 	n := C.ndbgate_execute(e.d.pool, C.int(e.conn),
 		(*C.uchar)(unsafe.Pointer(&e.req[0])), C.int(len(e.req)),
-		(*C.uchar)(unsafe.Pointer(&e.resp[0])), C.int(len(e.resp)), pollUs, 0, nil, 0, &errBuf[0], C.int(len(errBuf)))
+		(*C.uchar)(unsafe.Pointer(&e.resp[0])), C.int(len(e.resp)), pollUs,
+		C.int(wait/time.Microsecond), sec, C.int(len(sections)/sectionWords), &errBuf[0], C.int(len(errBuf)))
 	if e.lone {
 		e.pollWin.Observe(int64(time.Since(start)))
 	}
 	if n < 0 {
-		return e.fail(ops, ndbclient.Errorf(ndbclient.CodeInternal, "NDB shim: %s", C.GoString(&errBuf[0])))
+		return 0, ndbclient.Errorf(ndbclient.CodeInternal, "NDB shim: %s", C.GoString(&errBuf[0]))
 	}
-	err = decodeResults(e.resp[:int(n)], ops, extra, e.d.described)
-	for _, t := range staleSchema(ops) {
-		e.d.refreshLater(t)
-	}
-	return err
+	return int(n), nil
 }
 
 // Partition computes a key's partition with NDB's own hash.

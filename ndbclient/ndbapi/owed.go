@@ -214,33 +214,16 @@ func (e *executor) callSections(bs []*ndbclient.Batch, dones []func(*ndbclient.B
 		}
 		e.sections = append(e.sections, C.uint(e.ticket), C.uint(end), C.uint(wait/time.Microsecond))
 	}
-	nsec := len(e.sections) / sectionWords
-	bound := int(uint32(e.req[len(e.req)-4])|uint32(e.req[len(e.req)-3])<<8|uint32(e.req[len(e.req)-2])<<16|uint32(e.req[len(e.req)-1])<<24) + nsec
-	if cap(e.resp) < bound {
-		e.resp = make([]byte, bound)
-	}
-	e.resp = e.resp[:cap(e.resp)]
-	var errBuf [512]C.char
-	var pollUs C.int
-	var start time.Time
-	if e.lone {
-		pollUs, start = C.int(e.pollWin.Nanos()/int64(time.Microsecond)), time.Now()
-	}
-	n := C.ndbgate_execute(e.d.pool, C.int(e.conn),
-		(*C.uchar)(unsafe.Pointer(&e.req[0])), C.int(len(e.req)),
-		(*C.uchar)(unsafe.Pointer(&e.resp[0])), C.int(len(e.resp)), pollUs,
-		C.int(e.d.flightWait/time.Microsecond), &e.sections[0], C.int(nsec), &errBuf[0], C.int(len(errBuf)))
-	if e.lone {
-		e.pollWin.Observe(int64(time.Since(start)))
-	}
-	if n < 0 {
-		err := e.fail(ops, ndbclient.Errorf(ndbclient.CodeInternal, "NDB shim: %s", C.GoString(&errBuf[0])))
+	n, err := e.execute(e.sections, e.d.flightWait)
+	if err != nil {
+		err = e.fail(ops, err)
 		for i, b := range bs {
 			out = append(out, completion{b, dones[i], err})
 		}
 		return out
 	}
-	r := reader{b: e.resp[:int(n)]}
+	bound := len(e.resp) // the flight's results fit in it, so one owed batch's do
+	r := reader{b: e.resp[:n]}
 	s, off := 0, 0
 	for i, b := range bs {
 		if len(b.Ops) == 0 {
