@@ -478,14 +478,10 @@ func (d *Driver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) 
 	if e := d.loneExecutor(b.Shard); b.Lone && e.claimIdle() {
 		// The caller has nothing else to do: run the flight here, with no
 		// thread hand-off either way (Batch.Lone).
-		e.lone = d.busyPoll > 0 && b.Poll
 		bs, dones := [1]*ndbclient.Batch{b}, [1]func(*ndbclient.Batch, error){done}
 		var buf [1]completion
-		out := e.runGroup(bs[:], dones[:], buf[:0])
-		e.lone = false
-		e.release()
+		out := e.runOnCaller(bs[:], dones[:], buf[:0])
 		d.closeMu.RUnlock()
-		d.flightsOnCaller.Add(1)
 		deliver(out)
 		return
 	}

@@ -123,13 +123,9 @@ func (d *Driver) SubmitGroup(bs []*ndbclient.Batch, dones []func(*ndbclient.Batc
 	d.closeMu.RLock()
 	if !d.closed.Load() && len(bs) > 0 && bs[0].Lone {
 		if e := d.loneExecutor(bs[0].Shard); e.claimIdle() {
-			e.lone = d.busyPoll > 0 && bs[0].Poll
 			var buf [4]completion
-			out := e.runGroup(bs, dones, buf[:0])
-			e.lone = false
-			e.release()
+			out := e.runOnCaller(bs, dones, buf[:0])
 			d.closeMu.RUnlock()
-			d.flightsOnCaller.Add(1)
 			deliver(out)
 			return
 		}
@@ -138,6 +134,18 @@ func (d *Driver) SubmitGroup(bs []*ndbclient.Batch, dones []func(*ndbclient.Batc
 	for i, b := range bs {
 		d.Submit(b, dones[i])
 	}
+}
+
+// runOnCaller runs bs in one flight on the caller's goroutine, the
+// executor claimed (claimIdle), lets go of the executor, and returns out
+// with the batches answered, for the caller to deliver.
+func (e *executor) runOnCaller(bs []*ndbclient.Batch, dones []func(*ndbclient.Batch, error), out []completion) []completion {
+	e.lone = e.d.busyPoll > 0 && bs[0].Poll
+	out = e.runGroup(bs, dones, out)
+	e.lone = false
+	e.release()
+	e.d.flightsOnCaller.Add(1)
+	return out
 }
 
 // runGroup runs bs in one flight and appends to out the batches answered
