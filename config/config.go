@@ -51,6 +51,10 @@ type Memcache struct {
 	// BusyPoll is how long an epoll loop polls after a lone turn before it
 	// sleeps; 0 is off (transport.Options.BusyPoll). See BusyPollLimit.
 	BusyPoll PollLimit
+	// HaltPoll is "auto", "on" or "off": whether the other epoll loops poll
+	// while one serves a solo client (transport.Options.HaltPoll). See
+	// HaltPollOn.
+	HaltPoll string
 }
 
 // IOUringOn is IOUring with its default (true) applied.
@@ -75,6 +79,24 @@ func (m Memcache) BusyPollLimit(cluster bool) time.Duration {
 		return m.BusyPoll.Or(AutoMemcacheBusyPollCluster)
 	}
 	return m.BusyPoll.Or(AutoMemcacheBusyPoll)
+}
+
+// AutoHaltPollLoops is the most epoll loops halt_poll's auto turns on
+// with: each loop but the solo client's spends a CPU while it polls.
+const AutoHaltPollLoops = 2
+
+// HaltPollOn is HaltPoll with auto applied: on for a gateway on a cluster,
+// with at most AutoHaltPollLoops loops, on a host whose idle vCPUs halt at
+// once (internal/hostidle), where a one-at-a-time client's round trip wakes
+// a thread on a halted vCPU at every step (bench/RESULTS.md, session 49).
+func (m Memcache) HaltPollOn(cluster bool, loops int, haltsAtOnce bool) bool {
+	switch m.HaltPoll {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	return cluster && haltsAtOnce && loops <= AutoHaltPollLoops
 }
 
 // TLS is the memcache TLS listener. ClientCAFile turns on mutual TLS.
@@ -267,6 +289,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Memcache.BusyPoll > 0 && c.Memcache.EventLoop == "gnet" {
 		errs = append(errs, fmt.Errorf("%s = %s polls in the epoll loops only: drop it, or use memcache.event_loop epoll", nameOf("memcache.busy_poll"), c.Memcache.BusyPoll))
+	}
+	if c.Memcache.HaltPoll == "on" && c.Memcache.EventLoop == "gnet" {
+		errs = append(errs, fmt.Errorf("%s = on polls in the epoll loops only: drop it, or use memcache.event_loop epoll", nameOf("memcache.halt_poll")))
+	}
+	if c.Memcache.HaltPoll == "on" && c.Memcache.BusyPoll == 0 {
+		errs = append(errs, fmt.Errorf("%s = on keeps the loops awake for clients that memcache.busy_poll finds, and it is 0: drop halt_poll, or set busy_poll", nameOf("memcache.halt_poll")))
 	}
 	if c.NDB.BusyPoll > 0 && c.NDB.Connectstring == "" {
 		errs = append(errs, fmt.Errorf("%s = %s polls for a cluster's answers: set ndb.connectstring, or drop it", nameOf("ndb.busy_poll"), c.NDB.BusyPoll))

@@ -110,6 +110,9 @@ func TestValidationNamesTheSetting(t *testing.T) {
 		{"ndb busy poll long", func(c *Config) { c.NDB.Connectstring = "mgm:1186"; c.NDB.BusyPoll = PollLimit(2 * time.Millisecond) }, "ndb.busy_poll (--ndb-busy-poll) = 2ms: must be auto or 0..1ms"},
 		{"ndb busy poll without a cluster", func(c *Config) { c.NDB.BusyPoll = PollLimit(200 * time.Microsecond) }, "ndb.busy_poll (--ndb-busy-poll) = 200µs polls for a cluster's answers"},
 		{"busy poll negative", func(c *Config) { c.NDB.BusyPoll = PollLimit(-2) }, "ndb.busy_poll (--ndb-busy-poll) = -2ns: must be auto or 0..1ms"},
+		{"halt poll word", func(c *Config) { c.Memcache.HaltPoll = "always" }, `memcache.halt_poll (--memcache-halt-poll) = "always": use auto, on or off`},
+		{"halt poll on gnet", func(c *Config) { c.Memcache.HaltPoll = "on"; c.Memcache.EventLoop = "gnet" }, "memcache.halt_poll (--memcache-halt-poll) = on polls in the epoll loops only"},
+		{"halt poll without busy poll", func(c *Config) { c.Memcache.HaltPoll = "on"; c.Memcache.BusyPoll = 0 }, "memcache.busy_poll finds, and it is 0"},
 		{"data dir with a cluster", func(c *Config) { c.Embedded.DataDir = "/d"; c.NDB.Connectstring = "mgm:1186" }, "embedded.data_dir (--data-dir) is for the embedded engine"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,6 +168,26 @@ func TestDataDirSettings(t *testing.T) {
 	assert.Equal(t, "no", c.Embedded.Fsync)
 	assert.Zero(t, c.Embedded.SnapshotInterval)
 	assert.Zero(t, c.Embedded.SnapshotLogSize)
+	require.NoError(t, c.Validate())
+}
+
+// halt_poll's auto is on only with a cluster, at most two loops, and a host
+// whose idle vCPUs halt at once; on and off are kept whatever the host, and
+// each source can set it.
+func TestHaltPollAuto(t *testing.T) {
+	c := Default()
+	assert.Equal(t, "auto", c.Memcache.HaltPoll)
+	assert.True(t, c.Memcache.HaltPollOn(true, 2, true))
+	assert.False(t, c.Memcache.HaltPollOn(false, 2, true), "the embedded engine")
+	assert.False(t, c.Memcache.HaltPollOn(true, AutoHaltPollLoops+1, true), "more loops than auto spends CPUs on")
+	assert.False(t, c.Memcache.HaltPollOn(true, 1, false), "a host whose vCPUs poll before they halt, or bare metal")
+	require.NoError(t, c.Validate())
+
+	require.NoError(t, c.LoadFile(writeFile(t, "memcache: {halt_poll: 'on'}\n")))
+	assert.True(t, c.Memcache.HaltPollOn(false, 8, false))
+	require.NoError(t, c.Validate())
+	require.NoError(t, c.ApplyEnv(func(k string) (string, bool) { return "off", k == "NDBGATE_MEMCACHE_HALT_POLL" }))
+	assert.False(t, c.Memcache.HaltPollOn(true, 2, true))
 	require.NoError(t, c.Validate())
 }
 

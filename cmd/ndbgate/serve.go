@@ -20,12 +20,14 @@ import (
 	"github.com/ndbgate/ndbgate/config"
 	"github.com/ndbgate/ndbgate/gateway"
 	"github.com/ndbgate/ndbgate/gateway/rowapi"
+	"github.com/ndbgate/ndbgate/internal/hostidle"
 	"github.com/ndbgate/ndbgate/internal/ndbmemcache"
 	"github.com/ndbgate/ndbgate/internal/procs"
 	"github.com/ndbgate/ndbgate/ndbclient"
 	"github.com/ndbgate/ndbgate/ndbclient/embedded"
 	grpcfront "github.com/ndbgate/ndbgate/protocols/grpc"
 	"github.com/ndbgate/ndbgate/protocols/memcache"
+	"github.com/ndbgate/ndbgate/protocols/memcache/transport"
 	"github.com/ndbgate/ndbgate/protocols/rest"
 )
 
@@ -129,6 +131,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			EventLoop:     cfg.Memcache.EventLoop,
 			BatchSyscalls: cfg.Memcache.IOUringOn(),
 			BusyPoll:      cfg.Memcache.BusyPollLimit(cfg.NDB.Connectstring != ""),
+			HaltPoll:      cfg.Memcache.HaltPollOn(cfg.NDB.Connectstring != "", transport.DefaultLoops(), hostidle.Read("/").HaltsAtOnce()),
 			TLSAddr:       mcfg.TLSAddr,
 			TLS:           mcfg.TLS,
 			PartialBytes:  partialBudget(int64(cfg.Embedded.MemoryLimit), itemMax),

@@ -52,6 +52,9 @@ type Config struct {
 	// BusyPoll: after a solo turn an epoll loop polls up to this long
 	// before it sleeps (transport.Options.BusyPoll); 0 is off.
 	BusyPoll time.Duration
+	// HaltPoll: the other epoll loops poll while one serves a solo client
+	// (transport.Options.HaltPoll).
+	HaltPoll bool
 	// PartialBytes bounds the bytes all connections together hold of
 	// storage commands still arriving (a value is held whole until it is all
 	// here). A value that would go over is refused as memcached refuses one
@@ -123,7 +126,7 @@ func NewServer(cfg Config, svc *gateway.Service, log *slog.Logger) *Server {
 		s.tls = transport.Streams(cfg.TLSAddr, cfg.TLS)
 		s.transports = append(s.transports, s.tls)
 	}
-	opts := transport.Options{Loops: cfg.Loops, BatchSyscalls: cfg.BatchSyscalls, BusyPoll: cfg.BusyPoll, Log: log}
+	opts := transport.Options{Loops: cfg.Loops, BatchSyscalls: cfg.BatchSyscalls, BusyPoll: cfg.BusyPoll, HaltPoll: cfg.HaltPoll, Log: log}
 	if cfg.Addr != "" {
 		opts.Listen = append(opts.Listen, transport.Addr{Network: "tcp", Address: cfg.Addr})
 	}

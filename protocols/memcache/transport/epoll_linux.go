@@ -57,6 +57,10 @@ type epollServer struct {
 	draining atomic.Bool
 	// force closes the connections at once.
 	force atomic.Bool
+	// soloUntil is the Nanos until which a loop serves a solo client with
+	// its poll window open: till then, with Options.HaltPoll, the other
+	// loops poll rather than sleep (rule 8).
+	soloUntil atomic.Int64
 }
 
 // epollLoop owns its connections: everything but mu's fields is touched only
@@ -107,6 +111,9 @@ type epollLoop struct {
 	// idleWaits counts the waits that gave the P back (rule 1; atomic, for
 	// tests).
 	idleWaits uint64
+	// haltPollNanos is the time the loop spent polling for another loop's
+	// solo client (rule 8; atomic, for tests).
+	haltPollNanos uint64
 	// keeper: the first loop holds its P for REST and gRPC requests too
 	// (runtime_linux.go, rule 1); nil on the others.
 	keeper *keeper
@@ -169,7 +176,8 @@ func (es *epollServer) Serve(h Handler, ready func()) error {
 		}
 	}
 	es.opts.Log.LogAttrs(context.Background(), slog.LevelInfo, "memcache event loops", slog.String("kind", "epoll"),
-		slog.Int("loops", len(es.loops)), slog.Bool("io_uring", rings == len(es.loops)), slog.Duration("busy_poll", es.opts.BusyPoll))
+		slog.Int("loops", len(es.loops)), slog.Bool("io_uring", rings == len(es.loops)), slog.Duration("busy_poll", es.opts.BusyPoll),
+		slog.Bool("halt_poll", es.opts.HaltPoll))
 	l0 := es.loops[0]
 	l0.keeper = registerKeeper(func() {
 		l0.mu.Lock()
@@ -336,7 +344,7 @@ func (l *epollLoop) run() {
 		}
 		waitStart := Nanos()
 		n, errno := 0, syscall.Errno(0)
-		afterSolo := false
+		afterSolo, haltPolled := false, false
 		switch {
 		case l.turnRead >= spinTurnBytes: // rule 6
 			n, errno = pollBriefly(l.epfd, l.events, waitStart, spinNanos)
@@ -349,8 +357,19 @@ func (l *epollLoop) run() {
 					l.busyPollsFound++
 				}
 			}
+		case l.es.opts.HaltPoll && msec > 0 && waitStart < l.es.soloUntil.Load(): // rule 8
+			haltPolled = true
+			n, errno = pollUntil(l.epfd, l.events, &l.es.soloUntil, waitStart+yieldNanos)
+			atomic.AddUint64(&l.haltPollNanos, uint64(Nanos()-waitStart))
 		}
 		l.turnRead, l.soloTurn = 0, false
+		if haltPolled && errno == 0 && n == 0 {
+			// Polled until the solo client's turns stopped, or for
+			// yieldNanos: yield (rule 3), then wait as before.
+			goyield()
+			lastYield = Nanos()
+			continue
+		}
 		if errno == 0 && n == 0 {
 			n, errno = epollWait(l.epfd, l.events, msec, true)
 		}
@@ -418,6 +437,9 @@ func (l *epollLoop) run() {
 		if lone {
 			l.loneFd = int(l.events[0].Fd)
 			l.soloTurn = l.loneFd == lastLone
+			if l.soloTurn && l.es.opts.HaltPoll && l.pollWin.Nanos() > 0 { // rule 8
+				l.es.keepLoopsAwake(l, now)
+			}
 		}
 		l.proto.BeginTurn(now, lone, l.soloTurn)
 		for i := range n {
@@ -979,6 +1001,21 @@ func (es *epollServer) Shutdown(ctx context.Context) error {
 		es.signalAll()
 		<-done
 		return ctx.Err()
+	}
+}
+
+// keepLoopsAwake has the loops other than solo poll until haltHoldNanos
+// from now (rule 8), waking them if they might be asleep.
+func (es *epollServer) keepLoopsAwake(solo *epollLoop, now int64) {
+	if es.soloUntil.Swap(now+haltHoldNanos) > now {
+		return
+	}
+	for _, l := range es.loops {
+		if l != solo {
+			l.mu.Lock()
+			l.signalLocked()
+			l.mu.Unlock()
+		}
 	}
 }
 

@@ -334,3 +334,42 @@ func TestHeldRepliesDrainWhenTheRingIsRefused(t *testing.T) {
 		require.Equal(t, fmt.Sprintf("reply %d\r\n", i), string(got[:n]))
 	}
 }
+
+// With HaltPoll, the loops other than a solo client's poll while it is
+// served (rule 8), and stop within haltHoldNanos of its poll window closing:
+// a client that pauses 20 ms between requests keeps them polling for its
+// first few requests only. Without HaltPoll they never poll for it.
+func TestHaltPollKeepsTheOtherLoopsAwakeForASoloClient(t *testing.T) {
+	haltPolled := func(tr Transport) (ns int64) {
+		for _, l := range tr.(*epollServer).loops {
+			ns += int64(atomic.LoadUint64(&l.haltPollNanos))
+		}
+		return ns
+	}
+	for _, on := range []bool{false, true} {
+		addr, _, tr := startTransport(t, Epoll, Options{Loops: 2, BusyPoll: time.Millisecond, HaltPoll: on})
+		conn := dial(t, addr, 10*time.Second)
+		for i := range 200 {
+			echoLine(t, conn, i)
+		}
+		quick := haltPolled(tr)
+		const paused = 30
+		for i := range paused {
+			time.Sleep(20 * time.Millisecond)
+			echoLine(t, conn, i)
+		}
+		time.Sleep(10 * time.Millisecond)
+		slow := haltPolled(tr) - quick
+		settledPolls(t, tr)
+		t.Logf("halt_poll %v: polled %v for 200 quick requests, %v for %d paused ones", on, time.Duration(quick), time.Duration(slow), paused)
+		if !on {
+			require.Zero(t, quick+slow, "a loop polled for another's client with HaltPoll off")
+			continue
+		}
+		require.Positive(t, quick, "no other loop polled while a solo client was served")
+		// Until its window shrinks to 0 (7 long waits), each paused
+		// request keeps the others polling for haltHoldNanos and a poll's
+		// yield; polling through every pause would be paused*20 ms.
+		require.Less(t, slow, int64(paused*20*time.Millisecond)/4, "the other loops polled through a paused client's pauses")
+	}
+}

@@ -15,6 +15,9 @@ var errEpollUnavailable = errors.New(`memcache event loop "epoll" is Linux only;
 // Epoll is Linux's; elsewhere its Serve fails.
 func Epoll(Options) Transport { return epollUnavailable{} }
 
+// DefaultLoops is 1: there are no epoll loops here.
+func DefaultLoops() int { return 1 }
+
 type epollUnavailable struct{}
 
 func (epollUnavailable) Serve(Handler, func()) error    { return errEpollUnavailable }

@@ -66,6 +66,20 @@ package transport
 //     (pollwindow), at most BusyPoll, which the waits after solo turns
 //     size: a client that pauses longer than BusyPoll between requests
 //     shrinks it to 0, and the loop sleeps at once, as without the poll.
+//  8. The other loops stay awake for a solo client. With Options.HaltPoll
+//     (memcache.halt_poll), while a loop serves a solo client whose window
+//     (rule 7) is open, and for haltHoldNanos after its last solo turn, the
+//     other loops poll rather than sleep, offering their CPUs between polls
+//     (pollUntil), and yield their Ps every yieldNanos. On a virtual machine
+//     whose guest halts an idle vCPU at once (no haltpoll cpuidle driver,
+//     internal/hostidle), each wake-up of a thread on a halted vCPU (the NDB
+//     executor's, a data node's, the client's) waits for the hypervisor to
+//     run that vCPU again; a polling loop keeps its vCPU running, and the
+//     woken thread gets it at its poller's next sched_yield. The first solo
+//     turn after a pause wakes the other loops (their eventfds). It costs a
+//     CPU per other loop while it lasts, so auto turns it on only with a
+//     cluster, on such a VM, and with at most AutoHaltPollLoops loops
+//     (config; bench/RESULTS.md, session 49).
 //
 // Loops are not locked to their threads: a locked goroutine that is
 // preempted hands its P to another thread and back, two wake-ups that wait
@@ -77,6 +91,7 @@ package transport
 
 import (
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -158,6 +173,29 @@ func pollBriefly(epfd int, events []syscall.EpollEvent, start, limit int64) (int
 	}
 }
 
+// pollUntil polls epfd until it has events, or until the Nanos in until or
+// limit, whichever comes first, offering the CPU to the kernel's other
+// runnable tasks between polls (rule 8). The polls are raw and return at
+// once.
+func pollUntil(epfd int, events []syscall.EpollEvent, until *atomic.Int64, limit int64) (int, syscall.Errno) {
+	for {
+		n, errno := epollWait(epfd, events, 0, true)
+		if errno != 0 || n > 0 {
+			return n, errno
+		}
+		if now := Nanos(); now >= limit || now >= until.Load() {
+			return 0, 0
+		}
+		schedYield()
+	}
+}
+
+// haltHoldNanos is how long the other loops keep polling after a solo
+// client's last turn (rule 8): long enough to span the client's round trip
+// to the data nodes and back, short enough that a client gone quiet stops
+// the polls within a millisecond.
+const haltHoldNanos = 1_000_000
+
 // yieldNanos is how often a loop yields its P of its own accord (rule 3).
 // Forced preemptions made the loops hop threads about 85 times a second
 // under load (bench/HISTORY.md, ninth pass); goyield wakes nobody, and the
@@ -206,6 +244,9 @@ func (b *busyTracker) restart(now int64) { b.awakeSince = now }
 // GOMAXPROCS: GOMAXPROCS from the environment, else the CPUs this process may
 // use (cgroup limits included).
 var defaultLoops = max(1, runtime.GOMAXPROCS(0))
+
+// DefaultLoops is how many epoll loops serve when Options.Loops is 0.
+func DefaultLoops() int { return defaultLoops }
 
 // keeper is the role the first loop takes for the REST and gRPC front ends
 // (rule 1, internal/procs/keeper.go).

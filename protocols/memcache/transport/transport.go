@@ -170,5 +170,9 @@ type Options struct {
 	// long as its window, which the waits after solo turns size
 	// (runtime_linux.go, rule 7); 0 is off. gnet ignores it.
 	BusyPoll time.Duration
+	// HaltPoll: while a loop serves a solo client whose poll window is
+	// open, the other epoll loops poll instead of sleeping, so that their
+	// CPUs never halt (runtime_linux.go, rule 8). gnet ignores it.
+	HaltPoll bool
 	Log      *slog.Logger
 }
