@@ -453,10 +453,13 @@ static void growPool(Conn &c, Ndb *ndb, const Op &op, Uint32 partition, Uint32 n
 // would have to seize a connection record from that node, waiting for its
 // answer inside startTransaction (Ndb::NDB_connect, up to two minutes).
 // It is not started when the node owes the connection reads (which need
-// no other node: it has stopped answering), nor when the connection has
-// used the node and had no answer from it for stall_us: waiting for a
-// node that may have stopped would hold up the executor and every flight
-// behind it. Otherwise the pool grows while the node answers (growPool).
+// no other node: it has stopped answering), nor when the node owes the
+// connection answers and has sent none for stall_us: waiting for a node
+// that may have stopped would hold up the executor and every flight
+// behind it. A node that owes nothing has not stopped answering, however
+// long ago its last answer came: a connection idle for stall_us, then
+// given a burst, must send it. Otherwise the pool grows while the node
+// answers (growPool).
 static bool stalled(Conn &c, Ndb *ndb, const Op &op, Uint32 partition, int stall_us) {
   if (stall_us <= 0) return false;
   Uint32 nodes[4];
@@ -464,7 +467,7 @@ static bool stalled(Conn &c, Ndb *ndb, const Op &op, Uint32 partition, int stall
   const Uint32 n = nodes[0];
   if (c.openOn[n] < c.pooledOn[n]) return false;
   if (c.owedReadsOn[n] > 0) return true;
-  if (c.pooledOn[n] > 0 && std::chrono::steady_clock::now() - c.answeredOn[n] > std::chrono::microseconds(stall_us)) {
+  if (c.owedOn[n] > 0 && std::chrono::steady_clock::now() - c.answeredOn[n] > std::chrono::microseconds(stall_us)) {
     return true;
   }
   growPool(c, ndb, op, partition, n);
@@ -917,7 +920,9 @@ static void runSections(ndbgate_pool *pool, Conn &cn, std::vector<Op> &ops, std:
           cn.owedTxns++;
           if (txns[t]->node >= 0) {
             const size_t n = static_cast<size_t>(txns[t]->node);
-            cn.owedOn[n]++;
+            // A node that owed nothing has been quiet only since this
+            // flight began, however long ago it last answered (stalled).
+            if (cn.owedOn[n]++ == 0 && cn.answeredOn[n] < begin) cn.answeredOn[n] = begin;
             // A read that waited the whole flight wait says its node has
             // stopped answering; one a shorter wait left owed does not.
             if (readOnly(ops, *txns[t]) && static_cast<int>(sections[kSectionWords * k + 2]) >= stall_us) {

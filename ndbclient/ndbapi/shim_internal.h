@@ -295,7 +295,8 @@ struct Conn {
   // The executor Ndb's transactions by TC node id (resetNodeBook): open
   // now, at most ever open at once (NDB keeps a connection record for each,
   // and seizes another from the node past that), owed, and when one last
-  // answered.
+  // answered (or began to be owed, if later: stalled measures the node's
+  // silence from there).
   std::vector<int> openOn, pooledOn, owedOn, owedReadsOn;
   std::vector<std::chrono::steady_clock::time_point> answeredOn;
   std::vector<NdbRecord *> retired;
