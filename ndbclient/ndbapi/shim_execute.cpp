@@ -8,6 +8,7 @@
 // ndbgate_primary_node).
 
 #include "shim_internal.h"
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -632,7 +633,13 @@ static bool pollFor(Conn &cn, Ndb *ndb, int poll_us) {
   ndb->sendPreparedTransactions(1);
   const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(poll_us);
   int ready = cn.pollGroup->wait(0, 100);
-  while (ready == 0 && std::chrono::steady_clock::now() < until) ready = cn.pollGroup->wait(0, 100);
+  while (ready == 0 && std::chrono::steady_clock::now() < until) {
+    // Offer the CPU between polls, as the epoll loops do: the data node's
+    // thread that owes the answer may be waiting for this very CPU, all
+    // the more with memcache.halt_poll, whose loops leave no CPU idle.
+    sched_yield();
+    ready = cn.pollGroup->wait(0, 100);
+  }
   while (cn.pollGroup->pop() != nullptr) {
   }
   ndb->pollNdb(0, 1);
