@@ -75,7 +75,7 @@ var settings = []setting{
 		Check: pollLimit,
 		Field: func(c *Config) any { return &c.Memcache.BusyPoll }},
 	{Key: "memcache.halt_poll", Env: "NDBGATE_MEMCACHE_HALT_POLL", Flag: "memcache-halt-poll", Default: "auto",
-		Help:  "memcache: while one epoll loop serves a client sending one request at a time (memcache.busy_poll's solo client), the other loops poll instead of sleeping, so that their CPUs never halt: on a virtual machine whose idle vCPUs halt at once, each thread the request wakes (the NDB executor, the data nodes, the client) then runs at once instead of waiting for the hypervisor; costs a CPU per other loop while such a client is served; auto = on with a cluster, at most 2 loops, and a guest without halt polling (no haltpoll cpuidle driver); on; off",
+		Help:  "memcache: while one epoll loop serves a client sending one request at a time (memcache.busy_poll's solo client), the other loops poll instead of sleeping, so that their CPUs never halt: on a KVM guest where nobody polls before an idle vCPU halts (its haltpoll cpuidle driver in use, which turns the host's polling off, with guest_halt_poll_ns 0), each thread the request wakes (the NDB executor, the data nodes, the client) then runs at once instead of waiting for the hypervisor; costs a CPU per other loop while such a client is served, and where the host polls it only costs; auto = on with a cluster, at most 2 loops, on such a guest; on; off",
 		Check: oneOf("use auto, on or off", "auto", "on", "off"),
 		Field: func(c *Config) any { return &c.Memcache.HaltPoll }},
 	{Key: "memcache.tls.listen", Env: "NDBGATE_MEMCACHE_TLS", Flag: "memcache-tls",

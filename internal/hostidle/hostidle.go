@@ -1,9 +1,12 @@
 // Package hostidle tells how this host's CPUs go idle: whether Linux runs
-// as a guest of a hypervisor, and whether an idle vCPU polls a while before
-// it halts (the haltpoll cpuidle driver, with guest_halt_poll_ns above 0) or
-// halts at once. A guest that halts at once pays the hypervisor's wake-up
-// on every thread woken on an idle vCPU, which memcache.halt_poll spares
-// (protocols/memcache/transport/runtime_linux.go, rule 8).
+// as a guest of a hypervisor, and whether anyone polls before an idle vCPU
+// halts. A KVM guest's haltpoll cpuidle driver polls in the guest
+// (guest_halt_poll_ns) and, once loaded, turns the host's own halt polling
+// off for the guest (MSR_KVM_POLL_CONTROL); with guest_halt_poll_ns at 0
+// nobody polls, and every thread woken on an idle vCPU waits for the
+// hypervisor to run it again. That is the host memcache.halt_poll pays on
+// (protocols/memcache/transport/runtime_linux.go, rule 8). A guest without
+// the driver leaves polling to the host, as KVM does by default.
 package hostidle
 
 import (
@@ -41,11 +44,10 @@ func Read(root string) Host {
 	return h
 }
 
-// HaltsAtOnce reports whether an idle vCPU halts without polling first: a
-// guest whose cpuidle driver is not haltpoll, or whose haltpoll does not
-// poll.
+// HaltsAtOnce reports whether an idle vCPU halts with nobody polling
+// first: a guest whose haltpoll driver is in use with guest_halt_poll_ns 0.
 func (h Host) HaltsAtOnce() bool {
-	return h.Guest && (h.IdleDriver != "haltpoll" || h.HaltPollNanos == 0)
+	return h.Guest && h.IdleDriver == "haltpoll" && h.HaltPollNanos == 0
 }
 
 // hasHypervisorFlag reports whether a "flags" line of cpuinfo lists

@@ -36,8 +36,8 @@ func TestHaltsAtOnce(t *testing.T) {
 		want  Host
 		halts bool
 	}{
-		{"a guest without a cpuidle driver", map[string]string{"proc/cpuinfo": cpuinfoGuest, driverPath: "none\n", haltPollPath: "200000\n"},
-			Host{Guest: true, IdleDriver: "none", HaltPollNanos: 200000}, true},
+		{"a guest without a cpuidle driver (the host polls)", map[string]string{"proc/cpuinfo": cpuinfoGuest, driverPath: "none\n", haltPollPath: "200000\n"},
+			Host{Guest: true, IdleDriver: "none", HaltPollNanos: 200000}, false},
 		{"a guest whose haltpoll polls", map[string]string{"proc/cpuinfo": cpuinfoGuest, driverPath: "haltpoll\n", haltPollPath: "200000\n"},
 			Host{Guest: true, IdleDriver: "haltpoll", HaltPollNanos: 200000}, false},
 		{"a guest whose haltpoll is set to 0", map[string]string{"proc/cpuinfo": cpuinfoGuest, driverPath: "haltpoll\n", haltPollPath: "0\n"},

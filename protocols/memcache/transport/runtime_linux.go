@@ -70,12 +70,14 @@ package transport
 //     (memcache.halt_poll), while a loop serves a solo client whose window
 //     (rule 7) is open, and for haltHoldNanos after its last solo turn, the
 //     other loops poll rather than sleep, offering their CPUs between polls
-//     (pollUntil), and yield their Ps every yieldNanos. On a virtual machine
-//     whose guest halts an idle vCPU at once (no haltpoll cpuidle driver,
-//     internal/hostidle), each wake-up of a thread on a halted vCPU (the NDB
-//     executor's, a data node's, the client's) waits for the hypervisor to
-//     run that vCPU again; a polling loop keeps its vCPU running, and the
-//     woken thread gets it at its poller's next sched_yield. The first solo
+//     (pollUntil), and yield their Ps every yieldNanos. On a KVM guest
+//     where nobody polls before an idle vCPU halts (internal/hostidle),
+//     each wake-up of a thread on a halted vCPU (the NDB executor's, a data
+//     node's, the client's) waits for the hypervisor to run that vCPU
+//     again; a polling loop keeps its vCPU running, and the woken thread
+//     gets it at its poller's next sched_yield. Where the host polls for
+//     the guest, the wake-ups are cheaper and the pollers only take CPU
+//     from the threads they wait for. The first solo
 //     turn after a pause wakes the other loops (their eventfds). It costs a
 //     CPU per other loop while it lasts, so auto turns it on only with a
 //     cluster, on such a VM, and with at most AutoHaltPollLoops loops
