@@ -86,9 +86,10 @@ func (m Memcache) BusyPollLimit(cluster bool) time.Duration {
 const AutoHaltPollLoops = 2
 
 // HaltPollOn is HaltPoll with auto applied: on for a gateway on a cluster,
-// with at most AutoHaltPollLoops loops, on a host whose idle vCPUs halt at
-// once (internal/hostidle), where a one-at-a-time client's round trip wakes
-// a thread on a halted vCPU at every step (bench/RESULTS.md, session 49).
+// with at most AutoHaltPollLoops loops, on a host where nobody polls before
+// an idle vCPU halts (internal/hostidle), where a one-at-a-time client's
+// round trip waits for the hypervisor at every wake. Where the host polls
+// it only costs (bench/RESULTS.md, session 49).
 func (m Memcache) HaltPollOn(cluster bool, loops int, haltsAtOnce bool) bool {
 	switch m.HaltPoll {
 	case "on":

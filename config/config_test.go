@@ -171,9 +171,9 @@ func TestDataDirSettings(t *testing.T) {
 	require.NoError(t, c.Validate())
 }
 
-// halt_poll's auto is on only with a cluster, at most two loops, and a host
-// whose idle vCPUs halt at once; on and off are kept whatever the host, and
-// each source can set it.
+// halt_poll's auto is on only with a cluster, at most two loops, and a
+// host where nobody polls before an idle vCPU halts; on and off are kept
+// whatever the host, and each source can set it.
 func TestHaltPollAuto(t *testing.T) {
 	c := Default()
 	assert.Equal(t, "auto", c.Memcache.HaltPoll)
