@@ -113,3 +113,89 @@ func TestTurnsEndBeforeTheLoopWaits(t *testing.T) {
 		require.Equal(t, tc.want, got.String())
 	}
 }
+
+// hogHandler is turnHandler's protocol served a few lines at a time, as
+// memcache serves commandsPerServe commands: a session that stops with
+// input left yields (Wake) to be served again, and each turn's end takes a
+// round trip's time when it has answers to give.
+type hogHandler struct {
+	turnHandler
+	perServe  int
+	roundTrip time.Duration
+}
+
+func (h *hogHandler) NewLoop(int) Loop { return &hogLoop{turnLoop{h: &h.turnHandler}, h} }
+
+type hogLoop struct {
+	turnLoop
+	h *hogHandler
+}
+
+func (l *hogLoop) Open(c Conn) Session {
+	return &hogSession{turnSession{lineSession: lineSession{h: &l.h.lineHandler, c: c}, loop: &l.turnLoop}, l.h.perServe}
+}
+
+func (l *hogLoop) EndTurn() bool {
+	if len(l.later) > 0 {
+		time.Sleep(l.h.roundTrip)
+	}
+	return l.turnLoop.EndTurn()
+}
+
+type hogSession struct {
+	turnSession
+	perServe int
+}
+
+func (s *hogSession) Serve(in []byte) int {
+	used := 0
+	for range s.perServe {
+		i := strings.IndexByte(string(in[used:]), '\n')
+		if i < 0 {
+			return used
+		}
+		used += s.turnSession.Serve(in[used : used+i+1])
+	}
+	if used < len(in) {
+		s.c.Wake() // served again after the loop's other connections
+	}
+	return used
+}
+
+// A connection pipelining thousands of requests, each of whose turns ends
+// in a round trip, does not hold its loop from another connection: the
+// turn stops serving what its completions woke after turnNanos, and the
+// loop's next wait sees the other connection's request. Before, the hog's
+// whole pipeline ran in one turn, 250 round trips, while a request beside
+// it waited for all of them.
+func TestAPipelineDoesNotHoldItsLoopThroughItsRoundTrips(t *testing.T) {
+	h := &hogHandler{perServe: 4, roundTrip: 200 * time.Microsecond}
+	addr, _ := startHandler(t, Epoll, Options{Loops: 1}, h)
+	hog, good := dial(t, addr, 10*time.Second), dial(t, addr, 10*time.Second)
+	const hogLines = 1000
+	_, err := hog.Write([]byte(strings.Repeat("later x\r\n", hogLines)))
+	require.NoError(t, err)
+	time.Sleep(5 * time.Millisecond) // the hog is being served
+	r := bufio.NewReader(good)
+	var slowest time.Duration
+	for range 10 {
+		start := time.Now()
+		_, err := good.Write([]byte("ping\r\n"))
+		require.NoError(t, err)
+		line, err := r.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, "ping\r\n", line)
+		slowest = max(slowest, time.Since(start))
+	}
+	t.Logf("slowest of 10 requests beside the pipeline: %v", slowest)
+	// The hog's pipeline takes hogLines/perServe round trips, a quarter
+	// of a second here; a request served between its turns waits a turn
+	// or two (262 ms with the pipeline run in one turn).
+	require.Less(t, slowest, 20*time.Millisecond, "a request waited behind another connection's pipeline")
+	hogReplies := bufio.NewReader(hog)
+	for i := range hogLines {
+		line, err := hogReplies.ReadString('\n')
+		require.NoError(t, err, "the hog's reply %d", i)
+		require.Equal(t, "x\r\n", line)
+	}
+}

@@ -94,8 +94,11 @@ type epollLoop struct {
 	held     []*epollConn
 	turnWant int
 	// turnRead is the bytes the current turn read: a heavy turn polls
-	// before its loop sleeps (pollBriefly).
-	turnRead int
+	// before its loop sleeps (pollBriefly). turnBegan is when the turn
+	// began (Nanos): past turnNanos, endTurn leaves what its completions
+	// woke to the next turn.
+	turnRead  int
+	turnBegan int64
 	// loneFd is the connection whose input, and nothing else, the last
 	// turn served (a lone turn), or -1. soloTurn: so did the turn before,
 	// for the same connection, a client sending one request at a time with
@@ -441,6 +444,7 @@ func (l *epollLoop) run() {
 				l.es.keepLoopsAwake(l, now)
 			}
 		}
+		l.turnBegan = now
 		l.proto.BeginTurn(now, lone, l.soloTurn)
 		for i := range n {
 			ev := &l.events[i]
@@ -468,8 +472,9 @@ func (l *epollLoop) run() {
 
 // endTurn runs what the turn's requests left for its end (Loop.EndTurn),
 // and serves the connections that their completions woke, until nothing is
-// left; it reports whether it ran or served anything. A Wake meanwhile
-// writes no eventfd: the loop serves what it woke here.
+// left or the turn has lasted turnNanos; it reports whether it ran or
+// served anything. A Wake meanwhile writes no eventfd: the loop serves what
+// it woke here, or, past turnNanos, signals itself to serve it next turn.
 func (l *epollLoop) endTurn() (ran bool) {
 	for {
 		l.ending.Store(true)
@@ -481,12 +486,30 @@ func (l *epollLoop) endTurn() (ran bool) {
 		ran = true // ran, or serves what a Wake missed: replies to send
 		l.mu.Lock()
 		l.missed.Store(false)
+		if Nanos()-l.turnBegan >= turnNanos {
+			if len(l.woken) > 0 {
+				l.signalLocked()
+			}
+			l.mu.Unlock()
+			return ran
+		}
 		woken := l.woken
 		l.woken = l.spare[:0]
 		l.mu.Unlock()
 		l.serveWoken(woken)
 	}
 }
+
+// turnNanos bounds how long a turn goes on serving the connections its
+// backend rounds woke. A client pipelining thousands of requests yields
+// after commandsPerServe of them (protocols/memcache), and its round's
+// completion wakes it; served again within the turn, it kept its loop
+// from ever waiting again while it had input, and on NDB, a round trip a
+// pass, another client on the loop waited hundreds of milliseconds
+// (tests/e2e TestGarbageDoesNotDisturbOthers). Past turnNanos the loop
+// waits again, and the eventfd brings it back to them beside the other
+// connections' input.
+const turnNanos = 1_000_000
 
 // finished reports, once shutdown has begun, whether the loop has no
 // connections left, closing those it may.
