@@ -22,9 +22,7 @@ import (
 // were refused "not sent: the data node has stopped answering" (4012) on a
 // healthy cluster, and memtier's preload at pipeline 16 hung on them.
 func TestBurstAfterIdleIsSentWhole(t *testing.T) {
-	d, err := ndbapi.Open(ndbapi.Config{Connectstring: connectstring(t), PoolSize: 1, FlightWait: 10 * time.Millisecond})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = d.Close() })
+	d := openDriverWith(t, ndbapi.Config{Connectstring: connectstring(t), PoolSize: 1, FlightWait: 10 * time.Millisecond})
 	tbl := suiteTable(t, d, "burst", true)
 	c := ndbclient.NewClientWith(d, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
 	submit := func(ops []*ndbclient.Op) {

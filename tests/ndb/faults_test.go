@@ -398,9 +398,7 @@ func errWindowStart(res *loadResult, start time.Time) time.Duration {
 // other work on the host closed the window before the late flight.
 func TestLonePollOutlastsAWokenWaitGroup(t *testing.T) {
 	cs := faultCluster(t)
-	d, err := ndbapi.Open(ndbapi.Config{Connectstring: cs, PoolSize: 2, BusyPoll: time.Millisecond})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = d.Close() })
+	d := openDriverWith(t, ndbapi.Config{Connectstring: cs, PoolSize: 2, BusyPoll: time.Millisecond})
 	tbl := suiteTable(t, d, "woken", true)
 	c := ndbclient.NewClientWith(d, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
 	write := func(k, v string) error {

@@ -21,9 +21,7 @@ import (
 // window never grows past 0, and each lone flight sleeps for its answer as
 // without the poll. No NDB round trip through the shim takes under 20 µs.
 func TestBusyPollShorterThanTheRoundTripNeverPolls(t *testing.T) {
-	d, err := ndbapi.Open(ndbapi.Config{Connectstring: connectstring(t), PoolSize: 2, BusyPoll: 20 * time.Microsecond})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = d.Close() })
+	d := openDriverWith(t, ndbapi.Config{Connectstring: connectstring(t), PoolSize: 2, BusyPoll: 20 * time.Microsecond})
 	testLoneFlights(t, d, false)
 }
 
@@ -42,9 +40,7 @@ func TestBusyPollShorterThanTheRoundTripNeverPolls(t *testing.T) {
 func TestLoneFlightsShareTheExecutor(t *testing.T) {
 	for _, poll := range []time.Duration{0, time.Millisecond} {
 		t.Run(fmt.Sprintf("busy poll %s", poll), func(t *testing.T) {
-			d, err := ndbapi.Open(ndbapi.Config{Connectstring: connectstring(t), PoolSize: 2, BusyPoll: poll})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = d.Close() })
+			d := openDriverWith(t, ndbapi.Config{Connectstring: connectstring(t), PoolSize: 2, BusyPoll: poll})
 			testLoneFlights(t, d, poll > 0)
 		})
 	}

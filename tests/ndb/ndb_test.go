@@ -64,7 +64,13 @@ func connectstring(t *testing.T) string {
 // openDriver opens the NDB driver with pool connections, closed when the
 // test ends.
 func openDriver(t *testing.T, cs string, pool int) *ndbapi.Driver {
-	d, err := ndbapi.Open(ndbapi.Config{Connectstring: cs, PoolSize: pool})
+	return openDriverWith(t, ndbapi.Config{Connectstring: cs, PoolSize: pool})
+}
+
+// openDriverWith opens the NDB driver with cfg, closed when the test ends.
+func openDriverWith(t *testing.T, cfg ndbapi.Config) *ndbapi.Driver {
+	t.Helper()
+	d, err := ndbapi.Open(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
 	return d
