@@ -235,6 +235,9 @@ type Limits struct {
 	ItemSizeMax       ByteSize
 	MaxConnections    int
 	MaxPendingPerConn int // past it the connection is not read until replies go out
+	// MaxPendingKeysPerConn bounds the keys of those commands: a run of
+	// pipelined gets is one queued command of many keys.
+	MaxPendingKeysPerConn int
 }
 
 // Log configures log/slog.

@@ -212,6 +212,9 @@ var settings = []setting{
 	{Key: "limits.max_pending_per_conn", Default: "1024",
 		Help: "memcache: commands of one connection awaiting reply before it stops being read", Check: atLeastOne,
 		Field: func(c *Config) any { return &c.Limits.MaxPendingPerConn }},
+	{Key: "limits.max_pending_keys_per_conn", Default: "4096",
+		Help: "memcache: keys of one connection's commands awaiting reply before it stops being read; while half of dispatch.max_inflight_ops is in flight, a connection holding 256 keys or more waits too, so that one client's pipeline cannot get the others refused as busy", Check: atLeastOne,
+		Field: func(c *Config) any { return &c.Limits.MaxPendingKeysPerConn }},
 
 	{Key: "log.level", Env: "NDBGATE_LOG_LEVEL", Flag: "log-level", Default: "info",
 		Help: "debug, info, warn or error", Check: oneOf("use debug, info, warn or error", "debug", "info", "warn", "error"),

@@ -144,6 +144,9 @@ type Request struct {
 	// the driver may poll for the answer rather than sleep
 	// (ndbclient.Batch.Poll).
 	Poll bool
+	// Bulk says the caller already has many keys in flight: its batches
+	// queue behind other callers' (ndbclient.Batch.Bulk).
+	Bulk bool
 	// Omit names what a get's answer does not use (a memcache text get uses
 	// neither cas nor expiry, a binary get no expiry): its reads skip those
 	// columns, and its items' Cas or Expire are 0.
@@ -212,7 +215,7 @@ func (s *Service) NewRequest() *Request {
 // Reset clears inputs and outputs, keeping buffers.
 func (r *Request) Reset() {
 	r.Verb, r.Flags, r.Exptime, r.Cas, r.Delta = 0, 0, 0, 0, 0
-	r.Create, r.Initial, r.Meta, r.Route, r.Lone, r.Poll, r.Omit, r.Turn = false, 0, MetaOptions{}, nil, false, false, 0, nil
+	r.Create, r.Initial, r.Meta, r.Route, r.Lone, r.Poll, r.Bulk, r.Omit, r.Turn = false, 0, MetaOptions{}, nil, false, false, false, 0, nil
 	r.Outcome, r.Number, r.NewCas, r.Err = OutcomeNone, 0, 0, nil
 	r.Size, r.Expire, r.Created = 0, 0, false
 	r.Items = r.Items[:0]

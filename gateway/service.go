@@ -351,6 +351,10 @@ func (s *Service) Run(r *Request) {
 	<-ch
 }
 
+// Crowded reports whether the backend's dispatcher is half full
+// (ndbclient.Client.Crowded).
+func (s *Service) Crowded() bool { return s.backend.Crowded() }
+
 // DriverStats sums the engine figures of the backend and the local cache.
 func (s *Service) DriverStats() ndbclient.DriverStats {
 	st := s.backend.Driver().Stats()

@@ -108,7 +108,7 @@ func (r *Request) attempt() bool {
 func (r *Request) submit(cl *ndbclient.Client, st stage, from, to int) {
 	r.stage = st
 	r.batch.Reset()
-	r.batch.Shard, r.batch.Lone, r.batch.Poll, r.batch.Turn = r.Shard, r.Lone, r.Poll, r.Turn
+	r.batch.Shard, r.batch.Lone, r.batch.Poll, r.batch.Bulk, r.batch.Turn = r.Shard, r.Lone, r.Poll, r.Bulk, r.Turn
 	if r.abandoned.Load() {
 		r.batch.Abandon()
 	}

@@ -107,6 +107,12 @@ func sumInFlight() float64 {
 	return float64(n)
 }
 
+// Crowded reports whether half of MaxInFlight or more is in flight: front
+// ends then hold back clients that already have many operations in flight,
+// so the other half stays for everyone else, and none of them is refused
+// as overloaded because of one client's pipeline.
+func (c *Client) Crowded() bool { return c.inFlight.Load() >= int64(c.cfg.MaxInFlight/2) }
+
 // Config returns the dispatcher configuration in effect.
 func (c *Client) Config() DispatchConfig { return c.cfg }
 

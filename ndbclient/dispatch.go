@@ -137,8 +137,11 @@ type lane struct {
 	nodeOps  prometheus.Counter
 	mu       sync.Mutex
 	inFlight int // flights sent and not done, at most FlightsPerNode
-	queue    []*round
-	queued   int // ops in queue
+	// queue holds rounds waiting for a slot, bulk those of Bulk batches,
+	// which leave only when queue is empty; queued counts both's ops.
+	queue  []*round
+	bulk   []*round
+	queued int
 }
 
 var (
@@ -447,7 +450,11 @@ func (l *lane) enqueue(r *round) {
 		runFlights(f)
 		return
 	}
-	l.queue = append(l.queue, r)
+	if r.call.b.Bulk {
+		l.bulk = append(l.bulk, r)
+	} else {
+		l.queue = append(l.queue, r)
+	}
 	l.queued += len(r.ops)
 	l.mu.Unlock()
 }
@@ -460,10 +467,11 @@ func (r *round) lone() bool { return r.attempt == 0 && r.call.lone }
 // poll says a lone round's flight may poll for its answer (Batch.Poll).
 func (r *round) poll() bool { return r.lone() && r.call.b.Poll }
 
-// completed frees a lane slot and takes the next flight from the queue: with
-// coalescing as many queued rounds as fit in RoundSize ops, else one. Rounds met
-// on the way whose callers abandoned them are dropped: they complete with
-// ErrAbandoned, unsent, so a client that hung up costs the node nothing more.
+// completed frees a lane slot and takes the next flight from the queues:
+// with coalescing as many queued rounds as fit in RoundSize ops, else one;
+// bulk rounds only after every other. Rounds met on the way whose callers
+// abandoned them are dropped: they complete with ErrAbandoned, unsent, so a
+// client that hung up costs the node nothing more.
 func (l *lane) completed() *flight {
 	var dropped []*round
 	defer func() {
@@ -472,32 +480,17 @@ func (l *lane) completed() *flight {
 		}
 	}()
 	l.mu.Lock()
-	if len(l.queue) == 0 {
+	if len(l.queue) == 0 && len(l.bulk) == 0 {
 		l.inFlight--
 		l.mu.Unlock()
 		return nil
 	}
 	f := l.c.newFlight(l)
-	take, ops := 0, 0
-	for take < len(l.queue) {
-		r := l.queue[take]
-		n := len(r.ops)
-		if r.call.b.Abandoned() {
-			dropped = append(dropped, r)
-			l.queued -= n
-			take++
-			continue
-		}
-		if len(f.rounds) > 0 && (!l.c.cfg.Coalesce || ops+n > l.c.cfg.RoundSize) {
-			break
-		}
-		f.add(r)
-		ops += n
-		take++
+	ops := 0
+	l.queue = l.take(l.queue, f, &ops, &dropped)
+	if len(l.queue) == 0 {
+		l.bulk = l.take(l.bulk, f, &ops, &dropped)
 	}
-	rest := copy(l.queue, l.queue[take:])
-	clear(l.queue[rest:])
-	l.queue = l.queue[:rest]
 	l.queued -= ops
 	if len(f.rounds) == 0 {
 		l.inFlight--
@@ -507,6 +500,30 @@ func (l *lane) completed() *flight {
 	}
 	l.mu.Unlock()
 	return f
+}
+
+// take moves rounds from the head of q into f while they fit (with
+// coalescing, RoundSize ops in all; else one round a flight), dropping
+// abandoned ones; it returns what is left of q. Called with l.mu held.
+func (l *lane) take(q []*round, f *flight, ops *int, dropped *[]*round) []*round {
+	i := 0
+	for ; i < len(q); i++ {
+		r := q[i]
+		n := len(r.ops)
+		if r.call.b.Abandoned() {
+			*dropped = append(*dropped, r)
+			l.queued -= n
+			continue
+		}
+		if len(f.rounds) > 0 && (!l.c.cfg.Coalesce || *ops+n > l.c.cfg.RoundSize) {
+			break
+		}
+		f.add(r)
+		*ops += n
+	}
+	rest := copy(q, q[i:])
+	clear(q[rest:])
+	return q[:rest]
 }
 
 // finish records a round's driver result: retry what may be retried, else

@@ -554,6 +554,58 @@ func TestDispatchDropsAbandonedQueuedBatches(t *testing.T) {
 	}
 }
 
+// TestDispatchBulkQueuesBehindOthers: in a node's lane, a Bulk batch's rounds
+// leave after every other queued round, even those queued after them; with
+// coalescing, a flight fills up with bulk rounds once the others are in.
+func TestDispatchBulkQueuesBehindOthers(t *testing.T) {
+	for _, coalesce := range []bool{false, true} {
+		t.Run(fmt.Sprintf("coalesce=%v", coalesce), func(t *testing.T) {
+			e, tbl := newEngine(t, 1, 10)
+			rec := &recorder{Driver: e, hold: make(chan struct{})}
+			c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: true, Coalesce: coalesce, RoundSize: 4})
+			var order []string
+			var mu sync.Mutex
+			submit := func(bulk bool, names ...string) chan error {
+				b := &ndbclient.Batch{Bulk: bulk}
+				for _, n := range names {
+					b.Ops = append(b.Ops, readOp(tbl, n))
+				}
+				ch := make(chan error, 1)
+				c.Submit(b, func(_ *ndbclient.Batch, err error) {
+					mu.Lock()
+					order = append(order, names[0])
+					mu.Unlock()
+					ch <- err
+				})
+				return ch
+			}
+			all := []chan error{
+				submit(false, "k0"),       // sent, held by the driver
+				submit(true, "k1", "k2"),  // queued
+				submit(true, "k3", "k4"),  // queued
+				submit(false, "k5"),       // queued last, leaves first
+				submit(false, "k6", "k7"), // and after it
+			}
+			want := []int{1, 1, 2, 2, 2}
+			if coalesce {
+				// k5 and k6,k7 fill 3 of 4, k1,k2 do not fit; then k1..k4.
+				want = []int{1, 3, 4}
+			}
+			for range want {
+				rec.hold <- struct{}{}
+			}
+			for _, ch := range all {
+				require.NoError(t, <-ch)
+			}
+			flights, _ := rec.take()
+			assert.Equal(t, want, flights)
+			mu.Lock()
+			defer mu.Unlock()
+			assert.Equal(t, []string{"k0", "k5", "k6", "k1", "k3"}, order)
+		})
+	}
+}
+
 // partitionCounter is a recorder whose driver computes partitions a batch
 // at a time (PartitionBatcher), skipping the ops skip names.
 type partitionCounter struct {

@@ -203,6 +203,11 @@ type Batch struct {
 	// driver may poll for the answer rather than sleep (ndb.busy_poll).
 	// Reset clears it.
 	Poll bool
+	// Bulk says the caller already has many operations in flight (a deep
+	// pipeline): in its nodes' lanes its rounds queue behind those of
+	// callers that have few, so that one client's flood does not hold up
+	// the others' requests. Reset clears it.
+	Bulk bool
 	// Turn, when set, is the caller's event loop turn: the batch's first
 	// rounds wait there until the loop runs them at the turn's end
 	// (Turn.Run). Reset clears it.
@@ -219,7 +224,7 @@ type Batch struct {
 
 // Reset empties the batch, keeping capacity and Shard.
 func (b *Batch) Reset() {
-	b.Ops, b.Lone, b.Poll, b.Turn, b.OneNode = b.Ops[:0], false, false, nil, false
+	b.Ops, b.Lone, b.Poll, b.Bulk, b.Turn, b.OneNode = b.Ops[:0], false, false, false, nil, false
 	b.abandoned.Store(false)
 }
 

@@ -50,6 +50,7 @@ func (t *Turn) Run() {
 		all := t.rounds
 		t.rounds, t.spare = t.spare[:0], nil
 		poll := t.poll && len(all) == 1
+		bulkLast(all)
 		rounds := all
 		for len(rounds) > 0 {
 			c := rounds[0].call.c
@@ -105,6 +106,30 @@ func (t *Turn) Run() {
 		clear(all)
 		t.spare = all[:0]
 	}
+}
+
+// bulkLast moves the rounds of Bulk batches after the others, keeping each
+// group's order: those are the ones left for the lanes, where they queue
+// behind other callers' rounds too, when the turn has more than a flight's
+// worth.
+func bulkLast(rounds []*round) {
+	for i, r := range rounds {
+		if r.call.b.Bulk {
+			if i < len(rounds)-1 {
+				slices.SortStableFunc(rounds[i:], func(a, b *round) int {
+					return cmp.Compare(b2i(a.call.b.Bulk), b2i(b.call.b.Bulk))
+				})
+			}
+			return
+		}
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // runGroup submits the turn's flights, one a node, as a group

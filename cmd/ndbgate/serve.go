@@ -118,6 +118,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			Addr:           cfg.Listeners.Memcache,
 			MaxConnections: cfg.Limits.MaxConnections,
 			MaxPending:     cfg.Limits.MaxPendingPerConn,
+			MaxPendingKeys: cfg.Limits.MaxPendingKeysPerConn,
 			ItemSizeMax:    itemMax,
 			Version:        memcacheVersion(),
 			Evictions:      cfg.NDB.Connectstring == "", // the embedded engine evicts; NDB refuses

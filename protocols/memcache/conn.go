@@ -52,6 +52,9 @@ type connState struct {
 	// completions) nothing in the queue can conflict or block, so the
 	// per-command checks skip their queue scans.
 	undone atomic.Int32
+	// keysOut counts the keys of queued commands given to the gateway
+	// (pending.keysOut), until their replies are flushed.
+	keysOut int
 	// swallow is the bytes of a refused data block still to discard.
 	swallow int
 	// partial is what this connection holds of the server's budget for
@@ -122,6 +125,11 @@ const (
 // the loop moves on to its other connections, as memcached's reqs_per_event:
 // a deep pipeline must not starve its neighbours on the same event loop.
 const commandsPerServe = 128
+
+// fairShareKeys is what a connection may hold at the gateway while the
+// dispatcher is crowded (connState.full): a round's worth (the
+// dispatcher's default round size), enough to keep its pipeline moving.
+const fairShareKeys = 256
 
 // getKeysPerServe bounds, likewise, the keys of text gets one connection
 // starts per call: a get of thousands of keys is one command, and run whole
@@ -262,10 +270,9 @@ func (cs *connState) serveLoop(buf []byte) (int, stop) {
 // barrier holds it, after a flush of what is done if need be, and the
 // client is reading its replies.
 func (cs *connState) admit() stop {
-	maxPending := cs.srv.cfg.MaxPending
-	if len(cs.queue) >= maxPending || cs.blocked() {
+	if cs.full() || cs.blocked() {
 		cs.flush()
-		if len(cs.queue) >= maxPending || cs.blocked() {
+		if cs.full() || cs.blocked() {
 			return stopWait
 		}
 	}
@@ -276,6 +283,18 @@ func (cs *connState) admit() stop {
 		return stopOutput
 	}
 	return stopNone
+}
+
+// full reports whether the connection holds its share of the server: as
+// many queued replies as MaxPending, as many keys at the gateway as
+// MaxPendingKeys, or fairShareKeys while the backend's dispatcher is
+// crowded. The last keeps half the dispatcher's room for connections with
+// few keys out, so that one pipeline's flood does not get their requests
+// refused as overloaded (SERVER_ERROR busy). Whichever holds, the
+// connection has commands in flight, whose completions wake its loop.
+func (cs *connState) full() bool {
+	return len(cs.queue) >= cs.srv.cfg.MaxPending || cs.keysOut >= cs.srv.cfg.MaxPendingKeys ||
+		cs.keysOut >= fairShareKeys && cs.srv.svc.Crowded()
 }
 
 // step parses the next command of in and starts it, or answers what does
@@ -525,6 +544,7 @@ func (cs *connState) flush() {
 	}
 	sc := cs.scratch
 	for i := 0; i < n; i++ {
+		cs.keysOut -= int(cs.queue[i].keysOut)
 		sc.free = append(sc.free, cs.queue[i])
 		cs.queue[i] = nil
 	}

@@ -68,6 +68,8 @@ type pending struct {
 	// setKeys holds the hashes of a run's sets' keys, which it writes
 	// whatever writes says.
 	setKeys []uint64
+	// keysOut: the keys p's requests gave the gateway (connState.keysOut).
+	keysOut int32
 	// elsewhere: completing on another goroutine, counted in Server.handoffs
 	// until flushed.
 	elsewhere bool
@@ -136,7 +138,7 @@ func (cs *connState) newPending(d dialect, kind CommandKind, noreply bool) *pend
 	}
 	p.cs = cs
 	p.kind, p.dialect, p.noreply, p.fixed, p.render, p.barrier = kind, d, noreply, p.fixed[:0], nil, false
-	p.writes, p.keys, p.setKeys, p.hasSets, p.unsent = false, p.keys[:0], p.setKeys[:0], false, false
+	p.writes, p.keys, p.setKeys, p.hasSets, p.unsent, p.keysOut = false, p.keys[:0], p.setKeys[:0], false, false, 0
 	p.bin = binReply{keys: p.bin.keys[:0]}
 	p.meta = metaReply{keys: p.meta.keys[:0], buf: p.meta.buf[:0]}
 	p.text = textReply{cmds: p.text.cmds[:0]}
@@ -227,6 +229,17 @@ func (cs *connState) do(p *pending) {
 			p.sets.Turn = &cs.scratch.turn
 		}
 	}
+	n := p.req.NumKeys()
+	if p.hasSets {
+		n += p.sets.NumKeys()
+	}
+	bulk := cs.keysOut-int(p.keysOut) >= fairShareKeys
+	p.req.Bulk = bulk
+	if p.hasSets {
+		p.sets.Bulk = bulk
+	}
+	cs.keysOut += n - int(p.keysOut) // as if a pending could be sent twice
+	p.keysOut = int32(n)
 	switch {
 	case !p.hasSets:
 		p.req.Lone, p.req.Poll = lone, poll

@@ -21,11 +21,15 @@ import (
 type Config struct {
 	Addr           string // host:port
 	MaxConnections int
-	// MaxPending bounds the commands of one connection awaiting their reply; past
+	// MaxPending bounds the commands of one connection awaiting their reply
+	// (a run of pipelined gets counts once: it is one queued reply); past
 	// it the connection is not read until replies go out (backpressure).
-	MaxPending  int
-	ItemSizeMax int
-	Version     string
+	MaxPending int
+	// MaxPendingKeys bounds the keys those commands gave the gateway: a
+	// connection holding as many is not read either.
+	MaxPendingKeys int
+	ItemSizeMax    int
+	Version        string
 	// Evictions says the backend evicts items to make room ("stats
 	// settings" evictions on), as the embedded engine does; NDB refuses.
 	Evictions bool
@@ -107,6 +111,9 @@ type Server struct {
 func NewServer(cfg Config, svc *gateway.Service, log *slog.Logger) *Server {
 	if cfg.MaxPending <= 0 {
 		cfg.MaxPending = 1024
+	}
+	if cfg.MaxPendingKeys <= 0 {
+		cfg.MaxPendingKeys = 4096
 	}
 	if cfg.MaxConnections <= 0 {
 		cfg.MaxConnections = 4096

@@ -132,6 +132,7 @@ func (s *Server) appendSettings(dst []byte) []byte {
 	dst = AppendStatString(dst, "flush_enabled", "yes")
 	dst = AppendStatString(dst, "dump_enabled", "yes")
 	dst = AppendStat(dst, "ndbgate_max_pending_per_conn", uint64(s.cfg.MaxPending))
+	dst = AppendStat(dst, "ndbgate_max_pending_keys_per_conn", uint64(s.cfg.MaxPendingKeys))
 	for _, kv := range s.cfg.Settings {
 		dst = AppendStatString(dst, kv[0], kv[1])
 	}

@@ -299,3 +299,57 @@ func TestSlowReaderGetsEveryReplyInOrder(t *testing.T) {
 		c.expect(fmt.Sprintf("VALUE slow:%d 0 %d\r\n%s\r\nEND\r\n", k, len(values[k]), values[k]))
 	}
 }
+
+// floodConfig halves the dispatcher's room for operations in flight to
+// 4,096, which two connections' pipelines of 20,000 gets used to fill;
+// the embedded engine delays each round trip as a data node would.
+const floodConfig = `dispatch:
+  max_inflight_ops: 4096
+`
+
+// TestFloodDoesNotGetOthersRefused: while connections pipeline 20,000 gets
+// each and hang up without reading, another connection's gets are all
+// answered, none refused with SERVER_ERROR busy: a connection holding many
+// keys at the gateway stops being read while the dispatcher is crowded
+// (limits.max_pending_keys_per_conn), and its rounds queue behind the
+// others'. Before, 4 in 5 of the lone connection's gets were refused here.
+func TestFloodDoesNotGetOthersRefused(t *testing.T) {
+	cfg := floodConfig
+	if liveCluster() == "" {
+		cfg += "embedded:\n  simulated_round_trip: 1ms\n"
+	}
+	s := startServer(t, "--config", writeFile(t, "flood.yaml", cfg))
+	good := dialRaw(t, s.memcacheAddr)
+	good.roundTrip("set fl:good 0 0 2\r\nok\r\n", "STORED\r\n")
+	flood := []byte(strings.Repeat("get fl:x\r\n", 20000))
+
+	var (
+		wg    sync.WaitGroup
+		stop  atomic.Bool
+		sent  atomic.Int64
+		until = time.Now().Add(3 * time.Second)
+	)
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				sendGarbage(s.memcacheAddr, flood, false)
+				sent.Add(1)
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // the flood first
+	gets := 0
+	for ; time.Now().Before(until); gets++ {
+		good.roundTrip("get fl:good\r\n", "VALUE fl:good 0 2\r\nok\r\nEND\r\n")
+	}
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("%d gets answered beside %d flooding connections", gets, sent.Load())
+	require.GreaterOrEqual(t, sent.Load(), int64(4), "flooding connections")
+	require.Greater(t, gets, 100, "the lone connection was served throughout")
+	require.True(t, s.alive(), "ndbgate died")
+	st := good.stats("settings")
+	assert.Equal(t, "4096", st["ndbgate_max_pending_keys_per_conn"])
+}

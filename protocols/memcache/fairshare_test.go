@@ -1,0 +1,115 @@
+package memcache
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndbgate/ndbgate/gateway"
+	"github.com/ndbgate/ndbgate/internal/shardmetrics"
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// heldDriver keeps every submitted batch until release runs them.
+type heldDriver struct {
+	ndbclient.Driver
+	mu   sync.Mutex
+	held []func()
+}
+
+func (d *heldDriver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.held = append(d.held, func() { done(b, d.Driver.Execute(context.Background(), b)) })
+}
+
+func (d *heldDriver) release() {
+	d.mu.Lock()
+	held := d.held
+	d.held = nil
+	d.mu.Unlock()
+	for _, run := range held {
+		run()
+	}
+}
+
+// serveAll serves in until a call uses none of it; it returns what is left.
+func serveAll(cs *connState, in []byte) []byte {
+	for len(in) > 0 {
+		used := cs.serve(in)
+		if used == 0 {
+			break
+		}
+		in = in[used:]
+	}
+	return in
+}
+
+// A connection stops being read once its commands hold MaxPendingKeys
+// keys at the gateway, or fairShareKeys while the dispatcher is crowded;
+// another connection is then still admitted, not refused as overloaded,
+// and every reply comes once the backend answers.
+func TestAConnectionHoldsItsShareOfKeys(t *testing.T) {
+	drv := &heldDriver{Driver: newEngine(t)}
+	tbl, err := drv.CreateTable(gateway.DemoTable(1 << 20))
+	require.NoError(t, err)
+	ct, err := gateway.NewContainer(gateway.DefaultContainerSpec(), tbl)
+	require.NoError(t, err)
+	const maxInFlight = 1024 // crowded from 512
+	svc, err := gateway.New(gateway.Options{
+		Backend: ndbclient.NewClientWith(drv, ndbclient.DispatchConfig{Lanes: true, MaxInFlight: maxInFlight}),
+		Routes:  []gateway.Route{{Container: ct}},
+	})
+	require.NoError(t, err)
+	srv := NewServer(Config{MaxPending: 1024, MaxPendingKeys: 384, Version: "test"}, svc, discardLog)
+	conn := func() (*connState, *recordingTransport) {
+		rt := &recordingTransport{}
+		return srv.newConnState(rt, shardmetrics.SharedShard, nil), rt
+	}
+	gets := func(n int) []byte { return []byte(strings.Repeat("get fs:x\r\n", n)) }
+
+	// Uncrowded, a pipeline stops at MaxPendingKeys: three runs of 128.
+	a, ra := conn()
+	restA := serveAll(a, gets(2000))
+	assert.Equal(t, 384, a.keysOut)
+	assert.Equal(t, 2000-384, len(restA)/len("get fs:x\r\n"))
+	assert.False(t, svc.Crowded())
+
+	// A second pipeline makes the dispatcher crowded (512 in flight) and
+	// then holds no more than fairShareKeys.
+	b, rb := conn()
+	restB := serveAll(b, gets(2000))
+	assert.Equal(t, fairShareKeys, b.keysOut, "two runs of 128, then crowded")
+	require.True(t, svc.Crowded())
+
+	// A connection with few keys out is still served.
+	c, rc := conn()
+	assert.Empty(t, serveAll(c, gets(10)))
+	assert.Equal(t, 10, c.keysOut)
+
+	// The backend answers: every reply comes, none refused.
+	for len(restA)+len(restB) > 0 || drv.pending() {
+		drv.release()
+		for _, p := range []*connState{a, b, c} {
+			p.flush()
+		}
+		restA, restB = serveAll(a, restA), serveAll(b, restB)
+	}
+	for _, p := range []*connState{a, b, c} {
+		p.flush()
+		assert.Zero(t, p.keysOut)
+	}
+	assert.Equal(t, strings.Repeat("END\r\n", 2000), string(ra.out))
+	assert.Equal(t, strings.Repeat("END\r\n", 2000), string(rb.out))
+	assert.Equal(t, strings.Repeat("END\r\n", 10), string(rc.out))
+}
+
+func (d *heldDriver) pending() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.held) > 0
+}
