@@ -310,6 +310,37 @@ func TestDispatchOverloaded(t *testing.T) {
 	require.NoError(t, again.Ops[0].Err)
 }
 
+// The dispatcher is crowded from half its MaxInFlight, or 4,096 ops if
+// fewer, until those complete.
+func TestDispatchCrowded(t *testing.T) {
+	for _, tc := range []struct{ max, crowdedAt int }{{1000, 500}, {65536, 4096}} {
+		e, tbl := newEngine(t, 1, 10)
+		rec := &recorder{Driver: e, hold: make(chan struct{})}
+		c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{MaxInFlight: tc.max, RoundSize: 1024})
+		submit := func(n int) chan error {
+			b := &ndbclient.Batch{}
+			for i := 0; i < n; i++ {
+				b.Ops = append(b.Ops, readOp(tbl, fmt.Sprintf("k%d", i%10)))
+			}
+			ch := make(chan error, 1)
+			c.Submit(b, func(_ *ndbclient.Batch, err error) { ch <- err })
+			return ch
+		}
+		var held []chan error
+		for n := tc.crowdedAt - 1; n > 0; n -= min(n, 1000) {
+			held = append(held, submit(min(n, 1000)))
+		}
+		assert.False(t, c.Crowded(), "%d in flight of %d", tc.crowdedAt-1, tc.max)
+		held = append(held, submit(1))
+		assert.True(t, c.Crowded(), "%d in flight of %d", tc.crowdedAt, tc.max)
+		close(rec.hold)
+		for _, ch := range held {
+			require.NoError(t, <-ch)
+		}
+		assert.False(t, c.Crowded(), "all done")
+	}
+}
+
 var (
 	errTemporary = &ndbclient.Error{Code: ndbclient.CodeTemporary, NativeCode: 266, Message: "time-out in NDB"}
 	errUnknown   = &ndbclient.Error{Code: ndbclient.CodeUnknownResult, NativeCode: 4012, Message: "request timed out"}
