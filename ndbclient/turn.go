@@ -16,6 +16,7 @@ type Turn struct {
 	rounds []*round
 	spare  []*round
 	poll   bool     // every batch added since the last Run may poll (Batch.Poll)
+	bulk   bool     // a Bulk batch was added since the last Run
 	mine   []*round // Run's scratch: one client's rounds for its flight
 	// Run's scratch for a group of flights (runGroup).
 	flights []*flight
@@ -23,13 +24,14 @@ type Turn struct {
 	dones   []func(*Batch, error)
 }
 
-// add adds a call's rounds to the turn.
-func (t *Turn) add(rounds []*round, poll bool) {
+// add adds a call's rounds to the turn; poll and bulk are its batch's.
+func (t *Turn) add(rounds []*round, poll, bulk bool) {
 	if len(t.rounds) == 0 {
 		t.poll = poll
 	} else {
 		t.poll = t.poll && poll
 	}
+	t.bulk = t.bulk || bulk
 	t.rounds = append(t.rounds, rounds...)
 }
 
@@ -50,7 +52,10 @@ func (t *Turn) Run() {
 		all := t.rounds
 		t.rounds, t.spare = t.spare[:0], nil
 		poll := t.poll && len(all) == 1
-		bulkLast(all)
+		if t.bulk {
+			bulkLast(all)
+			t.bulk = false
+		}
 		rounds := all
 		for len(rounds) > 0 {
 			c := rounds[0].call.c
