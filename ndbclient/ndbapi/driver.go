@@ -109,8 +109,13 @@ type Driver struct {
 	// refreshing: tables being looked up again after NDB said they changed.
 	refreshing map[*tableInfo]bool
 	closed     atomic.Bool
-	closeMu    sync.RWMutex // Submit holds it shared while sending; Close exclusively
-	running    sync.WaitGroup
+	// closeMu: Submit, ScanRows and NodeID hold it shared while they use
+	// the pool; Close takes it to set closed, and again to free the pool,
+	// but not while the executors finish (Close). closing makes a second
+	// Close wait for the first. Lock order: closing, then closeMu.
+	closeMu sync.RWMutex
+	closing sync.Mutex
+	running sync.WaitGroup
 
 	// Cluster loss (watch): detached while every data node is lost and the
 	// shim has let go of its NDB objects; detachedAt (unix nanoseconds) says
@@ -1128,21 +1133,31 @@ func (d *Driver) checkCluster() {
 		slog.Int("live_data_nodes", live), slog.Duration("unavailable_for", time.Since(time.Unix(0, d.detachedAt.Load()))))
 }
 
+// Close refuses new flights, lets the executors run those queued, and frees
+// the pool. It does not hold closeMu while the executors finish: a
+// flight's completion may submit the next flight of a node's lane, which
+// must be refused (ErrUnavailable), not wait for Close. Held, it made a
+// shutdown after a flood of pipelined gets wait forever (session 50).
 func (d *Driver) Close() error {
+	d.closing.Lock()
+	defer d.closing.Unlock()
 	d.closeMu.Lock()
-	defer d.closeMu.Unlock()
 	if d.closed.Swap(true) {
+		d.closeMu.Unlock()
 		return nil
 	}
 	close(d.stopWatch)
-	d.watching.Wait()
 	for _, e := range d.execs {
 		e.mu.Lock()
 		e.closed = true // queued flights still run
 		e.mu.Unlock()
 		C.ndbgate_sem_post(e.sem)
 	}
+	d.closeMu.Unlock()
+	d.watching.Wait()
 	d.running.Wait()
+	d.closeMu.Lock()
+	defer d.closeMu.Unlock()
 	for _, e := range d.execs {
 		e.abandonOwed()
 	}
