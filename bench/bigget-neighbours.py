@@ -4,11 +4,15 @@
 Four clients each open a connection, send a text get of KEYS keys (the same
 missing key), wait 5 ms and hang up, half of them with a reset, over and
 over; meanwhile one more connection does set round trips. Prints the good
-connection's round trips and their p50, p90, p99 and max. A server that runs
-a big get whole on the loop its neighbours share keeps them waiting
-(bench/RESULTS.md, session 32).
+connection's round trips, how many were refused (SERVER_ERROR), and their
+p50, p90, p99 and max. A server that runs a big get whole on the loop its
+neighbours share keeps them waiting (bench/RESULTS.md, session 32).
 
-    bench/bigget-neighbours.py PORT [SECONDS [KEYS]]
+With SHAPE "pipelined" each neighbour sends KEYS gets of one key each
+instead, a pipeline's flood: one that could fill the dispatcher got the
+good connection's sets refused as busy (bench/RESULTS.md, session 50).
+
+    bench/bigget-neighbours.py PORT [SECONDS [KEYS [SHAPE]]]
 """
 import socket
 import struct
@@ -19,7 +23,13 @@ import time
 port = int(sys.argv[1])
 seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 5
 keys = int(sys.argv[3]) if len(sys.argv) > 3 else 5000
-payload = b"get " + b"gx:k " * keys + b"\r\n"
+shape = sys.argv[4] if len(sys.argv) > 4 else "big"
+if shape == "pipelined":
+    payload = b"get gx:k\r\n" * keys
+elif shape == "big":
+    payload = b"get " + b"gx:k " * keys + b"\r\n"
+else:
+    sys.exit(f"bigget-neighbours: SHAPE is big or pipelined, not {shape!r}")
 stop = threading.Event()
 sent = [0]
 
@@ -45,6 +55,7 @@ for t in threads:
     t.start()
 good = socket.create_connection(("127.0.0.1", port))
 times = []
+refused = 0
 start = time.time()
 while time.time() - start < seconds:
     t0 = time.time()
@@ -52,7 +63,9 @@ while time.time() - start < seconds:
     reply = b""
     while not reply.endswith(b"\r\n"):
         reply += good.recv(100)
-    if reply != b"STORED\r\n":
+    if reply.startswith(b"SERVER_ERROR"):
+        refused += 1
+    elif reply != b"STORED\r\n":
         sys.exit(f"bigget-neighbours: unexpected reply {reply!r}")
     times.append((time.time() - t0) * 1000)
 stop.set()
@@ -60,5 +73,5 @@ for t in threads:
     t.join()
 times.sort()
 q = lambda f: times[min(len(times) - 1, int(len(times) * f))]
-print(f"round trips {len(times)}  neighbours' connections {sent[0]}  "
+print(f"round trips {len(times)}  refused {refused}  neighbours' connections {sent[0]}  "
       f"p50 {q(0.5):.2f} ms  p90 {q(0.9):.2f} ms  p99 {q(0.99):.2f} ms  max {times[-1]:.1f} ms")
