@@ -95,10 +95,10 @@ type loopScratch struct {
 	// requests it reads: one clock read per turn instead of one per request.
 	// Zero elsewhere: each request reads the clock.
 	now int64
-	// lone: the turn serves one connection's input and nothing else; solo:
-	// as the turn before did for the same connection
+	// lone: the turn serves one connection's input and nothing else; poll:
+	// its last request's answer may be polled for
 	// (transport.Loop.BeginTurn).
-	lone, solo bool
+	lone, poll bool
 	// turn collects the backend rounds the turn's requests start, for
 	// EndTurn to run (ndbclient.Turn); turns: the loop begins and ends its
 	// turns (transport.Loop).

@@ -217,12 +217,14 @@ func (cs *connState) waiting(p *pending) {
 // request's backend rounds wait for the turn's end, which runs them with
 // the rest of the turn's (ndbclient.Turn). A lone request (the last of its
 // input, in a turn of its loop that serves nothing else) may run on the
-// loop's goroutine, and poll for its answer if the turn is solo; a run's
+// loop's goroutine, and poll for its answer if the turn allows it
+// (transport.Loop.BeginTurn: a solo turn, with halt polling only beside
+// another loop's solo client); a run's
 // two requests may not, nor a get's piece with more to follow, or the
 // first would hold up the next.
 func (cs *connState) do(p *pending) {
 	lone := cs.last && cs.scratch.lone && !p.text.more
-	poll := lone && cs.scratch.solo
+	poll := lone && cs.scratch.poll
 	if cs.scratch.turns {
 		p.req.Turn = &cs.scratch.turn
 		if p.hasSets {

@@ -277,9 +277,10 @@ func (sc *loopScratch) Open(c transport.Conn) transport.Session {
 }
 
 // BeginTurn dates the requests the loop reads in its turn, and says whether
-// the turn is one connection's alone, and solo.
-func (sc *loopScratch) BeginTurn(now int64, lone, solo bool) {
-	sc.now, sc.lone, sc.solo, sc.turns = now, lone, solo, true
+// the turn is one connection's alone, and whether its answer may be polled
+// for.
+func (sc *loopScratch) BeginTurn(now int64, lone, poll bool) {
+	sc.now, sc.lone, sc.poll, sc.turns = now, lone, poll, true
 }
 
 // EndTurn runs the backend rounds the turn's requests left for it

@@ -117,6 +117,9 @@ type epollLoop struct {
 	// haltPollNanos is the time the loop spent polling for another loop's
 	// solo client (rule 8; atomic, for tests).
 	haltPollNanos uint64
+	// lastSolo is when the loop last began a solo turn, kept with
+	// Options.HaltPoll only (rule 8: othersServe).
+	lastSolo atomic.Int64
 	// keeper: the first loop holds its P for REST and gRPC requests too
 	// (runtime_linux.go, rule 1); nil on the others.
 	keeper *keeper
@@ -445,7 +448,12 @@ func (l *epollLoop) run() {
 			}
 		}
 		l.turnBegan = now
-		l.proto.BeginTurn(now, lone, l.soloTurn)
+		poll := l.soloTurn
+		if poll && l.es.opts.HaltPoll { // rule 8
+			l.lastSolo.Store(now)
+			poll = l.es.othersServe(l, now)
+		}
+		l.proto.BeginTurn(now, lone, poll)
 		for i := range n {
 			ev := &l.events[i]
 			fd := int(ev.Fd)
@@ -1040,6 +1048,18 @@ func (es *epollServer) keepLoopsAwake(solo *epollLoop, now int64) {
 			l.mu.Unlock()
 		}
 	}
+}
+
+// othersServe reports whether a loop other than l began a solo turn
+// within haltHoldNanos of now: then it is serving its own client, not
+// polling for l's (rule 8).
+func (es *epollServer) othersServe(l *epollLoop, now int64) bool {
+	for _, o := range es.loops {
+		if o != l && now-o.lastSolo.Load() < haltHoldNanos {
+			return true
+		}
+	}
+	return false
 }
 
 func (es *epollServer) signalAll() {

@@ -376,3 +376,40 @@ func TestHaltPollKeepsTheOtherLoopsAwakeForASoloClient(t *testing.T) {
 		require.Less(t, slow, int64(paused*20*time.Millisecond)/4, "the other loops polled through a paused client's pauses")
 	}
 }
+
+// With HaltPoll, a solo client's answer is polled for (BeginTurn's poll,
+// ndbclient.Batch.Poll) only while another loop serves a solo client of
+// its own: when the other loops only poll for it, a loop that also polled
+// for the data nodes' answer held the vCPU they needed (bench/RESULTS.md,
+// session 50). Without HaltPoll every solo turn may poll.
+func TestHaltPollAnswersArePolledForOnlyBesideAnotherClient(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		addr, h, _ := startTransport(t, Epoll, Options{Loops: 2, BusyPoll: time.Millisecond, HaltPoll: on})
+		conn := dial(t, addr, 10*time.Second)
+		for i := range 200 {
+			echoLine(t, conn, i)
+		}
+		alone := h.polled.Load()
+		// Two clients at once, on the two loops.
+		other := dial(t, addr, 10*time.Second)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := range 300 {
+				echoLine(t, other, i)
+			}
+		}()
+		for i := range 300 {
+			echoLine(t, conn, i)
+		}
+		<-done
+		together := h.polled.Load() - alone
+		t.Logf("halt_poll %v: %d solo turns polled alone, %d beside another client", on, alone, together)
+		if on {
+			require.Zero(t, alone, "polled for a lone client's answer while the other loop polled for it")
+		} else {
+			require.Positive(t, alone, "no solo turn polled without halt_poll")
+		}
+		require.Positive(t, together, "no solo turn polled beside another client")
+	}
+}

@@ -17,8 +17,9 @@ import (
 // answered with itself, but "version" with "VERSION test" and "quit" by
 // closing once the replies before it are out.
 type lineHandler struct {
-	open  atomic.Int64 // admitted and not yet closed
-	lines atomic.Int64 // served
+	open   atomic.Int64 // admitted and not yet closed
+	lines  atomic.Int64 // served
+	polled atomic.Int64 // turns begun whose answer may be polled for
 }
 
 func (h *lineHandler) Admit() (bool, []byte) { h.open.Add(1); return true, nil }
@@ -28,9 +29,13 @@ func (h *lineHandler) Unsent() uint64        { return 0 }
 
 type lineLoop struct{ h *lineHandler }
 
-func (l lineLoop) Open(c Conn) Session       { return &lineSession{h: l.h, c: c} }
-func (lineLoop) BeginTurn(int64, bool, bool) {}
-func (lineLoop) EndTurn() bool               { return false }
+func (l lineLoop) Open(c Conn) Session { return &lineSession{h: l.h, c: c} }
+func (l lineLoop) BeginTurn(_ int64, _, poll bool) {
+	if poll {
+		l.h.polled.Add(1)
+	}
+}
+func (lineLoop) EndTurn() bool { return false }
 
 type lineSession struct {
 	h       *lineHandler

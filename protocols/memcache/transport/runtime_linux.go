@@ -81,7 +81,14 @@ package transport
 //     turn after a pause wakes the other loops (their eventfds). It costs a
 //     CPU per other loop while it lasts, so auto turns it on only with a
 //     cluster, on such a VM, and with at most AutoHaltPollLoops loops
-//     (config; bench/RESULTS.md, session 49).
+//     (config; bench/RESULTS.md, session 49). While the other loops only
+//     poll for it (none has begun a solo turn of its own within
+//     haltHoldNanos: othersServe), the solo client's answer is not polled
+//     for (BeginTurn's poll, ndbclient.Batch.Poll): the loop sleeps in the
+//     NDB call, and leaves its vCPU to the data nodes. Polling for it there
+//     too left them no vCPU but at a poller's yield: one connection ran
+//     1.14x the requests without that poll, at 0.86x the gateway CPU a
+//     request, and its p99 fell under ndbmemcache's (session 50).
 //
 // Loops are not locked to their threads: a locked goroutine that is
 // preempted hands its P to another thread and back, two wake-ups that wait

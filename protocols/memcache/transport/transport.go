@@ -57,11 +57,13 @@ type Loop interface {
 	// BeginTurn says a turn of the loop began at now (Nanos): the requests
 	// read in it start then. lone says the turn serves one connection's
 	// input and nothing else, so its last request may keep the loop waiting
-	// on it (ndbclient.Batch.Lone); solo, that the turn before did the same
-	// for the same connection, so that request's answer may be polled for
-	// (ndbclient.Batch.Poll). Loops that never call it leave each request
-	// to read the clock, and no request lone.
-	BeginTurn(now int64, lone, solo bool)
+	// on it (ndbclient.Batch.Lone); poll, that that request's answer may be
+	// polled for (ndbclient.Batch.Poll): the turn before did the same for
+	// the same connection (a solo turn), and, with Options.HaltPoll,
+	// another loop serves a solo client of its own (rule 8). Loops that
+	// never call it leave each request to read the clock, and no request
+	// lone.
+	BeginTurn(now int64, lone, poll bool)
 	// EndTurn runs what the turn's requests left for the loop to run at
 	// its end (ndbclient.Turn), and reports whether there was any: their
 	// completions may have woken connections, whose new requests may leave
