@@ -87,7 +87,7 @@ package transport
 //     for (BeginTurn's poll, ndbclient.Batch.Poll): the loop sleeps in the
 //     NDB call, and leaves its vCPU to the data nodes. Polling for it there
 //     too left them no vCPU but at a poller's yield: one connection ran
-//     1.14x the requests without that poll, at 0.86x the gateway CPU a
+//     1.12x the requests without that poll, at 0.84x the gateway CPU a
 //     request, and its p99 fell under ndbmemcache's (session 50).
 //
 // Loops are not locked to their threads: a locked goroutine that is
