@@ -1,9 +1,7 @@
 package memcache
 
 import (
-	"context"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,30 +10,8 @@ import (
 	"github.com/ndbgate/ndbgate/gateway"
 	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"github.com/ndbgate/ndbgate/ndbclient"
+	"github.com/ndbgate/ndbgate/ndbclient/ndbclienttest"
 )
-
-// heldDriver keeps every submitted batch until release runs them.
-type heldDriver struct {
-	ndbclient.Driver
-	mu   sync.Mutex
-	held []func()
-}
-
-func (d *heldDriver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.held = append(d.held, func() { done(b, d.Driver.Execute(context.Background(), b)) })
-}
-
-func (d *heldDriver) release() {
-	d.mu.Lock()
-	held := d.held
-	d.held = nil
-	d.mu.Unlock()
-	for _, run := range held {
-		run()
-	}
-}
 
 // serveAll serves in until a call uses none of it; it returns what is left.
 func serveAll(cs *connState, in []byte) []byte {
@@ -54,7 +30,7 @@ func serveAll(cs *connState, in []byte) []byte {
 // another connection is then still admitted, not refused as overloaded,
 // and every reply comes once the backend answers.
 func TestAConnectionHoldsItsShareOfKeys(t *testing.T) {
-	drv := &heldDriver{Driver: newEngine(t)}
+	drv := ndbclienttest.Hold(newEngine(t))
 	tbl, err := drv.CreateTable(gateway.DemoTable(1 << 20))
 	require.NoError(t, err)
 	ct, err := gateway.NewContainer(gateway.DefaultContainerSpec(), tbl)
@@ -92,8 +68,8 @@ func TestAConnectionHoldsItsShareOfKeys(t *testing.T) {
 	assert.Equal(t, 10, c.keysOut)
 
 	// The backend answers: every reply comes, none refused.
-	for len(restA)+len(restB) > 0 || drv.pending() {
-		drv.release()
+	for len(restA)+len(restB) > 0 || drv.Pending() {
+		drv.Release()
 		for _, p := range []*connState{a, b, c} {
 			p.flush()
 		}
@@ -106,10 +82,4 @@ func TestAConnectionHoldsItsShareOfKeys(t *testing.T) {
 	assert.Equal(t, strings.Repeat("END\r\n", 2000), string(ra.out))
 	assert.Equal(t, strings.Repeat("END\r\n", 2000), string(rb.out))
 	assert.Equal(t, strings.Repeat("END\r\n", 10), string(rc.out))
-}
-
-func (d *heldDriver) pending() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.held) > 0
 }
