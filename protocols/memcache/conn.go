@@ -288,10 +288,11 @@ func (cs *connState) admit() stop {
 // full reports whether the connection holds its share of the server: as
 // many queued replies as MaxPending, as many keys at the gateway as
 // MaxPendingKeys, or fairShareKeys while the backend's dispatcher is
-// crowded. The last keeps half the dispatcher's room for connections with
-// few keys out, so that one pipeline's flood does not get their requests
-// refused as overloaded (SERVER_ERROR busy). Whichever holds, the
-// connection has commands in flight, whose completions wake its loop.
+// crowded (ndbclient.Client.Crowded). The last leaves the rest of the
+// dispatcher's room to connections with few keys out, so that one
+// pipeline's flood does not get their requests refused as overloaded
+// (SERVER_ERROR busy). Whichever holds, the connection has commands in
+// flight, whose completions wake its loop.
 func (cs *connState) full() bool {
 	return len(cs.queue) >= cs.srv.cfg.MaxPending || cs.keysOut >= cs.srv.cfg.MaxPendingKeys ||
 		cs.keysOut >= fairShareKeys && cs.srv.svc.Crowded()
