@@ -351,8 +351,8 @@ func (s *Service) Run(r *Request) {
 	<-ch
 }
 
-// Crowded reports whether the backend's dispatcher is half full
-// (ndbclient.Client.Crowded).
+// Crowded reports whether the backend's dispatcher is crowded: 4,096 ops
+// in flight, or half its room if less (ndbclient.Client.Crowded).
 func (s *Service) Crowded() bool { return s.backend.Crowded() }
 
 // DriverStats sums the engine figures of the backend and the local cache.
