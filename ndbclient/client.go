@@ -116,12 +116,16 @@ func (c *Client) Crowded() bool {
 	return c.inFlight.Load() >= int64(min(crowdedOps, c.cfg.MaxInFlight/2))
 }
 
-// crowdedOps is where the dispatcher counts as crowded (Crowded). Full
-// throughput needs far fewer in flight: 16 connections of 100-key gets
-// hold 1,600. 4,096 ops are about 10 ms of two data nodes' reads on the
-// hosts here: four connections pipelining 20,000 gets each held 16,384,
-// and a lone client's get took 40 ms beside them on NDB 7.5.0.
-const crowdedOps = 4096
+// crowdedOps is where the dispatcher counts as crowded (Crowded), about
+// 2 ms of two data nodes' reads on the hosts here. It bounds what pipelines
+// hold, not what the cluster is given: 16 connections of 100-key gets hold
+// 1,600 and are not held back, since none holds a fair share. Beside four
+// connections pipelining 20,000 gets each, on NDB 7.5.0 with their bulk
+// rounds in the lanes, a lone client's get took a median 0.18-0.44 ms with
+// the mark at 2,048 and 0.07-0.18 at 1,024, where the flood was served at
+// 0.93x (bench/RESULTS.md, session 51). With no mark (16,384 held) it took
+// 40 ms.
+const crowdedOps = 1024
 
 // Config returns the dispatcher configuration in effect.
 func (c *Client) Config() DispatchConfig { return c.cfg }

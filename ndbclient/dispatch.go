@@ -198,7 +198,7 @@ func (c *Client) dispatch(b *Batch, done func(*Batch, error)) {
 	if b.Turn != nil && c.cfg.Lanes && c.cfg.Coalesce {
 		// The caller's loop runs the rounds at its turn's end (Turn.Run).
 		k.lone = false
-		b.Turn.add(rounds, b.Poll, b.Bulk)
+		b.Turn.add(rounds, b.Poll)
 	} else {
 		for _, r := range rounds {
 			c.send(r)

@@ -310,10 +310,10 @@ func TestDispatchOverloaded(t *testing.T) {
 	require.NoError(t, again.Ops[0].Err)
 }
 
-// The dispatcher is crowded from half its MaxInFlight, or 4,096 ops if
+// The dispatcher is crowded from half its MaxInFlight, or 1,024 ops if
 // fewer, until those complete.
 func TestDispatchCrowded(t *testing.T) {
-	for _, tc := range []struct{ max, crowdedAt int }{{1000, 500}, {65536, 4096}} {
+	for _, tc := range []struct{ max, crowdedAt int }{{600, 300}, {65536, 1024}} {
 		e, tbl := newEngine(t, 1, 10)
 		rec := &recorder{Driver: e, hold: make(chan struct{})}
 		c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{MaxInFlight: tc.max, RoundSize: 1024})

@@ -204,9 +204,10 @@ type Batch struct {
 	// Reset clears it.
 	Poll bool
 	// Bulk says the caller already has many operations in flight (a deep
-	// pipeline): in its nodes' lanes its rounds queue behind those of
-	// callers that have few, so that one client's flood does not hold up
-	// the others' requests. Reset clears it.
+	// pipeline): its rounds go through its nodes' lanes, never in its
+	// turn's flight, and queue there behind those of callers that have
+	// few, so that one client's flood does not hold up the others'
+	// requests. Reset clears it.
 	Bulk bool
 	// Turn, when set, is the caller's event loop turn: the batch's first
 	// rounds wait there until the loop runs them at the turn's end

@@ -10,13 +10,14 @@ import (
 // together, in one flight on its own goroutine. The turn's requests then
 // pay one round trip between them, and no thread hand-off either way: the
 // ops are sent and their results read on the core that built them, and
-// the loop, not an executor and then the loop, is woken by the answer. A
-// Turn belongs to its loop's goroutine.
+// the loop, not an executor and then the loop, is woken by the answer.
+// Bulk batches' rounds go through their nodes' lanes instead: the loop
+// waits for its flight, and so do its other connections. A Turn belongs to
+// its loop's goroutine.
 type Turn struct {
 	rounds []*round
 	spare  []*round
 	poll   bool     // every batch added since the last Run may poll (Batch.Poll)
-	bulk   bool     // a Bulk batch was added since the last Run
 	mine   []*round // Run's scratch: one client's rounds for its flight
 	// Run's scratch for a group of flights (runGroup).
 	flights []*flight
@@ -24,14 +25,13 @@ type Turn struct {
 	dones   []func(*Batch, error)
 }
 
-// add adds a call's rounds to the turn; poll and bulk are its batch's.
-func (t *Turn) add(rounds []*round, poll, bulk bool) {
+// add adds a call's rounds to the turn; poll is its batch's Batch.Poll.
+func (t *Turn) add(rounds []*round, poll bool) {
 	if len(t.rounds) == 0 {
 		t.poll = poll
 	} else {
 		t.poll = t.poll && poll
 	}
-	t.bulk = t.bulk || bulk
 	t.rounds = append(t.rounds, rounds...)
 }
 
@@ -40,8 +40,8 @@ func (t *Turn) Pending() bool { return len(t.rounds) > 0 }
 
 // Run sends the rounds added since the last Run: for each client, as many
 // as turnFlightOps allows in one flight, which the driver runs on the
-// caller's goroutine when it can (Batch.Lone), and the rest through their
-// nodes' lanes. With a driver that sends a group of batches in one round
+// caller's goroutine when it can (Batch.Lone), and the rest, Bulk batches'
+// rounds first of all, through their nodes' lanes. With a driver that sends a group of batches in one round
 // trip (GroupSubmitter), the flight is one batch a node, each completing
 // on its own: a node that does not answer in time holds up only its
 // batch, which completes later (ndb.flight_wait). A completion that runs
@@ -52,10 +52,6 @@ func (t *Turn) Run() {
 		all := t.rounds
 		t.rounds, t.spare = t.spare[:0], nil
 		poll := t.poll && len(all) == 1
-		if t.bulk {
-			bulkLast(all)
-			t.bulk = false
-		}
 		rounds := all
 		for len(rounds) > 0 {
 			c := rounds[0].call.c
@@ -66,6 +62,12 @@ func (t *Turn) Run() {
 					rest = append(rest, r)
 				case r.call.b.Abandoned():
 					r.finish(ErrAbandoned) // as a lane drops it: unsent
+				case r.call.b.Bulk:
+					// Its lane runs it on an executor, behind other
+					// callers' rounds, at most RoundSize ops a flight:
+					// the data node's queue, which this loop's flight
+					// joins, stays short (TestTurnSendsBulkRoundsThroughLanes).
+					c.send(r)
 				case ops+len(r.ops) <= turnFlightOps:
 					t.mine = append(t.mine, r)
 					ops += len(r.ops)
@@ -111,30 +113,6 @@ func (t *Turn) Run() {
 		clear(all)
 		t.spare = all[:0]
 	}
-}
-
-// bulkLast moves the rounds of Bulk batches after the others, keeping each
-// group's order: those are the ones left for the lanes, where they queue
-// behind other callers' rounds too, when the turn has more than a flight's
-// worth.
-func bulkLast(rounds []*round) {
-	for i, r := range rounds {
-		if r.call.b.Bulk {
-			if i < len(rounds)-1 {
-				slices.SortStableFunc(rounds[i:], func(a, b *round) int {
-					return cmp.Compare(b2i(a.call.b.Bulk), b2i(b.call.b.Bulk))
-				})
-			}
-			return
-		}
-	}
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // runGroup submits the turn's flights, one a node, as a group

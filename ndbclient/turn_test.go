@@ -247,31 +247,31 @@ func TestTurnFlightIsBounded(t *testing.T) {
 	assert.Equal(t, []int{250, 250}, lanes, "through the lane")
 }
 
-// A turn with more than its flight's worth sends its Bulk batches' rounds
-// last: a lone request from a connection with few keys out gets the turn's
-// flight even when it came after a pipelining one's 1,000 keys.
-func TestTurnSendsBulkRoundsLast(t *testing.T) {
+// A turn sends its Bulk batches' rounds through their lanes, not in its
+// flight, which then holds only the requests of connections with few keys
+// out: the loop, and every other connection on it, waits for that flight,
+// and the data node's queue it joins holds at most a lane's flight of
+// bulk work.
+func TestTurnSendsBulkRoundsThroughLanes(t *testing.T) {
 	e, tbl := newEngine(t, 1, 1200)
 	rec := &recorder{Driver: e}
 	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{Lanes: true, Coalesce: true})
 	var turn ndbclient.Turn
 	var flood []string
-	for j := 0; j < 1100; j++ { // rounds of 256, 256, 256, 256 and 76
+	for j := 0; j < 600; j++ { // rounds of 256, 256 and 88
 		flood = append(flood, fmt.Sprintf("k%d", j))
 	}
-	for _, b := range []*ndbclient.Batch{turnBatch(tbl, &turn, flood...), turnBatch(tbl, &turn, "k1150")} {
-		b.Bulk = len(b.Ops) > 1
+	for _, b := range []*ndbclient.Batch{turnBatch(tbl, &turn, flood...), turnBatch(tbl, &turn, "k1150", "k1151")} {
+		b.Bulk = len(b.Ops) > 2
 		c.Submit(b, func(b *ndbclient.Batch, err error) {
 			assert.NoError(t, err)
-			requireValues(t, b.Ops, map[bool][]string{true: flood, false: {"k1150"}}[b.Bulk])
+			requireValues(t, b.Ops, map[bool][]string{true: flood, false: {"k1150", "k1151"}}[b.Bulk])
 		})
 	}
 	turn.Run()
 	flights, _ := rec.take()
-	// In arrival order the flood's first four rounds would fill the turn's
-	// flight, and its fifth and the light batch go through the lane.
-	assert.Equal(t, []int{256, 1 + 3*256 + 76}, flights, "a bulk round through the lane, the rest, the light batch first, in the turn's flight")
-	assert.Equal(t, []bool{false, true}, rec.lone)
+	assert.Equal(t, []int{256, 256, 88, 2}, flights, "the bulk rounds through the lane, then the turn's flight")
+	assert.Equal(t, []bool{false, false, false, true}, rec.lone, "only the turn's flight runs on the loop")
 }
 
 // A batch abandoned before its turn ran is dropped unsent, as a lane drops
