@@ -83,3 +83,47 @@ func TestAConnectionHoldsItsShareOfKeys(t *testing.T) {
 	assert.Equal(t, strings.Repeat("END\r\n", 2000), string(rb.out))
 	assert.Equal(t, strings.Repeat("END\r\n", 10), string(rc.out))
 }
+
+// A connection's requests are bulk (gateway.Request.Bulk) once its earlier
+// commands hold bulkFromKeys keys at the gateway: a pipeline of 16 single
+// gets is not, nor are the pieces of one 100-key get (16 keys each here,
+// where a value may take 1 MiB).
+func TestRequestsAreBulkPastAFewKeys(t *testing.T) {
+	drv := ndbclienttest.Hold(newEngine(t))
+	tbl, err := drv.CreateTable(gateway.DemoTable(1 << 20))
+	require.NoError(t, err)
+	ct, err := gateway.NewContainer(gateway.DefaultContainerSpec(), tbl)
+	require.NoError(t, err)
+	svc, err := gateway.New(gateway.Options{
+		Backend: ndbclient.NewClientWith(drv, ndbclient.DispatchConfig{Lanes: true}),
+		Routes:  []gateway.Route{{Container: ct}},
+	})
+	require.NoError(t, err)
+	require.Equal(t, 16, svc.MultiGetPiece())
+	srv := NewServer(Config{MaxPending: 1024, MaxPendingKeys: 4096, Version: "test"}, svc, discardLog)
+	cs := srv.newConnState(&recordingTransport{}, shardmetrics.SharedShard, nil)
+	get := func(keys int) string { return "get" + strings.Repeat(" bk:x", keys) + "\r\n" }
+	bulk := func() []bool {
+		var b []bool
+		for _, p := range cs.queue {
+			b = append(b, p.req.Bulk)
+		}
+		return b
+	}
+	none := func(n int) []bool { return make([]bool, n) }
+
+	require.Empty(t, serveAll(cs, []byte(strings.Repeat(get(1), 16))))
+	require.Empty(t, serveAll(cs, []byte(get(bulkFromKeys-16-1))))
+	assert.Equal(t, none(2), bulk(), "16 pipelined gets in one run, then a get of 15 keys")
+	require.Empty(t, serveAll(cs, []byte(get(100))))
+	assert.Equal(t, none(2+7), bulk(), "a 100-key get in 7 pieces, counted from before it")
+	require.Empty(t, serveAll(cs, []byte(get(1))))
+	assert.Equal(t, append(none(2+7), true), bulk(), "a get past the mark")
+	for drv.Pending() {
+		drv.Release()
+	}
+	cs.flush()
+	assert.Zero(t, cs.keysOut)
+	require.Empty(t, serveAll(cs, []byte(get(100)+get(1))))
+	assert.Equal(t, append(none(7), true), bulk(), "answered, the connection held nothing before the 100-key get")
+}

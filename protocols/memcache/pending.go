@@ -235,7 +235,7 @@ func (cs *connState) do(p *pending) {
 	if p.hasSets {
 		n += p.sets.NumKeys()
 	}
-	bulk := cs.keysOut-int(p.keysOut) >= fairShareKeys
+	bulk := cs.keysOut-int(p.keysOut)-cs.ownKeys >= bulkFromKeys
 	p.req.Bulk = bulk
 	if p.hasSets {
 		p.sets.Bulk = bulk

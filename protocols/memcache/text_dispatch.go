@@ -94,7 +94,9 @@ func (cs *connState) dispatchGet(cmd *Command) stop {
 			r.AddKey(k)
 		}
 		p.writes = writesKeys(cmd)
+		cs.ownKeys = base + i
 		cs.do(p)
+		cs.ownKeys = 0
 		i += n
 	}
 	if cmd.Next > 0 { // ParseFrom took this serve's keys; the rest next serve
