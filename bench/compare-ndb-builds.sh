@@ -16,6 +16,8 @@
 #                      (protocols/memcache, getKeysPerServe) may cut;
 #                      get1_p16: single gets at pipeline 16, same table;
 #                      bin_get1_p16: the same in the binary protocol;
+#                      get1_p64: single gets at pipeline 64, deep enough
+#                      to be bulk (protocols/memcache, bulkFromKeys);
 #                      c1: one connection, 1:10 sets and gets;
 #                      c2: two, on two memtier threads, each one request
 #                      at a time;
@@ -50,11 +52,12 @@ case $MODE in
   mget300) args=(-t 2 -c 8 --ratio=0:300 --pipeline=1 --multi-key-get=300 --key-pattern=P:P) batch=300 ;;
   get1_p16) args=(-t 2 -c 8 --ratio=0:1 --pipeline=16 --key-pattern=P:P) batch=1 ;;
   bin_get1_p16) args=(-t 2 -c 8 --ratio=0:1 --pipeline=16 --key-pattern=P:P) batch=1 proto=memcache_binary ;;
+  get1_p64) args=(-t 2 -c 8 --ratio=0:1 --pipeline=64 --key-pattern=P:P) batch=1 ;;
   c1) args=(-t 1 -c 1 --ratio=1:10 --pipeline=1 --key-pattern=R:R) batch=1 ;;
   c2) args=(-t 2 -c 1 --ratio=1:10 --pipeline=1 --key-pattern=R:R) batch=1 ;;
   p1) args=(-t 2 -c 8 --ratio=1:10 --pipeline=1 --key-pattern=R:R) batch=1 ;;
   c64) args=(-t 2 -c 32 --ratio=1:10 --pipeline=1 --key-pattern=R:R) batch=1 ;;
-  *) echo "compare-ndb-builds: unknown MODE $MODE (mget100 mget300 get1_p16 bin_get1_p16 c1 c2 p1 c64)" >&2; exit 2 ;;
+  *) echo "compare-ndb-builds: unknown MODE $MODE (mget100 mget300 get1_p16 bin_get1_p16 get1_p64 c1 c2 p1 c64)" >&2; exit 2 ;;
 esac
 case $TABLE in
   flexlike) config=(--config bench/likeflex.yaml) ;;
