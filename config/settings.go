@@ -213,7 +213,7 @@ var settings = []setting{
 		Help: "memcache: commands of one connection awaiting reply before it stops being read", Check: atLeastOne,
 		Field: func(c *Config) any { return &c.Limits.MaxPendingPerConn }},
 	{Key: "limits.max_pending_keys_per_conn", Default: "4096",
-		Help: "memcache: keys of one connection's commands awaiting reply before it stops being read; while the dispatcher is crowded (4096 operations in flight, or half of dispatch.max_inflight_ops if less), a connection holding 256 keys or more waits too, so that one client's pipeline cannot get the others refused as busy", Check: atLeastOne,
+		Help: "memcache: keys of one connection's commands awaiting reply before it stops being read; while the dispatcher is crowded (1024 operations in flight, or half of dispatch.max_inflight_ops if less), a connection holding 256 keys or more waits too, so that one client's pipeline cannot get the others refused as busy", Check: atLeastOne,
 		Field: func(c *Config) any { return &c.Limits.MaxPendingKeysPerConn }},
 
 	{Key: "log.level", Env: "NDBGATE_LOG_LEVEL", Flag: "log-level", Default: "info",
