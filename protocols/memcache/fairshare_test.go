@@ -25,22 +25,31 @@ func serveAll(cs *connState, in []byte) []byte {
 	return in
 }
 
-// A connection stops being read once its commands hold MaxPendingKeys
-// keys at the gateway, or fairShareKeys while the dispatcher is crowded;
-// another connection is then still admitted, not refused as overloaded,
-// and every reply comes once the backend answers.
-func TestAConnectionHoldsItsShareOfKeys(t *testing.T) {
+// heldService is a gateway over the embedded engine whose batches wait
+// until the test releases them (ndbclienttest.Hold), for the demo
+// container with values of up to 1 MiB.
+func heldService(t *testing.T, cfg ndbclient.DispatchConfig) (*ndbclienttest.Held, *gateway.Service) {
+	t.Helper()
 	drv := ndbclienttest.Hold(newEngine(t))
 	tbl, err := drv.CreateTable(gateway.DemoTable(1 << 20))
 	require.NoError(t, err)
 	ct, err := gateway.NewContainer(gateway.DefaultContainerSpec(), tbl)
 	require.NoError(t, err)
-	const maxInFlight = 1024 // crowded from 512
 	svc, err := gateway.New(gateway.Options{
-		Backend: ndbclient.NewClientWith(drv, ndbclient.DispatchConfig{Lanes: true, MaxInFlight: maxInFlight}),
+		Backend: ndbclient.NewClientWith(drv, cfg),
 		Routes:  []gateway.Route{{Container: ct}},
 	})
 	require.NoError(t, err)
+	return drv, svc
+}
+
+// A connection stops being read once its commands hold MaxPendingKeys
+// keys at the gateway, or fairShareKeys while the dispatcher is crowded;
+// another connection is then still admitted, not refused as overloaded,
+// and every reply comes once the backend answers.
+func TestAConnectionHoldsItsShareOfKeys(t *testing.T) {
+	const maxInFlight = 1024 // crowded from 512
+	drv, svc := heldService(t, ndbclient.DispatchConfig{Lanes: true, MaxInFlight: maxInFlight})
 	srv := NewServer(Config{MaxPending: 1024, MaxPendingKeys: 384, Version: "test"}, svc, discardLog)
 	conn := func() (*connState, *recordingTransport) {
 		rt := &recordingTransport{}
@@ -89,16 +98,7 @@ func TestAConnectionHoldsItsShareOfKeys(t *testing.T) {
 // gets is not, nor are the pieces of one 100-key get (16 keys each here,
 // where a value may take 1 MiB).
 func TestRequestsAreBulkPastAFewKeys(t *testing.T) {
-	drv := ndbclienttest.Hold(newEngine(t))
-	tbl, err := drv.CreateTable(gateway.DemoTable(1 << 20))
-	require.NoError(t, err)
-	ct, err := gateway.NewContainer(gateway.DefaultContainerSpec(), tbl)
-	require.NoError(t, err)
-	svc, err := gateway.New(gateway.Options{
-		Backend: ndbclient.NewClientWith(drv, ndbclient.DispatchConfig{Lanes: true}),
-		Routes:  []gateway.Route{{Container: ct}},
-	})
-	require.NoError(t, err)
+	drv, svc := heldService(t, ndbclient.DispatchConfig{Lanes: true})
 	require.Equal(t, 16, svc.MultiGetPiece())
 	srv := NewServer(Config{MaxPending: 1024, MaxPendingKeys: 4096, Version: "test"}, svc, discardLog)
 	cs := srv.newConnState(&recordingTransport{}, shardmetrics.SharedShard, nil)
