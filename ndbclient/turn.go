@@ -41,12 +41,12 @@ func (t *Turn) Pending() bool { return len(t.rounds) > 0 }
 // Run sends the rounds added since the last Run: for each client, as many
 // as turnFlightOps allows in one flight, which the driver runs on the
 // caller's goroutine when it can (Batch.Lone), and the rest, Bulk batches'
-// rounds first of all, through their nodes' lanes. With a driver that sends a group of batches in one round
-// trip (GroupSubmitter), the flight is one batch a node, each completing
-// on its own: a node that does not answer in time holds up only its
-// batch, which completes later (ndb.flight_wait). A completion that runs
-// here may add rounds of its request's next stage: Run runs those too,
-// until none is left.
+// rounds first of all, through their nodes' lanes. With a driver that
+// sends a group of batches in one round trip (GroupSubmitter), the flight
+// is one batch a node, each completing on its own: a node that does not
+// answer in time holds up only its batch, which completes later
+// (ndb.flight_wait). A completion that runs here may add rounds of its
+// request's next stage: Run runs those too, until none is left.
 func (t *Turn) Run() {
 	for len(t.rounds) > 0 {
 		all := t.rounds
