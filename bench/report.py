@@ -333,9 +333,12 @@ def live_section(rows):
                 "memtier, 2 x 8 connections, on `bench.flexlike` (a VARBINARY(32) key, one",
                 "32-byte value) or on `ndbmemcache.demo_table` (a VARCHAR(250) key, which NDB hashes and",
                 "compares padded to its full length); keys P:P (each connection its own range, in",
-                "sequence, as flexAsynch's threads) or R:R (random).", "",
-                "| reads | target | table, keys | keys/s | gateway CPU µs/key | data node CPU µs/key | of flexAsynch's keys/s |",
-                "|---|---|---|---|---|---|---|"]
+                "sequence, as flexAsynch's threads) or R:R (random). \"Per CPU\" counts the keys a",
+                "CPU-second of the gateway (flexAsynch's own process for it) and the data nodes",
+                "buys. \"Client\" is the rest of the host's CPU: memtier, which shares the cores;",
+                "flexAsynch makes its own load.", "",
+                "| reads | target | table, keys | keys/s | gateway CPU µs/key | data node CPU µs/key | client CPU µs/key | of flexAsynch's keys/s | of flexAsynch's, per CPU |",
+                "|---|---|---|---|---|---|---|---|---|"]
         # flexAsynch's workload, and ndbgate's against it
         for fw, gw, label in (("mget100", "mget100", "100 a request"), ("get1", "get1_p16", "single keys")):
             flex = [r for r in lf if r["target"] == "flexAsynch" and r["workload"] == fw]
@@ -344,15 +347,38 @@ def live_section(rows):
                 continue
             if flex:
                 out.append(f"| {label} | flexAsynch | its own, in sequence | {med([float(r['keys_per_s']) for r in flex]):,.0f} | "
-                           f"{fmt_us([per_key_us(r, 'gw_cpu_s') for r in flex])} | {fmt_us([per_key_us(r, 'ndbd_cpu_s') for r in flex])} | |")
+                           f"{fmt_us([per_key_us(r, 'gw_cpu_s') for r in flex])} | {fmt_us([per_key_us(r, 'ndbd_cpu_s') for r in flex])} | "
+                           f"{fmt_us([client_us(r) for r in flex])} | | |")
             for (cfg,), runs in by_key(mine, "config").items():
                 table, keys = (kv.split("=")[1] for kv in cfg.split())
-                share = [100 * x for x in trial_ratios(runs, flex)]
-                pct = f"**{med(share):.1f} %** ({min(share):.1f}-{max(share):.1f})" if share else ""
                 out.append(f"| {label} | ndbgate | {table}, {keys} | {med([float(r['keys_per_s']) for r in runs]):,.0f} | "
-                           f"{fmt_us([per_key_us(r, 'gw_cpu_s') for r in runs])} | {fmt_us([per_key_us(r, 'ndbd_cpu_s') for r in runs])} | {pct} |")
+                           f"{fmt_us([per_key_us(r, 'gw_cpu_s') for r in runs])} | {fmt_us([per_key_us(r, 'ndbd_cpu_s') for r in runs])} | "
+                           f"{fmt_us([client_us(r) for r in runs])} | {pct_range(trial_ratios(runs, flex))} | "
+                           f"{pct_range(per_cpu_ratios(runs, flex))} |")
         out.append("")
     return out
+
+
+def client_us(r):
+    """CPU µs a key of the host beyond the gateway and data nodes: the load
+    generator, mostly."""
+    if not r.get("host_cpu_s"):
+        return None
+    rest = float(r["host_cpu_s"]) - float(r["gw_cpu_s"] or 0) - float(r["ndbd_cpu_s"] or 0)
+    keys = float(r["keys_per_s"] or 0) * float(r["secs"] or 0)
+    return max(rest, 0) * 1e6 / keys if keys else None
+
+
+def pct_range(ratios):
+    """Per-trial ratios as a median percentage with the range."""
+    share = [100 * x for x in ratios]
+    return f"**{med(share):.1f} %** ({min(share):.1f}-{max(share):.1f})" if share else ""
+
+
+def per_cpu_ratios(a, b):
+    """Per-trial ratios of keys per CPU-second (kpcpu), matched by trial."""
+    bb = {r["trial"]: k for r, k in zip(b, kpcpu(b))}
+    return [k / bb[r["trial"]] for r, k in zip(a, kpcpu(a)) if bb.get(r["trial"])]
 
 
 def kpcpu(runs):
