@@ -364,6 +364,20 @@ func (cs *connState) refuse(cmd *Command, res Result) (int, stop) {
 		// noreply or not; its binary stores never count there.
 		cs.srv.m.stats.Add(cs.shard, statStoreNoMemory, 1)
 	}
+	if res.TooLarge && (cmd.Kind == CmdSet || cmd.Kind == CmdMetaSet) && len(cmd.Keys) == 1 {
+		// memcached drops the old item when a set is refused, before it
+		// replies, so a client never reads back the value it meant to
+		// replace, on this connection or another (gomemcache closes the
+		// connection after a server error). The unlink is queued before the
+		// refusal, which therefore waits for it. No reply of its own, and
+		// not a command of the client's.
+		p := cs.newPending(dialectText, CmdDelete, true)
+		p.unsent = true
+		p.req.Verb = gateway.VerbUnlink
+		p.req.AddKey(cmd.Keys[0])
+		p.writes = true
+		cs.do(p)
+	}
 	switch {
 	case len(res.Reply) > 0:
 		cs.reply(dialectOf(cmd), cmd.Kind, res.Reply, false)
@@ -376,17 +390,6 @@ func (cs *connState) refuse(cmd *Command, res Result) (int, stop) {
 			refusal = replyOutOfMemory
 		}
 		cs.reply(dialectOf(cmd), cmd.Kind, refusal, true)
-	}
-	if res.TooLarge && (cmd.Kind == CmdSet || cmd.Kind == CmdMetaSet) && len(cmd.Keys) == 1 {
-		// memcached drops the old item when a set is refused, so a client
-		// never reads back the value it meant to replace. No reply, and not
-		// a command of the client's.
-		p := cs.newPending(dialectText, CmdDelete, true)
-		p.unsent = true
-		p.req.Verb = gateway.VerbUnlink
-		p.req.AddKey(cmd.Keys[0])
-		p.writes = true
-		cs.do(p)
 	}
 	if res.Close {
 		cs.closeAfter = true
