@@ -219,6 +219,23 @@ var clientCases = []struct {
 		require.NoError(t, mc.Set(&memcache.Item{Key: "c:after-big", Value: []byte("ok")}))
 		requireItem(t, mc, "c:after-big", "ok", 0)
 	}},
+	{"a refused set hides the old value from the next read, every time", func(t *testing.T, mc *memcache.Client) {
+		// Refused while parsing, past the item size limit. gomemcache drops
+		// its connection after the server error and reads on a new one: the
+		// old item must be gone before the refusal comes (on NDB before
+		// b85f2d2, 16 reads in 600 found it). A value the item size limit
+		// admits but NDB's column does not is refused by the backend, which
+		// keeps the old row.
+		tooBig := make([]byte, 2<<20)
+		for i := 0; i < 50; i++ {
+			key := fmt.Sprintf("c:refused:%d", i%10)
+			require.NoError(t, mc.Set(&memcache.Item{Key: key, Value: []byte("old")}))
+			err := mc.Set(&memcache.Item{Key: key, Value: tooBig})
+			require.Error(t, err)
+			require.Contains(t, err.Error(), "object too large for cache")
+			requireMiss(t, mc, key)
+		}
+	}},
 	{"flush all", func(t *testing.T, mc *memcache.Client) {
 		for i := 0; i < 20; i++ {
 			require.NoError(t, mc.Set(&memcache.Item{Key: fmt.Sprintf("c:flush:%d", i), Value: []byte("x")}))
