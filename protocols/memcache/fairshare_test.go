@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ndbgate/ndbgate/gateway"
-	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"github.com/ndbgate/ndbgate/ndbclient"
 	"github.com/ndbgate/ndbgate/ndbclient/ndbclienttest"
 )
@@ -51,14 +50,10 @@ func TestAConnectionHoldsItsShareOfKeys(t *testing.T) {
 	const maxInFlight = 1024 // crowded from 512
 	drv, svc := heldService(t, ndbclient.DispatchConfig{Lanes: true, MaxInFlight: maxInFlight})
 	srv := NewServer(Config{MaxPending: 1024, MaxPendingKeys: 384, Version: "test"}, svc, discardLog)
-	conn := func() (*connState, *recordingTransport) {
-		rt := &recordingTransport{}
-		return srv.newConnState(rt, shardmetrics.SharedShard, nil), rt
-	}
 	gets := func(n int) []byte { return []byte(strings.Repeat("get fs:x\r\n", n)) }
 
 	// Uncrowded, a pipeline stops at MaxPendingKeys: three runs of 128.
-	a, ra := conn()
+	a, ra := recordedConn(srv)
 	restA := serveAll(a, gets(2000))
 	assert.Equal(t, 384, a.keysOut)
 	assert.Equal(t, 2000-384, len(restA)/len("get fs:x\r\n"))
@@ -66,13 +61,13 @@ func TestAConnectionHoldsItsShareOfKeys(t *testing.T) {
 
 	// A second pipeline makes the dispatcher crowded (512 in flight) and
 	// then holds no more than fairShareKeys.
-	b, rb := conn()
+	b, rb := recordedConn(srv)
 	restB := serveAll(b, gets(2000))
 	assert.Equal(t, fairShareKeys, b.keysOut, "two runs of 128, then crowded")
 	require.True(t, svc.Crowded())
 
 	// A connection with few keys out is still served.
-	c, rc := conn()
+	c, rc := recordedConn(srv)
 	assert.Empty(t, serveAll(c, gets(10)))
 	assert.Equal(t, 10, c.keysOut)
 
@@ -101,7 +96,7 @@ func TestRequestsAreBulkPastAFewKeys(t *testing.T) {
 	drv, svc := heldService(t, ndbclient.DispatchConfig{Lanes: true})
 	require.Equal(t, 16, svc.MultiGetPiece())
 	srv := NewServer(Config{MaxPending: 1024, MaxPendingKeys: 4096, Version: "test"}, svc, discardLog)
-	cs := srv.newConnState(&recordingTransport{}, shardmetrics.SharedShard, nil)
+	cs, _ := recordedConn(srv)
 	get := func(keys int) string { return "get" + strings.Repeat(" bk:x", keys) + "\r\n" }
 	bulk := func() []bool {
 		var b []bool

@@ -307,13 +307,18 @@ func (r *recordingTransport) Wake()          { r.wakes++ }
 func (r *recordingTransport) Backlog() int   { return 0 }
 func (r *recordingTransport) WakeWhenSent()  {}
 
+// recordedConn is a connection of srv whose replies are recorded.
+func recordedConn(srv *Server) (*connState, *recordingTransport) {
+	rt := &recordingTransport{}
+	return srv.newConnState(rt, shardmetrics.SharedShard, nil), rt
+}
+
 // A deep pipeline is served commandsPerServe commands at a time: the
 // connection yields to its event loop's other connections and asks to be
 // called again, and every reply still comes out, in order.
 func TestDeepPipelineYields(t *testing.T) {
 	srv := NewServer(Config{MaxPending: 1024, Version: "test"}, newDemoService(t, newEngine(t)), discardLog)
-	rt := &recordingTransport{}
-	cs := srv.newConnState(rt, shardmetrics.SharedShard, nil)
+	cs, rt := recordedConn(srv)
 
 	const n = 1000
 	var in strings.Builder
@@ -343,8 +348,7 @@ func TestDeepPipelineYields(t *testing.T) {
 // after it runs once it is done.
 func TestBigGetDoesNotHoldOthers(t *testing.T) {
 	srv := NewServer(Config{MaxPending: 1024, Version: "test"}, newDemoService(t, newEngine(t)), discardLog)
-	rt := &recordingTransport{}
-	cs := srv.newConnState(rt, shardmetrics.SharedShard, nil)
+	cs, rt := recordedConn(srv)
 
 	const n = 5*getKeysPerServe + 7
 	var in strings.Builder

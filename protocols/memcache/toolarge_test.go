@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ndbgate/ndbgate/internal/shardmetrics"
 	"github.com/ndbgate/ndbgate/ndbclient"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,10 +19,6 @@ import (
 func TestRefusedSetUnlinksBeforeItIsAnswered(t *testing.T) {
 	drv, svc := heldService(t, ndbclient.DispatchConfig{Lanes: true})
 	srv := NewServer(Config{MaxPending: 1024, MaxPendingKeys: 4096, ItemSizeMax: 1024, Version: "test"}, svc, discardLog)
-	conn := func() (*connState, *recordingTransport) {
-		rt := &recordingTransport{}
-		return srv.newConnState(rt, shardmetrics.SharedShard, nil), rt
-	}
 	settle := func(cs *connState) {
 		for drv.Pending() {
 			drv.Release()
@@ -38,7 +33,7 @@ func TestRefusedSetUnlinksBeforeItIsAnswered(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			key := "tl:" + tc.name
 			tooLarge := fmt.Sprintf(tc.header, key) + strings.Repeat("x", 2048) + "\r\n"
-			a, ra := conn()
+			a, ra := recordedConn(srv)
 			require.Empty(t, serveAll(a, []byte("set "+key+" 0 0 3\r\nold\r\n")))
 			settle(a)
 			require.Equal(t, "STORED\r\n", string(ra.out))
@@ -51,7 +46,7 @@ func TestRefusedSetUnlinksBeforeItIsAnswered(t *testing.T) {
 			settle(a)
 			assert.Equal(t, "SERVER_ERROR object too large for cache\r\n", string(ra.out))
 
-			b, rb := conn()
+			b, rb := recordedConn(srv)
 			require.Empty(t, serveAll(b, []byte("get "+key+"\r\n")))
 			settle(b)
 			assert.Equal(t, "END\r\n", string(rb.out), "the old value is gone")
