@@ -53,6 +53,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			return fmt.Errorf("ndbmemcache.role (--ndbmemcache-role) %q: %w", cfg.Ndbmemcache.Role, err)
 		}
 	}
+	// The declared tables first: a container on one of them takes its
+	// shape, rather than making the table in its own.
+	if err := buildTables(cfg, backend); err != nil {
+		return err
+	}
 	routes, err := allRoutes(cfg, role, backend, local, itemMax, log)
 	if err != nil {
 		return err
@@ -62,9 +67,6 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return err
 	}
 
-	if err := buildTables(cfg, backend); err != nil {
-		return err
-	}
 	keys, apiTLS, err := apiSecurity(cfg.API)
 	if err != nil {
 		return err

@@ -66,7 +66,8 @@ type tableOptions struct {
 }
 
 // tablesToCreate lists every table the configuration needs from the backend:
-// each container's (memcache-shaped) and each declared table. With
+// each declared table, and each container's other table (memcache-shaped; a
+// container on a declared table takes that table's shape, as serve does). With
 // itemState, the default container's table has ndbgate's item_state column
 // (gateway.DefaultContainerSpec uses it when the table has it). It is not
 // there by default: ndbmemcache's shape, and a read then never writes.
@@ -80,16 +81,26 @@ func tablesToCreate(cfg config.Config, itemState bool) ([]*ndbclient.Table, erro
 	if itemState {
 		demo.Columns = append(demo.Columns, ndbclient.Column{Name: gateway.StateColumnName, Type: ndbclient.TypeUint64, Nullable: true})
 	}
-	out := []*ndbclient.Table{demo}
-	for _, c := range cfg.Containers {
-		out = append(out, memcacheShape(c, ndbValueLength))
-	}
+	var declared []*ndbclient.Table
+	names := map[string]bool{}
 	for i, tc := range cfg.Tables {
 		t, err := tableSchema(tc)
 		if err != nil {
 			return nil, fmt.Errorf("tables[%d] (%s.%s): %w", i, tc.Database, tc.Name, err)
 		}
-		out = append(out, t)
+		declared = append(declared, t)
+		names[t.FullName()] = true
 	}
-	return out, nil
+	var out []*ndbclient.Table
+	add := func(t *ndbclient.Table) {
+		if !names[t.FullName()] {
+			names[t.FullName()] = true
+			out = append(out, t)
+		}
+	}
+	add(demo)
+	for _, c := range cfg.Containers {
+		add(memcacheShape(c, ndbValueLength))
+	}
+	return append(out, declared...), nil
 }
