@@ -30,16 +30,33 @@ func (r *Request) keyValues(c *Container, key []byte, dst []ndbclient.Value) ([]
 // setValueColumns appends the value columns' assignments for text.
 func (r *Request) setValueColumns(c *Container, o *ndbclient.Op, text []byte) error {
 	if len(c.ValueColumns) == 1 && isBytesColumn(c.Table.Columns[c.ValueColumns[0]].Type) {
+		if err := checkHolds(&c.Table.Columns[c.ValueColumns[0]], text); err != nil {
+			return err
+		}
 		o.Set = append(o.Set, ndbclient.ColumnValue{Column: c.ValueColumns[0], Value: ndbclient.Bytes(text)})
 		return nil
 	}
 	r.fields = splitFields(r.fields, text, len(c.ValueColumns))
 	for i, col := range c.ValueColumns {
+		if err := checkHolds(&c.Table.Columns[col], r.fields[i]); err != nil {
+			return err
+		}
 		v, err := textToValue(&c.Table.Columns[col], r.fields[i])
 		if err != nil {
 			return err
 		}
 		o.Set = append(o.Set, ndbclient.ColumnValue{Column: col, Value: v})
+	}
+	return nil
+}
+
+// checkHolds refuses, as TooLarge, a value longer than its bytes column
+// (ndbmemcache's demo_table holds 13,500 bytes, less than memcached's item
+// size limit), here rather than in the backend, so that a store can drop
+// the old item instead (Request.DropOnTooLarge).
+func checkHolds(col *ndbclient.Column, text []byte) error {
+	if isBytesColumn(col.Type) && col.Length > 0 && len(text) > col.Length {
+		return ndbclient.Errorf(ndbclient.CodeTooLarge, "column %s holds %d bytes; the value has %d", col.Name, col.Length, len(text))
 	}
 	return nil
 }

@@ -151,6 +151,11 @@ type Request struct {
 	// neither cas nor expiry, a binary get no expiry): its reads skip those
 	// columns, and its items' Cas or Expire are 0.
 	Omit Omit
+	// DropOnTooLarge makes a store whose value its container's columns
+	// cannot hold delete the key's old item before it fails with TooLarge,
+	// as memcached's refused set does. A failed REST or gRPC write changes
+	// nothing, so only memcache asks for it.
+	DropOnTooLarge bool
 
 	// Outputs.
 	Outcome Outcome
@@ -183,9 +188,12 @@ type Request struct {
 
 	backendFrom, backendTo int // op slots of the get's backend pass
 	attempts               int
-	fields                 [][]byte
-	textBuf                []byte
-	onBatch                func(*ndbclient.Batch, error)
+	// refused is the TooLarge a store answers after deleting the old item
+	// instead (DropOnTooLarge).
+	refused error
+	fields  [][]byte
+	textBuf []byte
+	onBatch func(*ndbclient.Batch, error)
 }
 
 // keySet is one key's item in a set of several keys.
@@ -216,6 +224,7 @@ func (s *Service) NewRequest() *Request {
 func (r *Request) Reset() {
 	r.Verb, r.Flags, r.Exptime, r.Cas, r.Delta = 0, 0, 0, 0, 0
 	r.Create, r.Initial, r.Meta, r.Route, r.Lone, r.Poll, r.Bulk, r.Omit, r.Turn = false, 0, MetaOptions{}, nil, false, false, false, 0, nil
+	r.DropOnTooLarge, r.refused = false, nil
 	r.Outcome, r.Number, r.NewCas, r.Err = OutcomeNone, 0, 0, nil
 	r.Size, r.Expire, r.Created = 0, 0, false
 	r.Items = r.Items[:0]

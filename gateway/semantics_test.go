@@ -41,6 +41,11 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, wrap func(ndbclient.Driver) ndbclient.Driver, extra ...gateway.Route) *harness {
+	return newHarnessOn(t, wrap, gateway.DemoTable(itemMax), extra...)
+}
+
+// newHarnessOn is newHarness with the container on a table of def's shape.
+func newHarnessOn(t *testing.T, wrap func(ndbclient.Driver) ndbclient.Driver, def *ndbclient.Table, extra ...gateway.Route) *harness {
 	clock := &atomic.Int64{}
 	clock.Store(1_700_000_000)
 	newEngine := func() ndbclient.Driver {
@@ -49,9 +54,9 @@ func newHarness(t *testing.T, wrap func(ndbclient.Driver) ndbclient.Driver, extr
 		return e
 	}
 	backendDrv, localDrv := wrap(newEngine()), wrap(newEngine())
-	tbl, err := backendDrv.CreateTable(gateway.DemoTable(itemMax))
+	tbl, err := backendDrv.CreateTable(def)
 	require.NoError(t, err)
-	_, err = localDrv.CreateTable(gateway.DemoTable(itemMax))
+	_, err = localDrv.CreateTable(def)
 	require.NoError(t, err)
 	c, err := gateway.NewContainer(gateway.DefaultContainerSpec(), tbl)
 	require.NoError(t, err)

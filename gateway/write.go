@@ -102,7 +102,15 @@ func (r *Request) startWrite() {
 		o.CondColumn, o.CondValue = c.CasColumn, ndbclient.Uint(r.Cas)
 		fallthrough
 	case VerbSet, VerbAdd, VerbReplace:
-		if !r.setItem(c, o, r.value) {
+		cas, err := r.itemColumns(c, o, r.value, r.Flags, r.Exptime)
+		switch {
+		case err == nil:
+			r.NewCas, r.Size = cas, len(r.value)
+		case r.dropsRefused(err):
+			o.Kind, o.Set, o.HasCond = ndbclient.OpDelete, o.Set[:0], false
+		default:
+			r.fail(err)
+			r.finish()
 			return
 		}
 	case VerbDelete:
@@ -123,6 +131,8 @@ func (r *Request) writeDone() {
 	err := r.ops[0].Err
 	code := ndbclient.CodeOf(err)
 	switch {
+	case r.refused != nil: // the old item is deleted, or was missing
+		r.fail(r.refused)
 	case code == ndbclient.CodeOK:
 		switch r.Verb {
 		case VerbDelete, VerbUnlink:
@@ -151,6 +161,18 @@ func (r *Request) writeDone() {
 		r.NewCas = 0
 	}
 	r.finish()
+}
+
+// dropsRefused says whether a store refused with err deletes the key's old
+// item instead (DropOnTooLarge), and keeps the refusal as its answer:
+// memcached's set drops the item a too-large value would replace, before it
+// replies, so that no client reads the value the set meant to replace.
+func (r *Request) dropsRefused(err error) bool {
+	if !r.DropOnTooLarge || ndbclient.CodeOf(err) != ndbclient.CodeTooLarge {
+		return false
+	}
+	r.refused = err
+	return true
 }
 
 // markDeleted fills the update of a meta delete that keeps the item: x empties
@@ -599,6 +621,11 @@ func (r *Request) startSets() {
 		var err error
 		if o.Key, err = r.keyValues(c, t.key, o.Key); err == nil {
 			it.Cas, err = r.itemColumns(c, o, r.setValue(i), r.sets[i].flags, r.sets[i].exptime)
+			if err != nil && r.dropsRefused(err) {
+				it.Err = err // answered once the delete is done (setsDone)
+				o.Kind, o.Set = ndbclient.OpDelete, o.Set[:0]
+				err = nil
+			}
 		}
 		if err != nil {
 			it.Err = err
@@ -624,14 +651,15 @@ var errSetDisabled = ndbclient.Errorf(ndbclient.CodeInvalidArgument, "the key pr
 func (r *Request) setsDone() {
 	for _, o := range r.batch.Ops {
 		it := &r.Items[o.Tag]
-		if o.Err != nil {
+		switch {
+		case it.Err != nil: // refused, its old item deleted instead (dropsRefused)
+		case o.Err != nil:
 			it.Err, it.Cas = o.Err, 0
-		} else {
+			continue
+		default:
 			it.Hit = true
 		}
-	}
-	for i := range r.targets {
-		if t := r.targets[i]; r.dropsLocalCopy(&t) && r.Items[i].Hit {
+		if t := r.targets[o.Tag]; r.dropsLocalCopy(&t) {
 			r.invalidateLocal(t)
 		}
 	}

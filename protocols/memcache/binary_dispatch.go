@@ -23,6 +23,7 @@ func (cs *connState) dispatchBinary(cmd *Command) {
 		r.SetValue(cmd.Data)
 		r.Flags, r.Exptime, r.Cas, r.Delta = cmd.Flags, cmd.Exptime, cmd.Cas, cmd.Delta
 		r.Create, r.Initial = cmd.Create, cmd.Initial
+		r.DropOnTooLarge = dropsOnTooLarge(cmd)
 		p.writes = true
 		cs.do(p)
 	case CmdFlushAll:

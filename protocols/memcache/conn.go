@@ -364,7 +364,7 @@ func (cs *connState) refuse(cmd *Command, res Result) (int, stop) {
 		// noreply or not; its binary stores never count there.
 		cs.srv.m.stats.Add(cs.shard, statStoreNoMemory, 1)
 	}
-	if res.TooLarge && (cmd.Kind == CmdSet || cmd.Kind == CmdMetaSet) && len(cmd.Keys) == 1 {
+	if res.TooLarge && dropsOnTooLarge(cmd) && len(cmd.Keys) == 1 {
 		// memcached drops the old item when a set is refused, before it
 		// replies, so a client never reads back the value it meant to
 		// replace, on this connection or another (gomemcache closes the
@@ -395,6 +395,14 @@ func (cs *connState) refuse(cmd *Command, res Result) (int, stop) {
 		cs.closeAfter = true
 	}
 	return res.N, stopNone
+}
+
+// dropsOnTooLarge says whether cmd, refused as too large, drops its key's
+// old item first, as memcached does for set (text or binary) and for
+// every meta set, whether the parser refuses it (refuse) or the backend's
+// column cannot hold it (gateway.Request.DropOnTooLarge).
+func dropsOnTooLarge(cmd *Command) bool {
+	return cmd.Kind == CmdSet || cmd.Kind == CmdMetaSet
 }
 
 // start starts a parsed command of n bytes: a batchable get or set joins

@@ -93,6 +93,7 @@ func (cs *connState) dispatchMeta(cmd *Command) {
 	case CmdMetaSet:
 		r.SetValue(cmd.Data)
 		r.Flags, r.Exptime = m.ClientFlags, m.TTL
+		r.DropOnTooLarge = dropsOnTooLarge(cmd)
 		r.Verb = gateway.VerbSet
 		switch m.Mode {
 		case 'E', 'e':

@@ -170,6 +170,7 @@ func (p *pending) setRequest() *gateway.Request {
 		}
 		p.sets.Reset()
 		p.sets.Verb = gateway.VerbSet
+		p.sets.DropOnTooLarge = true // a run's sets are plain sets (dropsOnTooLarge)
 		p.hasSets = true
 	}
 	return p.sets

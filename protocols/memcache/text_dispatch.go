@@ -24,6 +24,7 @@ func (cs *connState) dispatchText(cmd *Command) stop {
 		r.AddKey(cmd.Keys[0])
 		r.SetValue(cmd.Data)
 		r.Flags, r.Exptime, r.Cas = cmd.Flags, cmd.Exptime, cmd.Cas
+		r.DropOnTooLarge = dropsOnTooLarge(cmd)
 		p.writes = true
 		cs.do(p)
 	case CmdDelete, CmdIncr, CmdDecr, CmdTouch:

@@ -315,6 +315,9 @@ func sequences() []sequence {
 				T("get 13500 bytes", "get "+a+"\r\n"),
 				T("set 13501 bytes", set(b, strings.Repeat("b", 13501))),
 				T("get 13501 bytes", "get "+b+"\r\n"),
+				T("set small", set(b, "small")),
+				T("set 13501 bytes over it", set(b, strings.Repeat("b", 13501))),
+				T("get after the refused set", "get "+b+"\r\n"),
 				T("set 100000 bytes", set(c, strings.Repeat("c", 100000))),
 				T("get 100000 bytes", "get "+c+"\r\n"),
 			}
