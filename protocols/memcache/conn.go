@@ -398,11 +398,12 @@ func (cs *connState) refuse(cmd *Command, res Result) (int, stop) {
 }
 
 // dropsOnTooLarge says whether cmd, refused as too large, drops its key's
-// old item first, as memcached does for set (text or binary) and for
-// every meta set, whether the parser refuses it (refuse) or the backend's
-// column cannot hold it (gateway.Request.DropOnTooLarge).
+// old item first, as memcached does for a text set, a binary SET or SETQ
+// (with a cas too: memcached tests the opcode) and every meta set, whether
+// the parser refuses it (refuse) or the backend's column cannot hold it
+// (gateway.Request.DropOnTooLarge).
 func dropsOnTooLarge(cmd *Command) bool {
-	return cmd.Kind == CmdSet || cmd.Kind == CmdMetaSet
+	return cmd.Kind == CmdSet || cmd.Kind == CmdMetaSet || cmd.Binary && (cmd.Opcode == opSet || cmd.Opcode == opSetQ)
 }
 
 // start starts a parsed command of n bytes: a batchable get or set joins

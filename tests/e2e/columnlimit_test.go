@@ -84,17 +84,22 @@ func TestSetTooLongForItsColumn(t *testing.T) {
 		c := dialRaw(t, srv.memcacheAddr)
 		defer c.close()
 		extras := binary.BigEndian.AppendUint32(make([]byte, 4), 0) // flags, exptime
-		for _, op := range []byte{0x01, 0x11} {                     // SET, SETQ
+		for _, step := range []struct {
+			op  byte
+			cas uint64
+		}{{0x01, 0}, {0x11, 0}, {0x01, 12345}, {0x11, 12345}} { // SET, SETQ; a cas changes nothing
 			c.send(string(binRequest(0x01, []byte("s:b"), extras, []byte("old"), 1)))
 			status, _, _ := readBinResponse(t, c)
 			require.Equal(t, uint16(0), status)
-			c.send(string(binRequest(op, []byte("s:b"), extras, []byte(long), 2)))
+			set := binRequest(step.op, []byte("s:b"), extras, []byte(long), 2)
+			binary.BigEndian.PutUint64(set[16:], step.cas)
+			c.send(string(set))
 			status, opaque, _ := readBinResponse(t, c)
-			assert.Equal(t, uint16(0x0003), status, "opcode %#x: value too large", op)
+			assert.Equal(t, uint16(0x0003), status, "%+v: value too large", step)
 			assert.Equal(t, uint32(2), opaque)
 			c.send(string(binRequest(0x00, []byte("s:b"), nil, nil, 3)))
 			status, _, _ = readBinResponse(t, c)
-			assert.Equal(t, uint16(0x0001), status, "opcode %#x: the old item is gone", op)
+			assert.Equal(t, uint16(0x0001), status, "%+v: the old item is gone", step)
 		}
 	})
 

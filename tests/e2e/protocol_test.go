@@ -591,3 +591,43 @@ func TestExpiry(t *testing.T) {
 		c.roundTrip("get ex:short\r\n", "VALUE ex:short 0 1\r\nA\r\nEND\r\n")
 	})
 }
+
+// A binary SET or SETQ refused as too large drops the key's old item, with a
+// cas too (memcached tests the opcode, not the command's kind); an ADD or
+// REPLACE refused so keeps it.
+func TestBinaryRefusedStores(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tg *target) {
+		c := dialRaw(t, tg.addr)
+		defer c.close()
+		extras := make([]byte, 8) // flags, exptime
+		big := []byte(strings.Repeat("z", 2000000))
+		withCas := func(req []byte, cas uint64) string {
+			binary.BigEndian.PutUint64(req[16:], cas)
+			return string(req)
+		}
+		for _, step := range []struct {
+			name  string
+			op    byte
+			cas   uint64
+			drops bool
+		}{
+			{"SET", 0x01, 0, true}, {"SET with a cas", 0x01, 12345, true}, {"SETQ with a cas", 0x11, 12345, true},
+			{"REPLACE", 0x03, 0, false}, {"REPLACE with a cas", 0x03, 12345, false},
+		} {
+			c.send(string(binRequest(0x01, []byte("rb:k"), extras, []byte("old"), 1)))
+			st, _, _ := readBinResponse(t, c)
+			require.Equal(t, uint16(0), st, "%s: the old item is stored", step.name)
+			c.send(withCas(binRequest(step.op, []byte("rb:k"), extras, big, 2), step.cas))
+			st, _, _ = readBinResponse(t, c)
+			assert.Equal(t, uint16(0x0003), st, "%s: too large", step.name)
+			c.send(string(binRequest(0x00, []byte("rb:k"), nil, nil, 3)))
+			st, _, body := readBinResponse(t, c)
+			if step.drops {
+				assert.Equal(t, uint16(0x0001), st, "%s: the old item is gone", step.name)
+			} else {
+				assert.Equal(t, uint16(0), st, "%s: the old item stays", step.name)
+				assert.True(t, strings.HasSuffix(body, "old"), "%s: the old item stays", step.name)
+			}
+		}
+	})
+}
