@@ -25,11 +25,8 @@ func (r *Request) firstOp(kind ndbclient.OpKind) (*ndbclient.Op, *Container, boo
 	return o, c, true
 }
 
-// setItem appends the assignments of a full store: value, flags, cas, expiry, math.
-func (r *Request) setItem(c *Container, o *ndbclient.Op, text []byte) bool {
-	return r.setItemExpiring(c, o, text, r.Exptime)
-}
-
+// setItemExpiring appends the assignments of a full store expiring at
+// exptime (value, flags, cas, expiry, math), or fails and finishes r.
 func (r *Request) setItemExpiring(c *Container, o *ndbclient.Op, text []byte, exptime int64) bool {
 	cas, err := r.itemColumns(c, o, text, r.Flags, exptime)
 	if err != nil {
