@@ -30,6 +30,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -148,6 +149,7 @@ func TestSQLOracle(t *testing.T) {
 	o.noPrimaryKey(tables["nopk"])
 	o.uniqueKey(tables["uniq"])
 	o.memcache(tables["kv"], nrows)
+	o.refusedSets()
 	for _, front := range []string{"memcache get", "gRPC KV.Get"} {
 		if n := o.floatText[front]; n > 0 {
 			o.note("memcache FLOAT text via %s: %d values had a double's digits, not the float32's shortest form (the same float32 either way)", front, n)
@@ -944,6 +946,45 @@ func (o *oracle) memcache(tb *table, n int) {
 				}
 				o.compare(m, c, ok)
 			}
+		}
+	}
+}
+
+// refusedSets: a value longer than its SQL-made column (kv.v_str,
+// VARCHAR(100) utf8mb4: 400 bytes) is refused through memcache as memcached
+// refuses a set too large, and the row SQL made is gone after the refusal,
+// as memcached drops the item a refused set would replace; refused through
+// gRPC KV.Set, the row stays, as a failed write must leave it.
+func (o *oracle) refusedSets() {
+	mc := dialMemcache(o.t, o.g.memcache)
+	long := []byte(strings.Repeat("x", 401))
+	for _, front := range []string{"memcache set", "gRPC KV.Set"} {
+		key := "refused-" + strings.ReplaceAll(front, " ", "-")
+		if _, err := o.db.Exec("REPLACE INTO kv (mkey, v_str) VALUES (?, 'old')", key); err != nil {
+			o.t.Fatalf("%s: inserting the row to replace: %v", front, err)
+		}
+		var reply string
+		if front == "memcache set" {
+			var err error
+			if reply, err = mc.set(key, 0, long); err != nil {
+				o.t.Fatalf("memcache set: %v", err)
+			}
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, err := o.g.kv.Set(ctx, &kvpb.SetRequest{Container: containerName, Key: []byte(key), Value: long})
+			cancel()
+			reply = status.Code(err).String()
+		}
+		var rows int
+		if err := o.db.QueryRow("SELECT COUNT(*) FROM kv WHERE mkey = ?", key).Scan(&rows); err != nil {
+			o.t.Fatalf("%s: counting the row: %v", front, err)
+		}
+		o.note("refused sets: %s of 401 bytes into VARCHAR(100) utf8mb4 answered %q; SQL then holds %d row", front, reply, rows)
+		switch {
+		case front == "memcache set" && (reply != "SERVER_ERROR object too large for cache" || rows != 0):
+			o.failCheck("memcache set too long for v_str: answered %q with %d row left in SQL; want memcached's refusal and the row gone", reply, rows)
+		case front == "gRPC KV.Set" && (reply != codes.InvalidArgument.String() || rows != 1):
+			o.failCheck("gRPC KV.Set too long for v_str: answered %s with %d row left in SQL; want InvalidArgument and the row kept", reply, rows)
 		}
 	}
 }
