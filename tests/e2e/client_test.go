@@ -224,8 +224,8 @@ var clientCases = []struct {
 		// its connection after the server error and reads on a new one: the
 		// old item must be gone before the refusal comes (on NDB before
 		// b85f2d2, 16 reads in 600 found it). A value the item size limit
-		// admits but NDB's column does not is refused by the backend, which
-		// keeps the old row.
+		// admits but the column does not drops the old item too
+		// (TestSetTooLongForItsColumn).
 		tooBig := make([]byte, 2<<20)
 		for i := 0; i < 50; i++ {
 			key := fmt.Sprintf("c:refused:%d", i%10)
