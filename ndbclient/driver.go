@@ -101,6 +101,15 @@ type RowScanner interface {
 	ScanRows(ctx context.Context, t *Table, read []int, limit int) ([][]Value, error)
 }
 
+// Sequencer is an optional Driver method: NextAutoIncrement takes the next
+// value of t's auto-increment sequence. On NDB that is the sequence mysqld's
+// AUTO_INCREMENT column and ndbmemcache draw from (Ndb::getAutoIncrementValue);
+// on the embedded engine it counts up from the largest value of t's first
+// key column. It may wait for the cluster: call it off the event loops.
+type Sequencer interface {
+	NextAutoIncrement(ctx context.Context, t *Table) (uint64, error)
+}
+
 // NodeIdentifier is an optional Driver method: NodeID is the cluster's node
 // id of the driver's first connection (an API node), as ndbmemcache signs on
 // under its own. The embedded engine has none.

@@ -106,6 +106,13 @@ type Column struct {
 	// the column, e.g. "a TEXT column" or "an ENUM or SET whose names ...".
 	// The table is still served; its other columns can be used.
 	Unsupported string `json:",omitempty"`
+	// AutoIncrement: the column takes its values from the table's
+	// auto-increment sequence, as MySQL's AUTO_INCREMENT column does. NDB
+	// makes the sequence with the table; Sequencer hands out its values.
+	// It is not part of the column's shape (Equal): the sequence is the
+	// table's, and a table made by mysqld says so where a declared one
+	// may not.
+	AutoIncrement bool `json:",omitempty"`
 }
 
 // Equal reports whether c and o are the same column in every attribute.

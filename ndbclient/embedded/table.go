@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/ndbgate/ndbgate/ndbclient"
@@ -29,6 +30,13 @@ type table struct {
 	// largest is the longest row stored so far, bytes (LargestRow). It
 	// only grows.
 	largest atomic.Int64
+	// seq is the auto-increment sequence (NextAutoIncrement): the value
+	// last handed out, 0 until first used. Lock order: seq.mu, then a
+	// partition's mu.
+	seq struct {
+		mu   sync.Mutex
+		last uint64
+	}
 }
 
 // noteRow records that a row of n bytes is stored.
