@@ -29,6 +29,13 @@ func (r *Request) keyValues(c *Container, key []byte, dst []ndbclient.Value) ([]
 
 // setValueColumns appends the value columns' assignments for text.
 func (r *Request) setValueColumns(c *Container, o *ndbclient.Op, text []byte) error {
+	if c.Large != nil {
+		if len(text) > c.Large.max {
+			return ndbclient.Errorf(ndbclient.CodeTooLarge, "a large value of %s holds %d bytes; the value has %d", c.Name, c.Large.max, len(text))
+		}
+		o.Set = append(o.Set, ndbclient.ColumnValue{Column: c.ValueColumns[0], Value: ndbclient.Bytes(text)})
+		return nil
+	}
 	if len(c.ValueColumns) == 1 && isBytesColumn(c.Table.Columns[c.ValueColumns[0]].Type) {
 		if err := checkHolds(&c.Table.Columns[c.ValueColumns[0]], text); err != nil {
 			return err

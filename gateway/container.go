@@ -157,6 +157,9 @@ type Container struct {
 	simple bool
 	// widest is the longest value text the value columns can hold.
 	widest int
+	// Large, when set, keeps values longer than the value column in parts
+	// (KeepLargeValues).
+	Large *LargeValues
 }
 
 // Prepare validates the column roles against the table and precomputes projections.

@@ -82,7 +82,7 @@ func (r *Request) startVivify() {
 	if !r.setItemExpiring(c, o, nil, r.Meta.VivifyExptime) {
 		return
 	}
-	r.submit(r.writeClient(), stageVivify, 0, 1)
+	r.submitWrite(stageVivify, 0)
 }
 
 func (r *Request) vivifyDone() {
@@ -135,7 +135,7 @@ func (r *Request) addGetOps(n, i int, t *keyTarget) int {
 		r.Items[i].Err = err
 		return n
 	}
-	o.Read = append(o.Read, c.getProj[r.omit(t)]...)
+	o.Read = r.largeProjection(c, append(o.Read, c.getProj[r.omit(t)]...))
 	o.Tag = i // the item the read is for
 	o.NoBump, o.Lease = r.Meta.NoBump, r.Meta.Lease
 	if r.Meta.Recache > 0 {
@@ -195,6 +195,9 @@ func (r *Request) fillLocal() {
 			continue
 		}
 		c := t.route.Container
+		if c.Large != nil && len(o.Row[0].B) > c.Large.inline {
+			continue // the local cache keeps no parts
+		}
 		w := &ndbclient.Op{Kind: ndbclient.OpWrite, Table: c.Table, Key: o.Key}
 		for k, col := range c.readProj {
 			w.Set = append(w.Set, ndbclient.ColumnValue{Column: col, Value: o.Row[k]})

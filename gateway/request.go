@@ -182,9 +182,13 @@ type Request struct {
 	// abandoned too (Abandon).
 	abandoned atomic.Bool
 	stage     stage
-	pass      pass
-	used      int // op slots used by this request's get passes
-	spans     []textSpan
+	// from and to are the ops of the batch last submitted.
+	from, to int
+	// lg is the progress of a large value's stages (large.go).
+	lg    largeState
+	pass  pass
+	used  int // op slots used by this request's get passes
+	spans []textSpan
 
 	backendFrom, backendTo int // op slots of the get's backend pass
 	attempts               int

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/maphash"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,6 +85,13 @@ func newRouting(routes []Route, local *ndbclient.Client) (*routing, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, rt := range r.routes {
+		if rt.Refused == nil {
+			if err := rt.Container.ServesPolicy(rt.Policy); err != nil {
+				return nil, err
+			}
+		}
+	}
 	rg := &routing{router: r, oneWritePath: true}
 	seen := map[*Container]bool{}
 	sets := map[Access]bool{}
@@ -101,7 +109,8 @@ func newRouting(routes []Route, local *ndbclient.Client) (*routing, error) {
 		}
 		sets[a] = true
 	}
-	rg.oneWritePath = len(sets) <= 1 && !sets[AccessDisabled]
+	// A large value's write takes stages of its own, never a set of several.
+	rg.oneWritePath = len(sets) <= 1 && !sets[AccessDisabled] && !slices.ContainsFunc(rg.containers, func(c *Container) bool { return c.Large != nil })
 	return rg, nil
 }
 
@@ -305,6 +314,9 @@ func (s *Service) flushNow() error {
 		}
 		if !rt.Policy.KeepOnFlush {
 			targets = append(targets, flush{s.backend, rt.Container.Table})
+			if lv := rt.Container.Large; lv != nil {
+				targets = append(targets, flush{s.backend, lv.Parts})
+			}
 		}
 		for _, f := range targets {
 			if seen[f] {

@@ -11,6 +11,7 @@ import "github.com/ndbgate/ndbgate/ndbclient"
 func (s *Service) Do(r *Request) {
 	r.svc = s
 	r.Outcome, r.Err, r.Number, r.NewCas = OutcomeNone, nil, 0, 0
+	r.lg.reading = false
 	if len(r.keyEnds) == 0 {
 		r.fail(ndbclient.Errorf(ndbclient.CodeInvalidArgument, "no key"))
 		r.finish()
@@ -81,6 +82,10 @@ const (
 	stageStaleCheck  // read of the cas an invalidating meta set compares against
 	stageStaleStore  // store of an invalidating meta set with an older cas
 	stageSets        // the stores of a set of several keys (AddSet)
+	stageLargeParts  // a large value's row again and its parts (large.go)
+	stageLargeHeader // the row a large value's write replaces
+	stageLargeWrite  // a large value's row and parts
+	stageLargeFree   // the parts a large value's write freed
 )
 
 // maxModifyAttempts bounds read-modify-write retries when racing writers keep
@@ -106,7 +111,7 @@ func (r *Request) attempt() bool {
 }
 
 func (r *Request) submit(cl *ndbclient.Client, st stage, from, to int) {
-	r.stage = st
+	r.stage, r.from, r.to = st, from, to
 	r.batch.Reset()
 	r.batch.Shard, r.batch.Lone, r.batch.Poll, r.batch.Bulk, r.batch.Turn = r.Shard, r.Lone, r.Poll, r.Bulk, r.Turn
 	if r.abandoned.Load() {
@@ -129,6 +134,14 @@ func (r *Request) batchDone(_ *ndbclient.Batch, err error) {
 		r.finish()
 		return
 	}
+	if r.lg.reading && (r.stage == stageGet || r.stage == stageReadModify) && r.largeReads(r.stage, r.from, r.to) {
+		return
+	}
+	r.stageDone()
+}
+
+// stageDone moves the request on from the stage whose batch completed.
+func (r *Request) stageDone() {
 	switch r.stage {
 	case stageGet:
 		r.getDone()
@@ -152,6 +165,14 @@ func (r *Request) batchDone(_ *ndbclient.Batch, err error) {
 		r.staleStoreDone()
 	case stageSets:
 		r.setsDone()
+	case stageLargeParts:
+		r.largePartsDone()
+	case stageLargeHeader:
+		r.largeHeaderDone()
+	case stageLargeWrite:
+		r.largeWriteDone()
+	case stageLargeFree:
+		r.largeFreeDone()
 	}
 }
 
@@ -161,6 +182,11 @@ func (r *Request) finish() {
 		if t := r.targets[0]; r.dropsLocalCopy(&t) && r.Outcome != OutcomeNotStored {
 			r.invalidateLocal(t)
 		}
+	}
+	if r.lg.touched {
+		// A large value's parts and text: not kept for the next request.
+		r.lg.touched = false
+		r.ops, r.textBuf = nil, nil
 	}
 	r.svc.count(r)
 	r.Done(r)

@@ -121,7 +121,7 @@ func (r *Request) startWrite() {
 			return
 		}
 	}
-	r.submit(r.writeClient(), stageWrite, 0, 1)
+	r.submitWrite(stageWrite, 0)
 }
 
 func (r *Request) writeDone() {
@@ -258,7 +258,7 @@ func (r *Request) staleCheckDone() {
 	if !r.setItemExpiring(c, u, r.value, expire) {
 		return
 	}
-	r.submit(r.writeClient(), stageStaleStore, 0, 1)
+	r.submitWrite(stageStaleStore, 0)
 }
 
 func (r *Request) staleStoreDone() {
@@ -285,7 +285,7 @@ func (r *Request) staleStoreDone() {
 func (r *Request) startAppend() {
 	t := &r.targets[0]
 	c := t.route.Container
-	if !c.simple || r.Cas != 0 { // a cas check (meta set C) needs the cas read
+	if !c.simple || r.Cas != 0 || c.Large != nil { // a cas check (meta set C) needs the cas read; a large value its parts
 		r.startReadModify()
 		return
 	}
@@ -399,7 +399,7 @@ func (r *Request) startReadModify() {
 		return
 	}
 	o.Lock = ndbclient.LockExclusive
-	o.Read = append(o.Read, c.readProj...)
+	o.Read = r.largeProjection(c, append(o.Read, c.readProj...))
 	o.NoBump = true // memcached's append and incr leave the item unfetched
 	r.submit(r.writeClient(), stageReadModify, 0, 1)
 }
@@ -498,7 +498,7 @@ func (r *Request) readModifyDone() {
 	}
 	u.KeepState = r.Verb == VerbIncr || r.Verb == VerbDecr
 	r.Size = len(text)
-	r.submit(r.writeClient(), stageWriteModify, 1, 2)
+	r.submitWrite(stageWriteModify, 1)
 }
 
 func (r *Request) writeModifyDone() {
@@ -554,7 +554,7 @@ func (r *Request) startCreate() {
 		return
 	}
 	r.Expire = uint32(r.svc.expireAt(exptime))
-	r.submit(r.writeClient(), stageCreate, 0, 1)
+	r.submitWrite(stageCreate, 0)
 }
 
 func (r *Request) createDone() {

@@ -31,3 +31,12 @@ func (d *laterDriver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, err
 		done(b, d.Driver.Execute(context.Background(), b))
 	}()
 }
+
+// NextAutoIncrement is the wrapped driver's (ndbclient.Sequencer).
+func (d *laterDriver) NextAutoIncrement(ctx context.Context, t *ndbclient.Table) (uint64, error) {
+	s, ok := d.Driver.(ndbclient.Sequencer)
+	if !ok {
+		return 0, ndbclient.Errorf(ndbclient.CodeSchemaError, "%s has no sequences", d.Driver.Name())
+	}
+	return s.NextAutoIncrement(ctx, t)
+}

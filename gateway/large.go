@@ -1,0 +1,546 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// Large values: a container whose value column is shorter than its items
+// keeps the longer ones in a table of parts, as ndbmemcache's external
+// values do, so that the rows ndbmemcache wrote are read here and the other
+// way round. The row holds NULL in the value column and the value's id and
+// length in its ext_id and ext_size columns; the parts table holds the value
+// in parts of its content column's length, keyed (id, part).
+//
+// A write never changes parts in place: it numbers the new value's parts
+// from the parts table's auto-increment sequence, writes them and the row in
+// one transaction conditioned on the cas it read first, and deletes the old
+// parts only once the row no longer names them. A read takes the row, then
+// reads the row again with its parts under shared locks in one transaction,
+// and tries again if the row changed in between. Readers so never see a value
+// half written, by ndbgate or by ndbmemcache, which rewrites parts in place
+// under the row's exclusive lock.
+
+// LargeValues is where a container keeps values longer than its value column.
+type LargeValues struct {
+	Parts *ndbclient.Table
+	// IDColumn and SizeColumn are the container table's ext_id and ext_size.
+	IDColumn, SizeColumn int
+
+	idCol, partCol, contentCol int // the parts table's
+	inline                     int // the longest value the row holds itself
+	partSize                   int
+	max                        int // the longest value: maxParts parts
+}
+
+// maxParts is the most parts a value may have (ndbmemcache's
+// EXTERN_VAL_MAX_PARTS).
+const maxParts = 256
+
+// Names of the columns ndbmemcache's external values use.
+const (
+	LargeIDColumn      = "ext_id"
+	LargeSizeColumn    = "ext_size"
+	largePartIDColumn  = "id"
+	largePartColumn    = "part"
+	largeContentColumn = "content"
+)
+
+// ExternalValuesTable is ndbmemcache's table of large values' parts
+// (ndb_memcache_metadata.sql's external_values), for an engine that makes
+// its tables itself.
+func ExternalValuesTable(db, name string) *ndbclient.Table {
+	return &ndbclient.Table{
+		Database: db, Name: name, ExpireColumn: -1, PrimaryKey: []int{0, 1}, OrderedPrimaryKey: true,
+		Columns: []ndbclient.Column{
+			{Name: largePartIDColumn, Type: ndbclient.TypeUint32, AutoIncrement: true},
+			{Name: largePartColumn, Type: ndbclient.TypeInt16},
+			{Name: largeContentColumn, Type: ndbclient.TypeVarbinary, Length: 13950},
+		},
+	}
+}
+
+// KeepLargeValues makes c keep values longer than its value column in
+// parts, as ndbmemcache's large_values_table does. c's table needs ext_id
+// and ext_size (unsigned integers), one bytes value column and a cas
+// column (ndbgate conditions each large write on it); parts needs
+// ndbmemcache's id, part and content.
+func (c *Container) KeepLargeValues(parts *ndbclient.Table) error {
+	t := c.Table
+	fail := func(format string, a ...any) error {
+		return ndbclient.Errorf(ndbclient.CodeSchemaError, "container %q: large values in %s: %s", c.Name, parts.FullName(), fmt.Sprintf(format, a...))
+	}
+	if len(c.ValueColumns) != 1 || !isBytesColumn(t.Columns[c.ValueColumns[0]].Type) {
+		return fail("needs exactly one value column, of CHAR, VARCHAR, BINARY or VARBINARY")
+	}
+	if c.CasColumn < 0 {
+		return fail("needs a cas column: each write of a large value is conditioned on it")
+	}
+	lv := &LargeValues{Parts: parts, inline: t.Columns[c.ValueColumns[0]].Length}
+	unsigned := func(tb *ndbclient.Table, name string) (int, error) {
+		i := tb.ColumnIndex(name)
+		if i < 0 {
+			return -1, fail("%s has no column %s", tb.FullName(), name)
+		}
+		if ct := tb.Columns[i].Type; !ct.IsInteger() {
+			return -1, fail("%s.%s is %s, not an integer", tb.FullName(), name, ct)
+		}
+		return i, nil
+	}
+	var err error
+	if lv.IDColumn, err = unsigned(t, LargeIDColumn); err != nil {
+		return err
+	}
+	if lv.SizeColumn, err = unsigned(t, LargeSizeColumn); err != nil {
+		return err
+	}
+	for _, i := range []int{lv.IDColumn, lv.SizeColumn} {
+		if !t.Columns[i].Nullable {
+			return fail("%s must be nullable: NULL marks a value the row holds itself", t.Columns[i].Name)
+		}
+	}
+	if lv.idCol, err = unsigned(parts, largePartIDColumn); err != nil {
+		return err
+	}
+	if lv.partCol, err = unsigned(parts, largePartColumn); err != nil {
+		return err
+	}
+	if len(parts.PrimaryKey) != 2 || parts.PrimaryKey[0] != lv.idCol || parts.PrimaryKey[1] != lv.partCol {
+		return fail("its primary key must be (%s, %s)", largePartIDColumn, largePartColumn)
+	}
+	lv.contentCol = parts.ColumnIndex(largeContentColumn)
+	if lv.contentCol < 0 || !isBytesColumn(parts.Columns[lv.contentCol].Type) || parts.Columns[lv.contentCol].Length <= 0 {
+		return fail("needs a VARBINARY column %s", largeContentColumn)
+	}
+	lv.partSize = parts.Columns[lv.contentCol].Length
+	lv.max = maxParts * lv.partSize
+	c.Large = lv
+	c.widest = lv.max
+	return nil
+}
+
+// ServesPolicy refuses a policy that would write c's items to the local
+// cache only: the local cache keeps no parts.
+func (c *Container) ServesPolicy(p Policy) error {
+	if c.Large != nil && (p.Set == AccessLocal || p.Get == AccessLocal) {
+		return ndbclient.Errorf(ndbclient.CodeSchemaError, "container %q keeps large values in %s, so its gets and sets must reach the backend (policy %s)", c.Name, c.Large.Parts.FullName(), p)
+	}
+	return nil
+}
+
+// partKey is the parts table's key of part k of value id.
+func (lv *LargeValues) partKey(dst []ndbclient.Value, id uint64, k int) []ndbclient.Value {
+	return append(dst, intValue(&lv.Parts.Columns[lv.idCol], id), intValue(&lv.Parts.Columns[lv.partCol], uint64(k)))
+}
+
+func intValue(col *ndbclient.Column, n uint64) ndbclient.Value {
+	if col.Type.IsSigned() {
+		return ndbclient.Int(int64(n))
+	}
+	return ndbclient.Uint(n)
+}
+
+// parts is how many parts a value of n bytes takes.
+func (lv *LargeValues) parts(n int) int { return (n + lv.partSize - 1) / lv.partSize }
+
+// header is what a row says of its value: held in the row, or in parts.
+type header struct {
+	found bool
+	cas   uint64
+	id    uint64
+	size  int
+	long  bool // in parts: size and id are set
+}
+
+// readHeader reads a row's header from ext_id and ext_size at row[at:].
+func readHeader(row []ndbclient.Value, at int) (id uint64, size int, long bool) {
+	if row[at].IsNull() || row[at+1].IsNull() {
+		return 0, 0, false
+	}
+	return row[at].Uint(), int(row[at+1].Uint()), true
+}
+
+// largeState is a request's progress through a large value's stages.
+type largeState struct {
+	// resume is the stage whose handler runs once the large value's own
+	// stages are done; from and to are its ops.
+	resume   stage
+	from, to int
+	// reads: the reads of long values whose parts are being read.
+	reads []largeRead
+
+	// The write: op w is the row's, which the large stages change and
+	// put back (kind, cond, set) before trying again.
+	w            int
+	kind         ndbclient.OpKind
+	hasCond      bool
+	condCol      int
+	condVal      ndbclient.Value
+	nset         int
+	valueAt      int // index of the value column's assignment in Set, -1 none
+	value        []byte
+	old          header
+	upsert, ours bool // set became an insert or cond update of our own making
+	touched      bool // the request handled a large value: drop big buffers
+	reading      bool // the request reads a container with large values
+}
+
+// largeRead is a read that found its value in parts.
+type largeRead struct {
+	op   int // index in r.ops
+	head header
+	at   int // first op of its parts transaction
+}
+
+// largeTouches says whether write o needs the large stages: it deletes a row
+// that may name parts, or sets the value column.
+func (lv *LargeValues) touches(c *Container, o *ndbclient.Op) bool {
+	if o.Kind == ndbclient.OpDelete {
+		return true
+	}
+	for _, s := range o.Set {
+		if s.Column == c.ValueColumns[0] {
+			return o.Kind != ndbclient.OpInsert || len(s.Value.B) > lv.inline
+		}
+	}
+	return false
+}
+
+// ---- reads ----
+
+// largeProjection appends the row's ext_id and ext_size to a read of c.
+func (r *Request) largeProjection(c *Container, read []int) []int {
+	if c.Large == nil {
+		return read
+	}
+	r.lg.reading = true
+	return append(read, c.Large.IDColumn, c.Large.SizeColumn)
+}
+
+// largeReads runs after a stage of reads (get, read-modify): each read of a
+// container with large values loses its ext_id and ext_size, and those
+// whose values are in parts have them read. It returns true when it
+// submitted that read: largePartsDone resumes the stage.
+func (r *Request) largeReads(st stage, from, to int) bool {
+	r.lg.reads = r.lg.reads[:0]
+	for j := from; j < to; j++ {
+		o := &r.ops[j]
+		if o.Kind != ndbclient.OpRead || o.Err != nil {
+			continue
+		}
+		rt := r.targets[o.Tag].route
+		if rt == nil || rt.Container.Large == nil || o.Table != rt.Container.Table {
+			continue
+		}
+		c := rt.Container
+		at := len(o.Row) - 2
+		id, size, long := readHeader(o.Row, at)
+		if long {
+			var cas uint64 // 0 when the read left the cas out
+			for k, col := range o.Read {
+				if col == c.CasColumn {
+					cas = o.Row[k].Uint()
+				}
+			}
+			r.lg.reads = append(r.lg.reads, largeRead{op: j, head: header{found: true, cas: cas, id: id, size: size, long: true}})
+		}
+		o.Row = o.Row[:at]
+	}
+	if len(r.lg.reads) == 0 {
+		return false
+	}
+	r.lg.touched = true
+	r.lg.resume, r.lg.from, r.lg.to = st, from, to
+	n := max(to, 2)
+	for i := range r.lg.reads {
+		lr := &r.lg.reads[i]
+		lr.at = n
+		n += 1 + r.targets[r.ops[lr.op].Tag].route.Container.Large.parts(lr.head.size)
+	}
+	r.op(n - 1) // grow once: the pointers below stay valid
+	for _, lr := range r.lg.reads {
+		src := &r.ops[lr.op]
+		c := r.targets[src.Tag].route.Container
+		lv := c.Large
+		h := r.op(lr.at)
+		h.Kind, h.Table, h.Tag, h.Lock, h.NoBump, h.TxnWithNext = ndbclient.OpRead, c.Table, src.Tag, ndbclient.LockShared, true, true
+		h.Key = append(h.Key, src.Key...)
+		h.Read = append(h.Read, c.CasColumn, lv.IDColumn, lv.SizeColumn)
+		np := lv.parts(lr.head.size)
+		for k := 0; k < np; k++ {
+			p := r.op(lr.at + 1 + k)
+			p.Kind, p.Table, p.Tag, p.Lock = ndbclient.OpRead, lv.Parts, src.Tag, ndbclient.LockShared
+			p.Key = lv.partKey(p.Key, lr.head.id, k)
+			p.Read = append(p.Read, lv.contentCol)
+			p.TxnWithNext = k < np-1
+		}
+	}
+	cl := r.writeClient()
+	if st == stageGet {
+		cl = r.svc.backend // the local cache keeps no large values
+	}
+	r.submit(cl, stageLargeParts, r.lg.reads[0].at, n)
+	return true
+}
+
+// largePartsDone puts each value read from parts in its read's row, or
+// starts the stage again when a row changed since it was read.
+func (r *Request) largePartsDone() {
+	for _, lr := range r.lg.reads {
+		src := &r.ops[lr.op]
+		c := r.targets[src.Tag].route.Container
+		lv := c.Large
+		h := &r.ops[lr.at]
+		switch ndbclient.CodeOf(h.Err) {
+		case ndbclient.CodeOK:
+		case ndbclient.CodeNotFound: // the row, or a part the row no longer names, is gone
+			r.largeReadAgain()
+			return
+		default:
+			src.Err, src.Row = h.Err, src.Row[:0]
+			continue
+		}
+		id, size, long := readHeader(h.Row, 1)
+		if !long || id != lr.head.id || size != lr.head.size || lr.head.cas != 0 && h.Row[0].Uint() != lr.head.cas {
+			r.largeReadAgain()
+			return
+		}
+		v := make([]byte, 0, size)
+		for k := 0; k < lv.parts(size); k++ {
+			v = append(v, r.ops[lr.at+1+k].Row[0].B...)
+		}
+		if len(v) != size {
+			src.Err = ndbclient.Errorf(ndbclient.CodeInternal, "large value %d of %s: its parts hold %d bytes, its row says %d", id, lv.Parts.FullName(), len(v), size)
+			src.Row = src.Row[:0]
+			continue
+		}
+		src.Row[0] = ndbclient.Bytes(v)
+	}
+	r.resumeStage()
+}
+
+// largeReadAgain starts a read stage again after a writer changed a row
+// between its two reads.
+func (r *Request) largeReadAgain() {
+	if !r.attempt() {
+		return
+	}
+	if r.lg.resume == stageGet {
+		r.startGet()
+		return
+	}
+	r.attempts-- // startReadModify counts its own
+	r.startReadModify()
+}
+
+// resumeStage runs the handler of the stage the large stages interrupted,
+// on that stage's ops.
+func (r *Request) resumeStage() {
+	r.stage = r.lg.resume
+	r.batch.Ops = r.batch.Ops[:0]
+	for i := r.lg.from; i < r.lg.to; i++ {
+		r.batch.Ops = append(r.batch.Ops, &r.ops[i])
+	}
+	r.stageDone()
+}
+
+// ---- writes ----
+
+// submitWrite submits op i, a single key's write, as stage st: through the
+// large stages when it writes or deletes a large value's row.
+func (r *Request) submitWrite(st stage, i int) {
+	c := r.targets[0].route.Container
+	if c.Large == nil || !c.Large.touches(c, &r.ops[i]) {
+		r.submit(r.writeClient(), st, i, i+1)
+		return
+	}
+	o := &r.ops[i]
+	lg := &r.lg
+	lg.touched = true
+	lg.resume, lg.from, lg.to, lg.w = st, i, i+1, i
+	lg.kind, lg.hasCond, lg.condCol, lg.condVal, lg.nset = o.Kind, o.HasCond, o.CondColumn, o.CondValue, len(o.Set)
+	lg.valueAt, lg.value = -1, nil
+	for k, s := range o.Set {
+		if s.Column == c.ValueColumns[0] {
+			lg.valueAt, lg.value = k, s.Value.B
+		}
+	}
+	r.largeWriteStart()
+}
+
+// largeWriteStart reads the row's header, unless the write is an insert,
+// which has no old parts to free.
+func (r *Request) largeWriteStart() {
+	lg := &r.lg
+	lg.upsert, lg.ours, lg.old = false, false, header{}
+	if lg.kind == ndbclient.OpInsert {
+		r.largeWriteBuild()
+		return
+	}
+	c := r.targets[0].route.Container
+	r.op(lg.w + 1)
+	w, p := &r.ops[lg.w], &r.ops[lg.w+1]
+	p.Kind, p.Table, p.NoBump = ndbclient.OpRead, c.Table, true
+	p.Key = append(p.Key, w.Key...)
+	p.Read = append(p.Read, c.CasColumn, c.Large.IDColumn, c.Large.SizeColumn)
+	r.submit(r.writeClient(), stageLargeHeader, lg.w+1, lg.w+2)
+}
+
+// largeHeaderDone turns the write into one conditioned on the cas the row
+// had, so that the parts it frees are the ones the row named.
+func (r *Request) largeHeaderDone() {
+	lg := &r.lg
+	c := r.targets[0].route.Container
+	w, p := &r.ops[lg.w], &r.ops[lg.w+1]
+	switch ndbclient.CodeOf(p.Err) {
+	case ndbclient.CodeOK:
+		lg.old.found, lg.old.cas = true, p.Row[0].Uint()
+		lg.old.id, lg.old.size, lg.old.long = readHeader(p.Row, 1)
+	case ndbclient.CodeNotFound:
+		if w.Kind != ndbclient.OpWrite {
+			w.Err = p.Err
+			r.resumeStage()
+			return
+		}
+		w.Kind, lg.upsert = ndbclient.OpInsert, true
+		r.largeWriteBuild()
+		return
+	default:
+		w.Err = p.Err
+		r.resumeStage()
+		return
+	}
+	cas := ndbclient.Uint(lg.old.cas)
+	switch {
+	case w.Kind == ndbclient.OpCondUpdate || w.HasCond:
+		// The caller's own condition: a cas the row no longer has fails
+		// here as it would in the backend.
+		if w.CondColumn == c.CasColumn && w.CondValue.Uint() != lg.old.cas {
+			w.Err = ndbclient.Errorf(ndbclient.CodeConditionFailed, "cas mismatch")
+			r.resumeStage()
+			return
+		}
+		if w.CondColumn != c.CasColumn {
+			w.Err = ndbclient.Errorf(ndbclient.CodeInternal, "a large value's write is conditioned on another column than cas")
+			r.resumeStage()
+			return
+		}
+	case w.Kind == ndbclient.OpDelete:
+		w.HasCond, w.CondColumn, w.CondValue, lg.ours = true, c.CasColumn, cas, true
+	default: // set, replace, md x: changed only if the row still has this cas
+		w.Kind, w.CondColumn, w.CondValue, lg.ours = ndbclient.OpCondUpdate, c.CasColumn, cas, true
+	}
+	r.largeWriteBuild()
+}
+
+// largeWriteBuild puts a long value's parts in the write's transaction,
+// numbered from the parts table's sequence, or clears ext_id and ext_size
+// for a value the row holds itself.
+func (r *Request) largeWriteBuild() {
+	lg := &r.lg
+	c := r.targets[0].route.Container
+	w := &r.ops[lg.w]
+	if lg.valueAt < 0 || len(lg.value) <= c.Large.inline {
+		if lg.valueAt >= 0 {
+			w.Set = append(w.Set, ndbclient.ColumnValue{Column: c.Large.IDColumn, Value: ndbclient.Null()},
+				ndbclient.ColumnValue{Column: c.Large.SizeColumn, Value: ndbclient.Null()})
+		}
+		r.submit(r.writeClient(), stageLargeWrite, lg.w, lg.w+1)
+		return
+	}
+	seq, ok := r.writeClient().Driver().(ndbclient.Sequencer)
+	if !ok {
+		w.Err = ndbclient.Errorf(ndbclient.CodeSchemaError, "the backend cannot number large values' parts")
+		r.resumeStage()
+		return
+	}
+	// The sequence may wait for the cluster: not on the event loop.
+	r.Turn = nil
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), largeSequenceWait)
+		id, err := seq.NextAutoIncrement(ctx, c.Large.Parts)
+		cancel()
+		r.largeWriteParts(id, err)
+	}()
+}
+
+// largeSequenceWait bounds the wait for a large value's id.
+const largeSequenceWait = 10 * time.Second
+
+func (r *Request) largeWriteParts(id uint64, err error) {
+	lg := &r.lg
+	c := r.targets[0].route.Container
+	lv := c.Large
+	if err != nil {
+		r.ops[lg.w].Err = err
+		r.resumeStage()
+		return
+	}
+	np := lv.parts(len(lg.value))
+	r.op(lg.w + np)
+	w := &r.ops[lg.w]
+	w.Set[lg.valueAt].Value = ndbclient.Null()
+	w.Set = append(w.Set, ndbclient.ColumnValue{Column: lv.IDColumn, Value: ndbclient.Uint(id)},
+		ndbclient.ColumnValue{Column: lv.SizeColumn, Value: ndbclient.Uint(uint64(len(lg.value)))})
+	w.TxnWithNext = true
+	for k := 0; k < np; k++ {
+		p := r.op(lg.w + 1 + k)
+		end := min((k+1)*lv.partSize, len(lg.value))
+		p.Kind, p.Table = ndbclient.OpInsert, lv.Parts
+		p.Key = lv.partKey(p.Key, id, k)
+		p.Set = append(p.Set, ndbclient.ColumnValue{Column: lv.contentCol, Value: ndbclient.Bytes(lg.value[k*lv.partSize : end])})
+		p.TxnWithNext = k < np-1
+	}
+	r.submit(r.writeClient(), stageLargeWrite, lg.w, lg.w+1+np)
+}
+
+// largeWriteDone tries again when a write of our own making lost a race,
+// and frees the parts the row named before a write that replaced them.
+func (r *Request) largeWriteDone() {
+	lg := &r.lg
+	w := &r.ops[lg.w]
+	code := ndbclient.CodeOf(w.Err)
+	lost := code == ndbclient.CodeConditionFailed && lg.ours || code == ndbclient.CodeDuplicate && lg.upsert ||
+		code == ndbclient.CodeNotFound && lg.kind == ndbclient.OpWrite // a set whose row went away: insert it
+	if lost {
+		if !r.attempt() {
+			return
+		}
+		w.Kind, w.HasCond, w.CondColumn, w.CondValue, w.Set, w.TxnWithNext, w.Err = lg.kind, lg.hasCond, lg.condCol, lg.condVal, w.Set[:lg.nset], false, nil
+		if lg.valueAt >= 0 {
+			w.Set[lg.valueAt].Value = ndbclient.Bytes(lg.value)
+		}
+		r.largeWriteStart()
+		return
+	}
+	if code != ndbclient.CodeOK || !lg.old.long {
+		r.resumeStage()
+		return
+	}
+	// The row no longer names the old parts: nobody can read them now.
+	lv := r.targets[0].route.Container.Large
+	np := lv.parts(lg.old.size)
+	r.op(lg.w + np)
+	for k := 0; k < np; k++ {
+		p := r.op(lg.w + 1 + k)
+		p.Kind, p.Table = ndbclient.OpDelete, lv.Parts
+		p.Key = lv.partKey(p.Key, lg.old.id, k)
+	}
+	r.submit(r.writeClient(), stageLargeFree, lg.w+1, lg.w+1+np)
+}
+
+// largeFreeDone resumes the write's stage once the old parts are freed.
+// A part already gone (freed by ndbmemcache, or never written) is no error,
+// nor is a failure to free: the value was written, and only space is lost.
+func (r *Request) largeFreeDone() {
+	for _, p := range r.batch.Ops {
+		if c := ndbclient.CodeOf(p.Err); c != ndbclient.CodeOK && c != ndbclient.CodeNotFound {
+			r.svc.log.Warn("a large value's old parts were not freed", "table", p.Table.FullName(), "error", p.Err)
+			break
+		}
+	}
+	r.resumeStage()
+}

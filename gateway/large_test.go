@@ -1,0 +1,342 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndbgate/ndbgate/gateway"
+	"github.com/ndbgate/ndbgate/ndbclient"
+	"github.com/ndbgate/ndbgate/ndbclient/embedded"
+)
+
+// The large-value tables of these tests: ndbmemcache's demo_table_large and
+// external_values, with a row that holds 8 bytes and parts of 10, so that
+// a few dozen bytes take several parts.
+const (
+	largeInline = 8
+	largePart   = 10
+	largeMax    = 256 * largePart
+)
+
+func largeTables() (main, parts *ndbclient.Table) {
+	main = &ndbclient.Table{Database: "ndbmemcache", Name: "demo_table_large", ExpireColumn: -1, PrimaryKey: []int{0},
+		Columns: []ndbclient.Column{
+			{Name: "mkey", Type: ndbclient.TypeVarchar, Length: 250},
+			{Name: "flags", Type: ndbclient.TypeUint32, Nullable: true},
+			{Name: "cas_value", Type: ndbclient.TypeUint64, Nullable: true},
+			{Name: "string_value", Type: ndbclient.TypeVarbinary, Length: largeInline, Nullable: true},
+			{Name: "ext_id", Type: ndbclient.TypeUint32, Nullable: true},
+			{Name: "ext_size", Type: ndbclient.TypeUint32, Nullable: true},
+		}}
+	parts = gateway.ExternalValuesTable("ndbmemcache", "external_values")
+	parts.Columns[2].Length = largePart
+	return main, parts
+}
+
+type largeHarness struct {
+	*harness
+	backendDrv ndbclient.Driver
+	main       *ndbclient.Table
+	parts      *ndbclient.Table
+}
+
+// newLargeHarness serves every key from the large container: "c:" keys
+// under the caching policy, the others ndb-only.
+func newLargeHarness(t *testing.T, wrap func(ndbclient.Driver) ndbclient.Driver) *largeHarness {
+	newEngine := func() *embedded.Engine {
+		e := embedded.New(embedded.Config{Partitions: 4, Nodes: 2})
+		t.Cleanup(func() { _ = e.Close() })
+		return e
+	}
+	be, le := newEngine(), newEngine()
+	mainDef, partsDef := largeTables()
+	main, err := be.CreateTable(mainDef)
+	require.NoError(t, err)
+	parts, err := be.CreateTable(partsDef)
+	require.NoError(t, err)
+	_, err = le.CreateTable(mainDef)
+	require.NoError(t, err)
+	spec := gateway.ContainerSpec{Name: "demo_ext", KeyColumns: []string{"mkey"}, ValueColumns: []string{"string_value"}, FlagsColumn: "flags", CasColumn: "cas_value"}
+	c, err := gateway.NewContainer(spec, main)
+	require.NoError(t, err)
+	require.NoError(t, c.KeepLargeValues(parts))
+	backendDrv := wrap(be)
+	backend := ndbclient.NewClient(backendDrv)
+	svc, err := gateway.New(gateway.Options{
+		Backend: backend, Local: ndbclient.NewClient(wrap(le)), ItemSizeMax: itemMax,
+		Routes: []gateway.Route{{Prefix: "", Container: c}, {Prefix: "c:", Container: c, Policy: gateway.PolicyCaching}},
+	})
+	require.NoError(t, err)
+	h := &harness{svc: svc, backend: backend, done: make(chan struct{}, 1)}
+	h.req = svc.NewRequest()
+	h.req.Done = func(*gateway.Request) { h.done <- struct{}{} }
+	return &largeHarness{harness: h, backendDrv: be, main: main, parts: parts}
+}
+
+// partRows counts the rows of the parts table.
+func (h *largeHarness) partRows(t *testing.T) int {
+	t.Helper()
+	rows, err := h.backendDrv.(ndbclient.RowScanner).ScanRows(context.Background(), h.parts, []int{0}, 1<<20)
+	require.NoError(t, err)
+	return len(rows)
+}
+
+// row reads key's row as ndbmemcache would find it: value, ext_id, ext_size.
+func (h *largeHarness) row(t *testing.T, key string) []ndbclient.Value {
+	t.Helper()
+	o := &ndbclient.Op{Kind: ndbclient.OpRead, Table: h.main, Key: []ndbclient.Value{ndbclient.Bytes([]byte(key))}, Read: []int{3, 4, 5}}
+	require.NoError(t, h.backendDrv.Execute(context.Background(), &ndbclient.Batch{Ops: []*ndbclient.Op{o}}))
+	require.NoError(t, o.Err)
+	return o.Row
+}
+
+func parts(n int) int { return (n + largePart - 1) / largePart }
+
+// value is n bytes that say where each of them is, so that a part out of
+// place or a byte lost shows.
+func value(tag string, n int) string {
+	var b strings.Builder
+	for b.Len() < n {
+		fmt.Fprintf(&b, "%s%d.", tag, b.Len())
+	}
+	return b.String()[:n]
+}
+
+// Every verb on a container with large values, against what the rows and
+// parts then hold: a value longer than the row's column is in parts, in
+// ndbmemcache's layout, and no write leaves parts nobody names.
+func TestLargeValues(t *testing.T) {
+	for _, d := range drivers {
+		t.Run(d.name, func(t *testing.T) {
+			h := newLargeHarness(t, d.wrap)
+			short, long, longer := value("s", largeInline), value("l", 35), value("L", 1000)
+
+			r := h.do(t, gateway.VerbSet, short, func(r *gateway.Request) { r.Flags = 7 }, "k")
+			require.Equal(t, gateway.OutcomeStored, r.Outcome, "%v", r.Err)
+			assert.Equal(t, short, h.get(t, "k"))
+			assert.Zero(t, h.partRows(t), "a value the row holds takes no parts")
+
+			r = h.do(t, gateway.VerbSet, long, func(r *gateway.Request) { r.Flags = 9 }, "k")
+			require.Equal(t, gateway.OutcomeStored, r.Outcome, "%v", r.Err)
+			cas := r.NewCas
+			g := h.do(t, gateway.VerbGet, "", nil, "k")
+			require.True(t, g.Items[0].Hit)
+			assert.Equal(t, long, string(g.Items[0].Value))
+			assert.Equal(t, uint32(9), g.Items[0].Flags)
+			assert.Equal(t, cas, g.Items[0].Cas)
+			assert.Equal(t, parts(35), h.partRows(t))
+			row := h.row(t, "k")
+			assert.True(t, row[0].IsNull(), "ndbmemcache's layout: no value in the row")
+			assert.Equal(t, uint64(35), row[2].Uint(), "ext_size")
+
+			require.Equal(t, gateway.OutcomeStored, h.set(t, "k", longer).Outcome)
+			assert.Equal(t, longer, h.get(t, "k"))
+			assert.Equal(t, parts(1000), h.partRows(t), "the old value's parts are freed")
+
+			require.Equal(t, gateway.OutcomeStored, h.set(t, "k", short).Outcome)
+			assert.Equal(t, short, h.get(t, "k"))
+			assert.Zero(t, h.partRows(t))
+			row = h.row(t, "k")
+			assert.True(t, row[2].IsNull(), "a short value clears ext_size")
+
+			// append and prepend across the row's length, then within parts.
+			require.Equal(t, gateway.OutcomeStored, h.do(t, gateway.VerbAppend, long, nil, "k").Outcome)
+			assert.Equal(t, short+long, h.get(t, "k"))
+			require.Equal(t, gateway.OutcomeStored, h.do(t, gateway.VerbPrepend, "<", nil, "k").Outcome)
+			assert.Equal(t, "<"+short+long, h.get(t, "k"))
+			assert.Equal(t, parts(len(short+long)+1), h.partRows(t))
+
+			// cas: a stale one is refused, the item's own stores.
+			g = h.do(t, gateway.VerbGet, "", nil, "k")
+			cas = g.Items[0].Cas
+			r = h.do(t, gateway.VerbCas, longer, func(r *gateway.Request) { r.Cas = cas + 1000 }, "k")
+			assert.Equal(t, gateway.OutcomeExists, r.Outcome)
+			r = h.do(t, gateway.VerbCas, longer, func(r *gateway.Request) { r.Cas = cas }, "k")
+			assert.Equal(t, gateway.OutcomeStored, r.Outcome, "%v", r.Err)
+			assert.Equal(t, longer, h.get(t, "k"))
+			r = h.do(t, gateway.VerbCas, longer, func(r *gateway.Request) { r.Cas = 5 }, "nokey")
+			assert.Equal(t, gateway.OutcomeNotFound, r.Outcome)
+
+			// add, replace, incr.
+			assert.Equal(t, gateway.OutcomeNotStored, h.do(t, gateway.VerbAdd, long, nil, "k").Outcome)
+			assert.Equal(t, longer, h.get(t, "k"), "a refused add changes nothing")
+			assert.Equal(t, gateway.OutcomeStored, h.do(t, gateway.VerbAdd, long, nil, "k2").Outcome)
+			assert.Equal(t, long, h.get(t, "k2"))
+			assert.Equal(t, gateway.OutcomeNotStored, h.do(t, gateway.VerbReplace, long, nil, "missing").Outcome)
+			assert.Equal(t, gateway.OutcomeStored, h.do(t, gateway.VerbReplace, short, nil, "k2").Outcome)
+			assert.Equal(t, short, h.get(t, "k2"))
+			r = h.do(t, gateway.VerbIncr, "", func(r *gateway.Request) { r.Delta = 1 }, "k")
+			assert.Equal(t, ndbclient.CodeNotNumeric, ndbclient.CodeOf(r.Err))
+			assert.Equal(t, parts(1000), h.partRows(t))
+
+			// A multi-get of long, short and missing keys; gat.
+			g = h.do(t, gateway.VerbGet, "", nil, "k", "k2", "missing", "k")
+			require.Equal(t, gateway.OutcomeValues, g.Outcome)
+			assert.Equal(t, longer, string(g.Items[0].Value))
+			assert.Equal(t, short, string(g.Items[1].Value))
+			assert.False(t, g.Items[2].Hit)
+			assert.Equal(t, longer, string(g.Items[3].Value))
+			g = h.do(t, gateway.VerbGat, "", func(r *gateway.Request) { r.Exptime = 100 }, "k")
+			assert.Equal(t, longer, string(g.Items[0].Value))
+
+			// A value longer than 256 parts is refused; with
+			// DropOnTooLarge (memcache's set) the old item and its parts go.
+			tooLong := value("x", largeMax+1)
+			r = h.set(t, "k", tooLong)
+			assert.Equal(t, ndbclient.CodeTooLarge, ndbclient.CodeOf(r.Err))
+			assert.Equal(t, longer, h.get(t, "k"))
+			require.Equal(t, gateway.OutcomeStored, h.set(t, "k", value("m", largeMax)).Outcome, "256 full parts fit")
+			assert.Equal(t, value("m", largeMax), h.get(t, "k"))
+			r = h.do(t, gateway.VerbSet, tooLong, func(r *gateway.Request) { r.DropOnTooLarge = true }, "k")
+			assert.Equal(t, ndbclient.CodeTooLarge, ndbclient.CodeOf(r.Err))
+			assert.Equal(t, "<miss>", h.get(t, "k"))
+			assert.Zero(t, h.partRows(t))
+
+			// delete, and meta delete x (the value emptied, the item kept).
+			require.Equal(t, gateway.OutcomeStored, h.set(t, "k", long).Outcome)
+			r = h.do(t, gateway.VerbDelete, "", func(r *gateway.Request) { r.Meta.ClearValue = true }, "k")
+			assert.Equal(t, gateway.OutcomeDeleted, r.Outcome, "%v", r.Err)
+			assert.Equal(t, "", h.get(t, "k"))
+			assert.Zero(t, h.partRows(t))
+			require.Equal(t, gateway.OutcomeStored, h.set(t, "k", long).Outcome)
+			assert.Equal(t, gateway.OutcomeDeleted, h.do(t, gateway.VerbDelete, "", nil, "k").Outcome)
+			assert.Equal(t, "<miss>", h.get(t, "k"))
+			assert.Equal(t, gateway.OutcomeNotFound, h.do(t, gateway.VerbDelete, "", nil, "k").Outcome)
+			assert.Zero(t, h.partRows(t))
+
+			// A caching key: the local cache keeps short values only, and
+			// a long one is read from the backend every time.
+			require.Equal(t, gateway.OutcomeStored, h.set(t, "c:k", long).Outcome)
+			assert.Equal(t, long, h.get(t, "c:k"))
+			assert.Equal(t, long, h.get(t, "c:k"))
+			require.Equal(t, gateway.OutcomeStored, h.set(t, "c:k", short).Outcome)
+			assert.Equal(t, short, h.get(t, "c:k"))
+
+			// flush_all empties the parts table too.
+			require.Equal(t, gateway.OutcomeStored, h.set(t, "k", long).Outcome)
+			require.NoError(t, h.svc.FlushAll(0))
+			assert.Equal(t, "<miss>", h.get(t, "k"))
+			assert.Zero(t, h.partRows(t))
+		})
+	}
+}
+
+// A value ndbmemcache wrote, in its layout, is read here; and the large
+// container takes no set of several keys, whose stores share one batch.
+func TestLargeValueWrittenByNdbmemcache(t *testing.T) {
+	h := newLargeHarness(t, drivers[0].wrap)
+	want := value("n", 25)
+	ops := []*ndbclient.Op{{Kind: ndbclient.OpInsert, Table: h.main, Key: []ndbclient.Value{ndbclient.Bytes([]byte("nk"))},
+		Set: []ndbclient.ColumnValue{{Column: 1, Value: ndbclient.Uint(3)}, {Column: 2, Value: ndbclient.Uint(77)},
+			{Column: 3, Value: ndbclient.Null()}, {Column: 4, Value: ndbclient.Uint(900)}, {Column: 5, Value: ndbclient.Uint(25)}}}}
+	for k := 0; k < 3; k++ {
+		ops = append(ops, &ndbclient.Op{Kind: ndbclient.OpInsert, Table: h.parts, Key: []ndbclient.Value{ndbclient.Uint(900), ndbclient.Int(int64(k))},
+			Set: []ndbclient.ColumnValue{{Column: 2, Value: ndbclient.Bytes([]byte(want[k*largePart : min(25, (k+1)*largePart)]))}}})
+	}
+	require.NoError(t, h.backendDrv.Execute(context.Background(), &ndbclient.Batch{Ops: ops}))
+	g := h.do(t, gateway.VerbGet, "", nil, "nk")
+	require.True(t, g.Items[0].Hit, "%v", g.Items[0].Err)
+	assert.Equal(t, want, string(g.Items[0].Value))
+	assert.Equal(t, uint32(3), g.Items[0].Flags)
+	assert.Equal(t, uint64(77), g.Items[0].Cas)
+
+	// A part missing: the value is not served cut short.
+	ops[0].Set[4].Value = ndbclient.Uint(26)
+	ops[0].Kind = ndbclient.OpUpdate
+	require.NoError(t, h.backendDrv.Execute(context.Background(), &ndbclient.Batch{Ops: ops[:1]}))
+	g = h.do(t, gateway.VerbGet, "", nil, "nk")
+	assert.Error(t, g.Items[0].Err)
+	assert.False(t, g.Items[0].Hit)
+
+	// The replacing set frees ndbmemcache's parts.
+	require.Equal(t, gateway.OutcomeStored, h.set(t, "nk", "x").Outcome)
+	assert.Zero(t, h.partRows(t))
+	assert.False(t, h.svc.SetsCanShareABatch())
+}
+
+// Writers racing on a few keys with long values of their own: every get
+// returns one whole value some writer stored, and once they stop, the
+// parts table holds exactly the parts of the values the keys hold.
+func TestLargeValuesUnderRacingWriters(t *testing.T) {
+	for _, d := range drivers {
+		t.Run(d.name, func(t *testing.T) {
+			h := newLargeHarness(t, d.wrap)
+			keys := []string{"a", "b", "c"}
+			const writers, rounds = 6, 60
+			var wg sync.WaitGroup
+			errs := make(chan error, writers)
+			for w := 0; w < writers; w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					r := h.svc.NewRequest()
+					done := make(chan struct{}, 1)
+					r.Done = func(*gateway.Request) { done <- struct{}{} }
+					do := func(verb gateway.Verb, key, v string) *gateway.Request {
+						r.Reset()
+						r.Verb = verb
+						r.AddKey([]byte(key))
+						r.SetValue([]byte(v))
+						h.svc.Do(r)
+						select {
+						case <-done:
+						case <-time.After(10 * time.Second):
+							panic("request never completed")
+						}
+						return r
+					}
+					for i := 0; i < rounds; i++ {
+						key := keys[(w+i)%len(keys)]
+						n := largeInline + 1 + (w*31+i*17)%300
+						v := value(fmt.Sprintf("w%d-%d:", w, i), n)
+						verb := gateway.VerbSet
+						if i%5 == 4 {
+							verb = gateway.VerbDelete
+						}
+						if r := do(verb, key, v); r.Outcome == gateway.OutcomeError {
+							errs <- fmt.Errorf("%v %s: %v", verb, key, r.Err)
+							return
+						}
+						g := do(gateway.VerbGet, key, "")
+						if it := g.Items[0]; it.Err != nil {
+							errs <- fmt.Errorf("get %s: %v", key, it.Err)
+							return
+						} else if it.Hit && !wholeValue(string(it.Value)) {
+							errs <- fmt.Errorf("get %s: a value not whole: %q", key, it.Value)
+							return
+						}
+					}
+				}(w)
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			want := 0
+			for _, k := range keys {
+				if v := h.get(t, k); v != "<miss>" && len(v) > largeInline {
+					want += parts(len(v))
+				}
+			}
+			assert.Equal(t, want, h.partRows(t), "parts nobody names, or names but lacks")
+		})
+	}
+}
+
+// wholeValue checks a value made by value(): every "tagN." piece starts at
+// byte N under one tag.
+func wholeValue(v string) bool {
+	colon := strings.IndexByte(v, ':')
+	if colon < 0 {
+		return false
+	}
+	return v == value(v[:colon+1], len(v))
+}
