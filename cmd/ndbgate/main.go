@@ -92,8 +92,10 @@ func usage(w io.Writer) {
                 default container's demo_table an item_state column, where
                 the meta protocol's item state (h, l, W/X/Z) is kept;
                 --ndbmemcache-config also makes ndbmemcache's configuration
-                tables and rows, so that MySQL Cluster's own memcached
-                (ndb_engine) can serve the same demo_table
+                tables and rows, and the demo_ext container's tables
+                (demo_table_large, external_values), so that MySQL
+                Cluster's own memcached (ndb_engine) can serve the same
+                demo_table, and large values under "b:"
   ndbgate version
 
 Run "ndbgate serve --help" for every flag.

@@ -179,8 +179,6 @@ func (rd Reader) Read(ctx context.Context, role string) (*Config, error) {
 // unserved is why ndbgate cannot serve c, or "".
 func (c *Container) unserved() string {
 	switch {
-	case c.LargeValuesTable != "":
-		return fmt.Sprintf("container %q keeps large values in %s (external_values), which ndbgate does not serve", c.Name, c.LargeValuesTable)
 	case len(c.ValueColumns) == 0:
 		return fmt.Sprintf("container %q has no value columns (only an increment column), which ndbgate does not serve", c.Name)
 	}

@@ -36,6 +36,7 @@ func dataTables() []*ndbclient.Table {
 			col("mkey", ndbclient.TypeVarchar, 250, false), col("flags", ndbclient.TypeUint32, 0, true),
 			col("cas_value", ndbclient.TypeUint64, 0, true), col("string_value", ndbclient.TypeVarbinary, 2000, true),
 			col("ext_id", ndbclient.TypeUint32, 0, true), col("ext_size", ndbclient.TypeUint32, 0, true)}},
+		gateway.ExternalValuesTable(DB, "external_values"),
 		{Database: "app", Name: "pairs", PrimaryKey: []int{0, 1}, ExpireColumn: -1, Columns: []ndbclient.Column{
 			col("region", ndbclient.TypeVarchar, 20, false), col("id", ndbclient.TypeInt32, 0, false),
 			col("name", ndbclient.TypeVarchar, 40, true), col("city", ndbclient.TypeVarchar, 40, true)}},
@@ -131,7 +132,8 @@ func TestReadBuildsTheRolesPrefixesAsNdbmemcacheDoes(t *testing.T) {
 	assert.Equal(t, gateway.Policy{Get: gateway.AccessCaching, Set: gateway.AccessCaching, Delete: gateway.AccessLocal, KeepOnFlush: true}, byPrefix["cld:"].Policy)
 	assert.Equal(t, gateway.Policy{Get: gateway.AccessNDB, Set: gateway.AccessDisabled, Delete: gateway.AccessDisabled, KeepOnFlush: true}, byPrefix["ro:"].Policy)
 	assert.Equal(t, gateway.PolicyLocal, byPrefix["mc:"].Policy)
-	assert.Contains(t, byPrefix["b:"].Refused, "external_values", "large values are refused, by name")
+	assert.Empty(t, byPrefix["b:"].Refused, "large values are served")
+	assert.Equal(t, "ndbmemcache.external_values", cfg.Containers["demo_ext"].LargeValuesTable)
 	assert.Empty(t, byPrefix["t:"].Refused, "valid for ndbmemcache: its TIMESTAMP expiry is refused when the route is built")
 
 	pairs := cfg.Containers["pairs"]
@@ -148,7 +150,7 @@ func TestReadBuildsTheRolesPrefixesAsNdbmemcacheDoes(t *testing.T) {
 	large, err := f.rd.Read(context.Background(), "large")
 	require.NoError(t, err)
 	require.Len(t, large.Prefixes, 1)
-	assert.NotEmpty(t, large.Prefixes[0].Refused)
+	assert.Empty(t, large.Prefixes[0].Refused)
 }
 
 func TestReadSaysWhatIsWrong(t *testing.T) {
@@ -235,8 +237,17 @@ func TestRoleIsServedWithItsContainersAndPolicies(t *testing.T) {
 	assert.Equal(t, "local", string(do(t, svc, gateway.VerbGet, "mc:k", "", nil).Items[0].Value))
 	assert.Equal(t, "v", string(do(t, svc, gateway.VerbGet, "k", "", nil).Items[0].Value))
 
+	// demo_ext: a value longer than string_value's 2,000 bytes goes in
+	// external_values' parts, as ndbmemcache puts it there.
+	long := strings.Repeat("0123456789", 3000)
+	require.Equal(t, gateway.OutcomeStored, do(t, svc, gateway.VerbSet, "b:k", long, nil).Outcome)
+	assert.Equal(t, long, string(do(t, svc, gateway.VerbGet, "b:k", "", nil).Items[0].Value))
+	rows, err := f.backend.Driver().(ndbclient.RowScanner).ScanRows(context.Background(), f.tables["external_values"], []int{0, 1}, 100)
+	require.NoError(t, err)
+	assert.Len(t, rows, 3, "30,000 bytes in parts of 13,950")
+
 	// Refused prefixes fail clearly and do not fall through to "".
-	for _, key := range []string{"b:k", "t:1"} {
+	for _, key := range []string{"t:1"} {
 		r := do(t, svc, gateway.VerbSet, key, "x", nil)
 		require.Equal(t, gateway.OutcomeError, r.Outcome, key)
 		assert.Equal(t, ndbclient.CodeSchemaError, ndbclient.CodeOf(r.Err), key)
@@ -294,7 +305,7 @@ func TestWatchReloadsWhenTheRolesTimestampChanges(t *testing.T) {
 	f.write(t, map[string][][]any{"memcache_server_roles": {{"db-only", uint64(1), uint64(100000), "2026-11-28 12:00:00"}}})
 	select {
 	case next := <-applied:
-		assert.Len(t, next.Prefixes, 2)
+		assert.Len(t, next.Prefixes, 3, "\"\", b: and new:")
 	case <-time.After(5 * time.Second):
 		t.Fatal("no reload after the role's update_timestamp changed")
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/ndbgate/ndbgate/gateway"
 	"github.com/ndbgate/ndbgate/ndbclient"
@@ -37,6 +38,9 @@ func (cfg *Config) Routes(backend, local *ndbclient.Client, itemMax int) []gatew
 			if err = failed[p.Container]; !seen && err == nil {
 				c, err = cfg.Containers[p.Container].build(backend)
 				built[p.Container], failed[p.Container] = c, err
+			}
+			if err == nil {
+				err = c.ServesPolicy(p.Policy)
 			}
 			if err == nil && p.Policy.UsesLocal() {
 				err = mirror(local, c.Table)
@@ -78,7 +82,28 @@ func (c *Container) build(backend *ndbclient.Client) (*gateway.Container, error)
 		ExpireColumn: c.ExpireColumn, MathColumn: c.IncrementColumn,
 		StateColumn: gateway.StateColumnName, StateOptional: true,
 	}
-	return gateway.BindContainer(spec, t)
+	gc, err := gateway.BindContainer(spec, t)
+	if err != nil || c.LargeValuesTable == "" {
+		return gc, err
+	}
+	return gc, keepLargeValues(gc, c.LargeValuesTable, backend)
+}
+
+// keepLargeValues gives gc the parts table named "schema.table", as
+// ndbmemcache's large_values_table does.
+func keepLargeValues(gc *gateway.Container, name string, backend *ndbclient.Client) error {
+	db, table, ok := strings.Cut(name, ".")
+	if !ok {
+		return fmt.Errorf("container %q: large_values_table %q is not schema.table", gc.Name, name)
+	}
+	if _, ok := backend.Driver().(ndbclient.Sequencer); !ok {
+		return fmt.Errorf("container %q: large values need a backend that numbers them (%s does not)", gc.Name, backend.Driver().Name())
+	}
+	parts, err := backend.Table(db, table)
+	if err != nil {
+		return fmt.Errorf("container %q: large_values_table: %w", gc.Name, err)
+	}
+	return gc.KeepLargeValues(parts)
 }
 
 // mirror makes the local cache's table of t's name and shape.

@@ -7,6 +7,7 @@ package ndbmemcache
 import (
 	"slices"
 
+	"github.com/ndbgate/ndbgate/gateway"
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
@@ -59,9 +60,21 @@ func Tables() []*ndbclient.Table {
 	}
 }
 
-// DemoRows are the rows of Tables for the demo container
-// on demo_table: the metadata version, the cluster (connectstring), the
-// server roles, the cache policies, the container and its key prefixes.
+// LargeDemoTables are the script's demo_table_large and external_values:
+// the demo_ext container's row table and its large values' parts.
+func LargeDemoTables() []*ndbclient.Table {
+	large := &ndbclient.Table{Database: DB, Name: "demo_table_large", PrimaryKey: []int{0}, ExpireColumn: -1, Columns: []ndbclient.Column{
+		varchar("mkey", 250, false), column("flags", ndbclient.TypeUint32, true), column("cas_value", ndbclient.TypeUint64, true),
+		{Name: "string_value", Type: ndbclient.TypeVarbinary, Length: 2000, Nullable: true},
+		column(gateway.LargeIDColumn, ndbclient.TypeUint32, true), column(gateway.LargeSizeColumn, ndbclient.TypeUint32, true),
+	}}
+	return []*ndbclient.Table{large, gateway.ExternalValuesTable(DB, "external_values")}
+}
+
+// DemoRows are the rows of Tables for the demo containers demo_table and
+// demo_ext (large values, on LargeDemoTables): the metadata version, the
+// cluster (connectstring), the server roles, the cache policies, the
+// containers and their key prefixes.
 // Values are in each table's column order; nil is NULL.
 func DemoRows(connectstring string) map[string][][]any {
 	const (
@@ -76,15 +89,21 @@ func DemoRows(connectstring string) map[string][][]any {
 		"memcache_server_roles": {
 			{"default_role", uint64(0), uint64(100000), now}, {"db-only", uint64(1), uint64(100000), now},
 			{"mc-only", uint64(2), uint64(100000), now}, {"ndb-caching", uint64(3), uint64(100000), now},
+			{"large", uint64(4), uint64(100000), now},
 		},
 		"cache_policies": {
 			policy("memcache-only", cacheOnly, flushFalse), policy("ndb-only", ndbOnly, flushFalse),
 			policy("ndb-test", ndbOnly, flushTrue), policy("caching", caching, flushFalse),
 		},
-		"containers": {{"demo_table", "ndbmemcache", "demo_table", "mkey", "string_value", "flags", "math_value", "cas_value", nil, nil}},
+		"containers": {
+			{"demo_table", "ndbmemcache", "demo_table", "mkey", "string_value", "flags", "math_value", "cas_value", nil, nil},
+			{"demo_ext", "ndbmemcache", "demo_table_large", "mkey", "string_value", "flags", nil, "cas_value", nil, "ndbmemcache.external_values"},
+		},
 		"key_prefixes": {
 			{uint64(0), "", uint64(0), "ndb-test", "demo_table"}, {uint64(1), "", uint64(0), "ndb-only", "demo_table"},
 			{uint64(2), "", uint64(0), "memcache-only", nil}, {uint64(3), "", uint64(0), "caching", "demo_table"},
+			{uint64(0), "b:", uint64(0), "ndb-test", "demo_ext"}, {uint64(1), "b:", uint64(0), "ndb-only", "demo_ext"},
+			{uint64(3), "b:", uint64(0), "caching", "demo_ext"}, {uint64(4), "", uint64(0), "ndb-test", "demo_ext"},
 		},
 	}
 }
