@@ -13,10 +13,25 @@ import (
 // VARCHAR(n) take n bytes; the shim leaves strings NDB's default character
 // set, binary (the column's Charset travels, but is not applied: memcache
 // keys and values are bytes). VARCHAR and VARBINARY longer than 255 bytes
-// take a 2-byte length prefix (NDB's long variants).
+// take a 2-byte length prefix (NDB's long variants). An AutoIncrement
+// column makes the table's sequence, starting at 1, as mysqld does.
 func encodeCreate(t *ndbclient.Table) ([]byte, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
+	}
+	auto := -1
+	for i, c := range t.Columns {
+		if !c.AutoIncrement {
+			continue
+		}
+		// NDB keeps one sequence a table (error 4335 for a second).
+		if auto >= 0 {
+			return nil, fmt.Errorf("%s: columns %s and %s are both AUTO_INCREMENT; a table has one sequence", t.FullName(), t.Columns[auto].Name, c.Name)
+		}
+		if c.Type < ndbclient.TypeInt8 || c.Type > ndbclient.TypeUint64 {
+			return nil, fmt.Errorf("%s column %s: an AUTO_INCREMENT column is an integer, not %s", t.FullName(), c.Name, c.Type)
+		}
+		auto = i
 	}
 	dist := t.DistributionKey
 	b := binary.LittleEndian.AppendUint32(nil, uint32(t.Partitions))
@@ -40,6 +55,9 @@ func encodeCreate(t *ndbclient.Table) ([]byte, error) {
 		}
 		if t.OrderedPrimaryKey && slices.Contains(t.PrimaryKey, i) {
 			keyFlags |= 4 // in the ordered index PRIMARY
+		}
+		if c.AutoIncrement {
+			keyFlags |= 8
 		}
 		b = append(b, keyFlags, 0)
 		b = binary.LittleEndian.AppendUint16(b, uint16(prec))

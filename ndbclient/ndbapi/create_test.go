@@ -66,3 +66,30 @@ func TestDescribeCharsFromTheCharacterSet(t *testing.T) {
 	require.Equal(t, 16, got.schema.Columns[1].Chars)
 	require.Equal(t, 45, got.schema.Columns[1].Charset)
 }
+
+// An AutoIncrement column travels as key flag 8 both ways: the shim makes
+// the table's sequence from it, and describe reports getAutoIncrement.
+func TestEncodeCreateAutoIncrement(t *testing.T) {
+	want := &ndbclient.Table{Database: "d", Name: "parts", ExpireColumn: -1, PrimaryKey: []int{0, 1},
+		Columns: []ndbclient.Column{{Name: "id", Type: ndbclient.TypeUint32, AutoIncrement: true},
+			{Name: "part", Type: ndbclient.TypeInt16}, {Name: "content", Type: ndbclient.TypeVarbinary, Length: 100}}}
+	spec, err := encodeCreate(want)
+	require.NoError(t, err)
+	got, err := decodeDescribe("d", "parts", 0, spec)
+	require.NoError(t, err)
+	require.True(t, got.schema.Columns[0].AutoIncrement)
+	require.False(t, got.schema.Columns[1].AutoIncrement)
+	require.Equal(t, []int{0, 1}, got.schema.PrimaryKey, "flag 8 is no key flag")
+	require.Nil(t, got.schema.DistributionKey)
+
+	two := *want
+	two.Columns = append([]ndbclient.Column(nil), want.Columns...)
+	two.Columns[1].AutoIncrement = true
+	_, err = encodeCreate(&two)
+	require.ErrorContains(t, err, "both AUTO_INCREMENT")
+	text := *want
+	text.Columns = append([]ndbclient.Column(nil), want.Columns...)
+	text.Columns[0].AutoIncrement, text.Columns[2].AutoIncrement = false, true
+	_, err = encodeCreate(&text)
+	require.ErrorContains(t, err, "is an integer")
+}

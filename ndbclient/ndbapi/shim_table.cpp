@@ -70,7 +70,8 @@ static std::vector<TableRecs> describeInto(ndbgate_pool *pool, const char *db, c
     w.u8(static_cast<uint8_t>(c->getType()));
     w.u32(static_cast<uint32_t>(c->getLength()));
     w.u8(c->getNullable() ? 1 : 0);
-    w.u8(static_cast<uint8_t>((c->getPrimaryKey() ? 1 : 0) | (c->getPartitionKey() ? 2 : 0)));
+    w.u8(static_cast<uint8_t>((c->getPrimaryKey() ? 1 : 0) | (c->getPartitionKey() ? 2 : 0) |
+                              (c->getAutoIncrement() ? 8 : 0)));
     w.u8(static_cast<uint8_t>(c->getArrayType()));
     w.u16(static_cast<uint16_t>(c->getPrecision()));
     w.u16(static_cast<uint16_t>(c->getScale()));
@@ -206,6 +207,12 @@ int ndbgate_create_table(ndbgate_pool *pool, const char *db, const char *table, 
     c.setPrimaryKey((keyFlags & 1) != 0);
     if (keyFlags & 2) c.setPartitionKey(true);
     if (keyFlags & 4) ordered.emplace_back(reinterpret_cast<const char *>(name), nameLen);
+    if (keyFlags & 8) {
+      // NDB makes the table's sequence (SYSTAB_0) with the table, as for
+      // mysqld's AUTO_INCREMENT.
+      c.setAutoIncrement(true);
+      c.setAutoIncrementInitialValue(1);
+    }
     c.setNullable(nullable);
     tab.addColumn(c);
   }

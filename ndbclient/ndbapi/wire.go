@@ -14,7 +14,8 @@
 // before the error; else 0); else u16 nvalues {u8 null, u32 len, bytes}, u32
 // affected, [append: u32 len, the value written].
 // Describe: u32 partitions, u16 ncols {u16 len, name, u8 type, u32 length, u8
-// nullable, u8 key flags (1 primary key, 2 distribution key), u8 array type,
+// nullable, u8 key flags (1 primary key, 2 distribution key, 4 in the ordered
+// index PRIMARY: create only, 8 auto-increment), u8 array type,
 // u16 precision, u16 scale, u32 slot bytes (the column's NdbRecord row slot,
 // getSizeInBytesForRecord: the native size, a length prefix included; 0 for
 // BLOB/TEXT), u16 character set number (0 for non-character columns)}, u32
@@ -169,7 +170,8 @@ func decodeDescribe(db, name string, id int, b []byte) (*tableInfo, error) {
 			// NDB keeps BIT(n) in 32-bit words; the shim's slot says how many.
 			return nil, fmt.Errorf("%s.%s column %s: BIT(%d) in a %d-byte slot (4 or 8 expected)", db, name, cname, length, maxBytes)
 		}
-		sc := ndbclient.Column{Name: cname, Type: ct, Length: length, Nullable: nullable, Charset: cs}
+		sc := ndbclient.Column{Name: cname, Type: ct, Length: length, Nullable: nullable, Charset: cs,
+			AutoIncrement: keyFlags&8 != 0}
 		if ct == ndbclient.TypeChar || ct == ndbclient.TypeVarchar {
 			if mb := charset.MaxBytes(cs); mb > 0 {
 				sc.Chars = length / mb
