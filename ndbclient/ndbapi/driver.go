@@ -1029,6 +1029,58 @@ func (d *Driver) ScanRows(ctx context.Context, t *ndbclient.Table, read []int, l
 	}
 }
 
+// sequenceCache is how many values of a table's sequence the driver
+// reserves from NDB at a time, as ndbmemcache does (QueryPlan.cc): a round
+// trip per ten values, and at most ten skipped when the driver closes or a
+// table is described again.
+const sequenceCache = 10
+
+// NextAutoIncrement takes the next value of t's NDB auto-increment sequence
+// (ndbclient.Sequencer), the one mysqld's AUTO_INCREMENT column and
+// ndbmemcache draw from, with Ndb::getAutoIncrementValue on the first
+// connection's dictionary Ndb, as ScanRows scans. The sequence hands out
+// no value twice, but a range reserved is not told of a value mysqld
+// inserted explicitly meanwhile, as in ndbmemcache. NDB reports an ALTER
+// (copying ones too: Temporary until the table is described again) but not
+// another client's drop, and the sequence outlives its table: values keep
+// coming until an op on the table fails. ctx is looked at once, before;
+// NDB bounds the wait itself (a synchronous execute).
+func (d *Driver) NextAutoIncrement(ctx context.Context, t *ndbclient.Table) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, ndbclient.Errorf(ndbclient.CodeTemporary, "auto-increment of %s: %v", t.FullName(), err)
+	}
+	d.closeMu.RLock() // Close frees the pool
+	defer d.closeMu.RUnlock()
+	if d.closed.Load() {
+		return 0, ndbclient.ErrUnavailable
+	}
+	if d.detached.Load() {
+		return 0, ndbclient.Errorf(ndbclient.CodeUnavailable, "auto-increment of %s: every data node was lost %s ago; reconnecting",
+			t.FullName(), time.Since(time.Unix(0, d.detachedAt.Load())).Round(time.Second))
+	}
+	ti, err := d.info(t)
+	if err != nil {
+		return 0, err
+	}
+	// NDB makes a table's sequence only with an AUTO_INCREMENT column; one
+	// left by a dropped table of the same id may still be there.
+	if !slices.ContainsFunc(ti.schema.Columns, func(c ndbclient.Column) bool { return c.AutoIncrement }) {
+		return 0, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s has no AUTO_INCREMENT column, so no sequence", t.FullName())
+	}
+	var v C.ulonglong
+	var ndbErr [3]C.int
+	var errBuf [256]C.char
+	if C.ndbgate_next_auto_increment(d.pool, C.int(ti.id), C.uint(sequenceCache), &v, &ndbErr[0], &errBuf[0], C.int(len(errBuf))) != 0 {
+		err := mapError(int(ndbErr[0]), uint8(ndbErr[1]), uint8(ndbErr[2]), fmt.Sprintf("auto-increment of %s: %s", t.FullName(), C.GoString(&errBuf[0])))
+		again, err := staleError(t, err)
+		if again {
+			d.refreshLater(t)
+		}
+		return 0, err
+	}
+	return uint64(v), nil
+}
+
 // NodeID is the node id of the pool's first cluster connection, an API
 // node (ndbclient.NodeIdentifier); 0 once closed.
 func (d *Driver) NodeID() int {
@@ -1170,6 +1222,7 @@ var (
 	_ ndbclient.Driver         = (*Driver)(nil)
 	_ ndbclient.RowScanner     = (*Driver)(nil)
 	_ ndbclient.NodeIdentifier = (*Driver)(nil)
+	_ ndbclient.Sequencer      = (*Driver)(nil)
 )
 
 // String is for logs.

@@ -18,6 +18,7 @@
 //                       data nodes added (a connection made again)
 //   shim_table.cpp      describing, creating, dropping and altering tables
 //   shim_scan.cpp       counting and scanning a table's rows
+//   shim_sequence.cpp   a table's auto-increment sequence
 //   shim.cpp            this overview, and helpers they all use (errors, tableOf)
 //
 // Operations use the NdbRecord interface: each described table gets, per

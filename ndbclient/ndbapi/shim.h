@@ -111,6 +111,15 @@ int ndbgate_scan_rows(ndbgate_pool *pool, int table_id, const unsigned short *co
                       int *outlen, int *nrows, int *ndb_error, char *err,
                       int errlen);
 
+// ndbgate_next_auto_increment takes the next value of a described table's
+// auto-increment sequence (Ndb::getAutoIncrementValue, reserving cache_size
+// values at a time) into *value: 0, or -1 with the NdbError's code, status
+// and classification in ndb_error[0..2] and its message in err.
+int ndbgate_next_auto_increment(ndbgate_pool *pool, int table_id,
+                                unsigned int cache_size,
+                                unsigned long long *value, int *ndb_error,
+                                char *err, int errlen);
+
 // ndbgate_partition: the partition of a key (every primary-key column in
 // native format, in column order, concatenated as nparts of key_lens), as
 // the TC hint of a transaction on that key computes it; or -1.
