@@ -17,6 +17,9 @@ func buildTables(cfg config.Config, backend *ndbclient.Client) error {
 		if err != nil {
 			return fmt.Errorf("tables[%d] (%s.%s): %w", i, tc.Database, tc.Name, err)
 		}
+		if t.ExpireColumn, err = declaredExpiry(cfg, t); err != nil {
+			return fmt.Errorf("tables[%d] (%s.%s): %w", i, tc.Database, tc.Name, err)
+		}
 		if _, err := ensureTable(backend, t); err != nil {
 			return fmt.Errorf("tables[%d] (%s.%s): %w", i, tc.Database, tc.Name, err)
 		}
@@ -49,6 +52,27 @@ func tableSchema(tc config.Table) (*ndbclient.Table, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// declaredExpiry is the expire column the containers on declared table t
+// name, or -1: the embedded engine makes rows past it misses only when the
+// table has it from its creation.
+func declaredExpiry(cfg config.Config, t *ndbclient.Table) (int, error) {
+	col := -1
+	for _, c := range cfg.Containers {
+		if c.Database != t.Database || c.Table != t.Name || c.ExpireColumn == "" {
+			continue
+		}
+		i := t.ColumnIndex(c.ExpireColumn)
+		if i < 0 {
+			continue // the container's own check names it
+		}
+		if col >= 0 && col != i {
+			return -1, fmt.Errorf("containers name two expire columns of the table (%s and %s): give them one", t.Columns[col].Name, c.ExpireColumn)
+		}
+		col = i
+	}
+	return col, nil
 }
 
 // ndbValueLength is the value column length of memcache tables that

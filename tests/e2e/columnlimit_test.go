@@ -119,3 +119,16 @@ func TestSetTooLongForItsColumn(t *testing.T) {
 		assert.Equal(t, "old", body, "a refused REST write changes nothing")
 	})
 }
+
+// A container's expiry on a declared table: an item stored already
+// expired, or past its time, is a miss, as in memcached. (Before, the
+// embedded engine made declared tables without their expire column, and
+// served such items.)
+func TestDeclaredTableKeepsExpiry(t *testing.T) {
+	srv := startServer(t, "--config", writeFile(t, "ndbgate.yaml", smallValuesConfig))
+	c := dialRaw(t, srv.memcacheAddr)
+	defer c.close()
+	c.roundTrip("set s:x 0 -1 2\r\nxx\r\nget s:x\r\n", "STORED\r\nEND\r\n")
+	c.roundTrip("set s:x 0 0 2\r\nxx\r\nset s:x 0 -1 2\r\nyy\r\nget s:x\r\n", "STORED\r\nSTORED\r\nEND\r\n")
+	c.roundTrip("add s:x 0 1000 2\r\nzz\r\ngat -1 s:x\r\nget s:x\r\n", "STORED\r\nVALUE s:x 0 2\r\nzz\r\nEND\r\nEND\r\n")
+}
