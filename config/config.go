@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -180,6 +181,9 @@ type TableColumn struct {
 	Name     string `yaml:"name"`
 	Type     string `yaml:"type"`
 	Nullable bool   `yaml:"nullable"`
+	// AutoIncrement gives the table an auto-increment sequence, as MySQL's
+	// AUTO_INCREMENT does: a large_values_table's id draws from it.
+	AutoIncrement bool `yaml:"auto_increment"`
 }
 
 // API configures the REST and gRPC front ends.
@@ -221,6 +225,10 @@ type Container struct {
 	// Eviction: LRU-evict rows of this container's table when the embedded
 	// engine's memory limit is reached (cache semantics). Default true.
 	Eviction *bool `yaml:"eviction"`
+	// LargeValuesTable ("schema.table") keeps values longer than the value
+	// column in parts there, as ndbmemcache's large_values_table does: the
+	// table needs ext_id and ext_size columns.
+	LargeValuesTable string `yaml:"large_values_table"`
 }
 
 // KeyPrefix routes keys starting with Prefix to a container under a policy.
@@ -321,6 +329,17 @@ func (c *Config) Validate() error {
 		}
 		if len(ct.KeyColumns) == 0 || len(ct.ValueColumns) == 0 {
 			errs = append(errs, fmt.Errorf("%s (%s): needs key_columns and value_columns", where, ct.Name))
+		}
+		if lv := ct.LargeValuesTable; lv != "" {
+			if db, t, ok := strings.Cut(lv, "."); !ok || db == "" || t == "" {
+				errs = append(errs, fmt.Errorf("%s (%s): large_values_table %q: name it schema.table", where, ct.Name, lv))
+			}
+			if len(ct.ValueColumns) != 1 || ct.CasColumn == "" {
+				errs = append(errs, fmt.Errorf("%s (%s): large_values_table needs one value column and a cas_column", where, ct.Name))
+			}
+			if ct.ExpireColumn != "" {
+				errs = append(errs, fmt.Errorf("%s (%s): large_values_table keeps no expiry (an expired item's parts would never be freed): drop expire_column", where, ct.Name))
+			}
 		}
 	}
 	prefixes := map[string]bool{}

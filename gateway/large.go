@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ndbgate/ndbgate/ndbclient"
@@ -66,8 +67,8 @@ func ExternalValuesTable(db, name string) *ndbclient.Table {
 // KeepLargeValues makes c keep values longer than its value column in
 // parts, as ndbmemcache's large_values_table does. c's table needs ext_id
 // and ext_size (unsigned integers), one bytes value column and a cas
-// column (ndbgate conditions each large write on it); parts needs
-// ndbmemcache's id, part and content.
+// column (ndbgate conditions each large write on it), and c no expire
+// column; parts needs ndbmemcache's id, part and content.
 func (c *Container) KeepLargeValues(parts *ndbclient.Table) error {
 	t := c.Table
 	fail := func(format string, a ...any) error {
@@ -78,6 +79,11 @@ func (c *Container) KeepLargeValues(parts *ndbclient.Table) error {
 	}
 	if c.CasColumn < 0 {
 		return fail("needs a cas column: each write of a large value is conditioned on it")
+	}
+	if c.ExpireColumn >= 0 {
+		// The backend makes an expired row a miss, so the write that
+		// replaces it never learns of the parts it names.
+		return fail("keeps no expiry: an expired item's parts would never be freed; drop the expire column from the container")
 	}
 	lv := &LargeValues{Parts: parts, inline: t.Columns[c.ValueColumns[0]].Length}
 	unsigned := func(tb *ndbclient.Table, name string) (int, error) {
@@ -120,6 +126,24 @@ func (c *Container) KeepLargeValues(parts *ndbclient.Table) error {
 	c.Large = lv
 	c.widest = lv.max
 	return nil
+}
+
+// KeepLargeValuesIn is KeepLargeValues with the parts table named
+// "schema.table" (ndbmemcache's large_values_table), found by table, on a
+// backend that numbers parts (ndbclient.Sequencer).
+func (c *Container) KeepLargeValuesIn(name string, backend *ndbclient.Client, table func(db, name string) (*ndbclient.Table, error)) error {
+	db, tn, ok := strings.Cut(name, ".")
+	if !ok {
+		return ndbclient.Errorf(ndbclient.CodeSchemaError, "container %q: large_values_table %q is not schema.table", c.Name, name)
+	}
+	if _, ok := backend.Driver().(ndbclient.Sequencer); !ok {
+		return ndbclient.Errorf(ndbclient.CodeSchemaError, "container %q: large values need a backend that numbers their parts (%s does not)", c.Name, backend.Driver().Name())
+	}
+	parts, err := table(db, tn)
+	if err != nil {
+		return fmt.Errorf("container %q: large_values_table: %w", c.Name, err)
+	}
+	return c.KeepLargeValues(parts)
 }
 
 // ServesPolicy refuses a policy that would write c's items to the local

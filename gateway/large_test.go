@@ -228,6 +228,38 @@ func TestLargeValues(t *testing.T) {
 	}
 }
 
+// What a container with large values needs is said by name.
+func TestKeepLargeValuesSaysWhatIsMissing(t *testing.T) {
+	e := embedded.New(embedded.Config{})
+	t.Cleanup(func() { _ = e.Close() })
+	mainDef, partsDef := largeTables()
+	mainDef.Columns = append(mainDef.Columns, ndbclient.Column{Name: "expire_time", Type: ndbclient.TypeUint32})
+	main, err := e.CreateTable(mainDef)
+	require.NoError(t, err)
+	parts, err := e.CreateTable(partsDef)
+	require.NoError(t, err)
+	for _, x := range []struct {
+		change func(*gateway.ContainerSpec)
+		want   string
+	}{
+		{func(s *gateway.ContainerSpec) { s.CasColumn = "" }, "needs a cas column"},
+		{func(s *gateway.ContainerSpec) { s.ExpireColumn = "expire_time" }, "keeps no expiry"},
+		{func(s *gateway.ContainerSpec) { s.ValueColumns = []string{"string_value", "ext_id"} }, "exactly one value column"},
+	} {
+		spec := gateway.ContainerSpec{Name: "c", KeyColumns: []string{"mkey"}, ValueColumns: []string{"string_value"}, FlagsColumn: "flags", CasColumn: "cas_value"}
+		x.change(&spec)
+		c, err := gateway.NewContainer(spec, main)
+		require.NoError(t, err)
+		err = c.KeepLargeValues(parts)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), x.want)
+	}
+	spec := gateway.ContainerSpec{Name: "c", KeyColumns: []string{"mkey"}, ValueColumns: []string{"string_value"}, CasColumn: "cas_value"}
+	c, err := gateway.NewContainer(spec, main)
+	require.NoError(t, err)
+	assert.ErrorContains(t, c.KeepLargeValues(main), "has no column id")
+}
+
 // A value ndbmemcache wrote, in its layout, is read here; and the large
 // container takes no set of several keys, whose stores share one batch.
 func TestLargeValueWrittenByNdbmemcache(t *testing.T) {

@@ -392,6 +392,7 @@ func allRoutes(cfg config.Config, role *ndbmemcache.Config, backend, local *ndbc
 func buildRoutes(cfg config.Config, backend, local *ndbclient.Client, itemMax int) ([]gateway.Route, error) {
 	specs := map[string]gateway.ContainerSpec{}
 	tables := map[string]*ndbclient.Table{}
+	large := map[string]string{} // container: its large_values_table
 	def := gateway.DefaultContainerSpec()
 	specs[def.Name] = def
 	tables[def.Name] = gateway.DemoTable(itemMax)
@@ -403,6 +404,7 @@ func buildRoutes(cfg config.Config, backend, local *ndbclient.Client, itemMax in
 		}
 		t := memcacheShape(c, itemMax)
 		tables[c.Name] = t
+		large[c.Name] = c.LargeValuesTable
 	}
 	prefixes := cfg.KeyPrefixes
 	if len(prefixes) == 0 {
@@ -427,6 +429,14 @@ func buildRoutes(cfg config.Config, backend, local *ndbclient.Client, itemMax in
 			}
 			if c, err = gateway.BindContainer(specs[kp.Container], t); err != nil {
 				return nil, err
+			}
+			if lv := large[kp.Container]; lv != "" {
+				parts := func(db, name string) (*ndbclient.Table, error) {
+					return ensureTable(backend, gateway.ExternalValuesTable(db, name))
+				}
+				if err := c.KeepLargeValuesIn(lv, backend, parts); err != nil {
+					return nil, err
+				}
 			}
 			if local != nil {
 				if _, err := ensureTable(local, t); err != nil {
@@ -460,6 +470,9 @@ func memcacheShape(c config.Container, itemMax int) *ndbclient.Table {
 		t.PrimaryKey = append(t.PrimaryKey, len(t.Columns))
 		t.Columns = append(t.Columns, ndbclient.Column{Name: k, Type: ndbclient.TypeVarchar, Length: 250})
 	}
+	if c.LargeValuesTable != "" {
+		itemMax = largeInline // the rest in parts, as ndbmemcache's demo_table_large
+	}
 	for _, v := range c.ValueColumns {
 		t.Columns = append(t.Columns, ndbclient.Column{Name: v, Type: ndbclient.TypeVarbinary, Length: itemMax, Nullable: true})
 	}
@@ -475,8 +488,16 @@ func memcacheShape(c config.Container, itemMax int) *ndbclient.Table {
 	t.ExpireColumn = add(c.ExpireColumn, ndbclient.TypeUint32, false)
 	add(c.MathColumn, ndbclient.TypeUint64, true)
 	add(c.StateColumn, ndbclient.TypeUint64, true)
+	if c.LargeValuesTable != "" {
+		add(gateway.LargeIDColumn, ndbclient.TypeUint32, true)
+		add(gateway.LargeSizeColumn, ndbclient.TypeUint32, true)
+	}
 	return t
 }
+
+// largeInline is the value column of a container's table made with large
+// values in parts: ndbmemcache's demo_table_large's string_value.
+const largeInline = 2000
 
 // ensureTable returns the driver's table of t's name, creating it if the driver
 // can (the embedded engine); a table of another shape is a schema error. A

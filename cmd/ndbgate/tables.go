@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/ndbgate/ndbgate/config"
 	"github.com/ndbgate/ndbgate/gateway"
@@ -30,7 +31,7 @@ func buildTables(cfg config.Config, backend *ndbclient.Client) error {
 func tableSchema(tc config.Table) (*ndbclient.Table, error) {
 	t := &ndbclient.Table{Database: tc.Database, Name: tc.Name, Partitions: tc.Partitions, ExpireColumn: -1}
 	for _, c := range tc.Columns {
-		col := ndbclient.Column{Name: c.Name, Nullable: c.Nullable}
+		col := ndbclient.Column{Name: c.Name, Nullable: c.Nullable, AutoIncrement: c.AutoIncrement}
 		if err := ndbclient.ParseColumnType(c.Type, &col); err != nil {
 			return nil, fmt.Errorf("column %q: %w", c.Name, err)
 		}
@@ -125,6 +126,9 @@ func tablesToCreate(cfg config.Config, itemState bool) ([]*ndbclient.Table, erro
 	add(demo)
 	for _, c := range cfg.Containers {
 		add(memcacheShape(c, ndbValueLength))
+		if db, name, ok := strings.Cut(c.LargeValuesTable, "."); ok {
+			add(gateway.ExternalValuesTable(db, name))
+		}
 	}
 	return append(out, declared...), nil
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strings"
 
 	"github.com/ndbgate/ndbgate/gateway"
 	"github.com/ndbgate/ndbgate/ndbclient"
@@ -86,24 +85,7 @@ func (c *Container) build(backend *ndbclient.Client) (*gateway.Container, error)
 	if err != nil || c.LargeValuesTable == "" {
 		return gc, err
 	}
-	return gc, keepLargeValues(gc, c.LargeValuesTable, backend)
-}
-
-// keepLargeValues gives gc the parts table named "schema.table", as
-// ndbmemcache's large_values_table does.
-func keepLargeValues(gc *gateway.Container, name string, backend *ndbclient.Client) error {
-	db, table, ok := strings.Cut(name, ".")
-	if !ok {
-		return fmt.Errorf("container %q: large_values_table %q is not schema.table", gc.Name, name)
-	}
-	if _, ok := backend.Driver().(ndbclient.Sequencer); !ok {
-		return fmt.Errorf("container %q: large values need a backend that numbers them (%s does not)", gc.Name, backend.Driver().Name())
-	}
-	parts, err := backend.Table(db, table)
-	if err != nil {
-		return fmt.Errorf("container %q: large_values_table: %w", gc.Name, err)
-	}
-	return gc.KeepLargeValues(parts)
+	return gc, gc.KeepLargeValuesIn(c.LargeValuesTable, backend, backend.Table)
 }
 
 // mirror makes the local cache's table of t's name and shape.

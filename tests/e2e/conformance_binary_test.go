@@ -20,7 +20,9 @@ import (
 // values are compared as the order each server first showed them; a
 // request's cas is that server's latest for the key, 0, or one neither
 // made.
-func TestRandomBinaryConversationsMatchMemcached(t *testing.T) { conformanceRun(t, converseBinary) }
+func TestRandomBinaryConversationsMatchMemcached(t *testing.T) {
+	conformanceRun(t, converseBinary, 200)
+}
 
 // converseBinary is converse for the binary protocol.
 func converseBinary(t *testing.T, seed, attempt int, refAddr, gwAddr string) string {

@@ -26,19 +26,21 @@ import (
 // since the last access, as "some". Every conversation uses its own keys,
 // so none sees another's items. NDBGATE_TEST_CONFORMANCE_SEEDS sets how
 // many run (default 200).
-func TestRandomConversationsMatchMemcached(t *testing.T) { conformanceRun(t, converse) }
+func TestRandomConversationsMatchMemcached(t *testing.T) { conformanceRun(t, converse, 200) }
 
 // conformanceRun starts memcached and ndbgate and holds each seed's
 // conversation with both (converse describes the first difference, or
 // returns ""), retrying a difference once (retryOnce), and compares their
-// counters after each: after the retry's alone, when there was one.
-func conformanceRun(t *testing.T, converse func(t *testing.T, seed, attempt int, refAddr, gwAddr string) string) {
+// counters after each: after the retry's alone, when there was one. It
+// holds seeds conversations unless NDBGATE_TEST_CONFORMANCE_SEEDS says; args
+// are ndbgate's.
+func conformanceRun(t *testing.T, converse func(t *testing.T, seed, attempt int, refAddr, gwAddr string) string, seeds int, args ...string) {
 	if !haveMemcached() {
 		t.Skip("memcached not on PATH: nothing to compare against")
 	}
 	mcAddr, _ := startMemcached(t)
-	s := startServer(t)
-	seeds := envInt(t, "NDBGATE_TEST_CONFORMANCE_SEEDS", 200)
+	s := startServer(t, args...)
+	seeds = envInt(t, "NDBGATE_TEST_CONFORMANCE_SEEDS", seeds)
 	counters := newCounterCheck(t, mcAddr, s.memcacheAddr)
 	for seed := 1; seed <= seeds; seed++ {
 		excused := false
@@ -222,8 +224,15 @@ func retryOnce(t *testing.T, seed int, run func(attempt int) string) {
 // 1,024 connections), and describes the first difference ("" for none).
 // Each attempt has keys of its own.
 func converse(t *testing.T, seed, attempt int, refAddr, gwAddr string) string {
+	return converseWith(t, seed, attempt, refAddr, gwAddr, false)
+}
+
+// converseWith is converse; forever holds a conversation whose items never
+// expire (conversation.forever).
+func converseWith(t *testing.T, seed, attempt int, refAddr, gwAddr string, forever bool) string {
 	rng := rand.New(rand.NewSource(int64(seed)))
 	conv := newConversation(rng, fmt.Sprintf("cf%d.%d:", seed, attempt))
+	conv.forever = forever
 	ref, gw := newSpeaker(t, refAddr), newSpeaker(t, gwAddr)
 	defer ref.c.close()
 	defer gw.c.close()
@@ -394,6 +403,10 @@ func (s *speaker) normalize(line string) string {
 type conversation struct {
 	rng    *rand.Rand
 	prefix string
+	// forever: no command sets a TTL or asks for one (a container with
+	// large values keeps no expiry): exptimes are 0, and gat, touch and
+	// the meta flags T and t are left out.
+	forever bool
 }
 
 func newConversation(rng *rand.Rand, prefix string) *conversation {
@@ -474,6 +487,9 @@ func (c *conversation) value() string {
 // sees it pass.
 // Signs, and values memcached's C parsers truncate to 32 bits, among them.
 func (c *conversation) exptime() string {
+	if c.forever {
+		return "0"
+	}
 	return c.pick("0", "0", "-1", "1000", "+1000", "-0", "4294967296")
 }
 
@@ -502,6 +518,14 @@ func (c *conversation) cas(key string) string {
 func (c *conversation) metaFlags(flags ...string) string {
 	var b strings.Builder
 	for _, f := range flags {
+		if c.forever {
+			switch f {
+			case "T1000", "t":
+				continue
+			case "N1000":
+				f = "N0"
+			}
+		}
 		if c.rng.Intn(3) == 0 {
 			b.WriteString(" " + f)
 		}
@@ -515,7 +539,11 @@ func (c *conversation) next() string {
 	if c.rng.Intn(8) == 0 {
 		noreply = " noreply"
 	}
-	switch c.rng.Intn(14) {
+	choice := c.rng.Intn(14)
+	if c.forever && (choice == 4 || choice == 5) {
+		choice = 3 // a get instead of gat or touch
+	}
+	switch choice {
 	case 0, 1:
 		v := c.value()
 		verb := c.pick("set", "set", "add", "replace", "append", "prepend")

@@ -1,0 +1,168 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/bradfitz/gomemcache/memcache"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// largeValuesConfig serves every key from a container that keeps values
+// longer than 8 bytes in parts of 512, as ndbmemcache's demo_ext keeps
+// those longer than 2,000 in external_values: nearly every value of a
+// conversation crosses from the row into parts and back.
+const largeValuesConfig = `
+tables:
+  - database: app
+    name: large_items
+    primary_key: [mkey]
+    columns:
+      - {name: mkey, type: VARCHAR(250)}
+      - {name: string_value, type: VARBINARY(8), nullable: true}
+      - {name: flags, type: INT UNSIGNED}
+      - {name: cas_value, type: BIGINT UNSIGNED}
+      - {name: math_value, type: BIGINT UNSIGNED, nullable: true}
+      - {name: item_state, type: BIGINT UNSIGNED, nullable: true}
+      - {name: ext_id, type: INT UNSIGNED, nullable: true}
+      - {name: ext_size, type: INT UNSIGNED, nullable: true}
+  - database: app
+    name: large_parts
+    primary_key: [id, part]
+    columns:
+      - {name: id, type: INT UNSIGNED, auto_increment: true}
+      - {name: part, type: SMALLINT}
+      - {name: content, type: VARBINARY(512)}
+containers:
+  - name: large
+    database: app
+    table: large_items
+    key_columns: [mkey]
+    value_columns: [string_value]
+    flags_column: flags
+    cas_column: cas_value
+    math_column: math_value
+    state_column: item_state
+    large_values_table: app.large_parts
+key_prefixes:
+  - {prefix: "", container: large, policy: ndb-only}
+`
+
+// The random conversations of TestRandomConversationsMatchMemcached, with
+// every value in parts once it is longer than 8 bytes: memcached, which
+// has no parts, says what each reply must be. The container keeps no
+// expiry (KeepLargeValues), so the conversations set none.
+func TestRandomConversationsWithLargeValuesMatchMemcached(t *testing.T) {
+	converseForever := func(t *testing.T, seed, attempt int, refAddr, gwAddr string) string {
+		return converseWith(t, seed, attempt, refAddr, gwAddr, true)
+	}
+	conformanceRun(t, converseForever, 60, "--config", writeFile(t, "ndbgate.yaml", largeValuesConfig))
+}
+
+// bigConfig puts "b:" on a container whose table ndbgate makes in the shape
+// of ndbmemcache's demo_table_large (2,000 bytes in the row) with its parts
+// in external_values' shape (13,950 bytes each).
+const bigConfig = `
+containers:
+  - name: big
+    database: app
+    table: big
+    key_columns: [mkey]
+    value_columns: [string_value]
+    flags_column: flags
+    cas_column: cas_value
+    large_values_table: app.big_parts
+key_prefixes:
+  - {prefix: "b:", container: big, policy: ndb-only}
+  - {prefix: "", container: default, policy: ndb-only}
+`
+
+// Values up to memcached's 1 MiB item through memcache clients, REST and
+// the row API, kept in ndbmemcache's layout: the row names the value's id
+// and size, and the parts hold it.
+func TestLargeValuesThroughClients(t *testing.T) {
+	srv := startServer(t, "--config", writeFile(t, "ndbgate.yaml", bigConfig))
+	mb := strings.Repeat("0123456789abcdef", 1<<16)[:1000000]
+	mid := strings.Repeat("m", 30000)
+
+	t.Run("gomemcache", func(t *testing.T) {
+		mc := newClient(t, srv.memcacheAddr)
+		require.NoError(t, mc.Set(&memcache.Item{Key: "b:mb", Value: []byte(mb), Flags: 5}))
+		requireItem(t, mc, "b:mb", mb, 5)
+		require.NoError(t, mc.Set(&memcache.Item{Key: "b:short", Value: []byte("s")}))
+		require.NoError(t, mc.Set(&memcache.Item{Key: "b:mid", Value: []byte(mid)}))
+		got, err := mc.GetMulti([]string{"b:mb", "b:short", "b:mid", "b:none"})
+		require.NoError(t, err)
+		require.Len(t, got, 3)
+		assert.Equal(t, mb, string(got["b:mb"].Value))
+		assert.Equal(t, "s", string(got["b:short"].Value))
+		assert.Equal(t, mid, string(got["b:mid"].Value))
+
+		require.NoError(t, mc.Append(&memcache.Item{Key: "b:short", Value: []byte(mid)}))
+		require.NoError(t, mc.Prepend(&memcache.Item{Key: "b:short", Value: []byte("<")}))
+		requireItem(t, mc, "b:short", "<s"+mid, 0)
+
+		it := requireItem(t, mc, "b:mid", mid, 0)
+		it.Value = []byte(mid + mid)
+		require.NoError(t, mc.CompareAndSwap(it))
+		it.Value = []byte("stale")
+		assert.ErrorIs(t, mc.CompareAndSwap(it), memcache.ErrCASConflict)
+		requireItem(t, mc, "b:mid", mid+mid, 0)
+
+		_, err = mc.Increment("b:mid", 1)
+		assert.Error(t, err, "not a number")
+		require.NoError(t, mc.Delete("b:mid"))
+		requireMiss(t, mc, "b:mid")
+	})
+
+	t.Run("text, meta and binary", func(t *testing.T) {
+		c := dialRaw(t, srv.memcacheAddr)
+		defer c.close()
+		c.roundTrip(fmt.Sprintf("set b:t 3 0 %d\r\n%s\r\nget b:t\r\n", len(mid), mid), fmt.Sprintf("STORED\r\nVALUE b:t 3 %d\r\n%s\r\nEND\r\n", len(mid), mid))
+		c.roundTrip(fmt.Sprintf("ms b:t %d F4 T0\r\n%s\r\nmg b:t v f s\r\n", len(mb), mb), fmt.Sprintf("HD\r\nVA %d f4 s%d\r\n%s\r\n", len(mb), len(mb), mb))
+		c.roundTrip("mg b:t s\r\n", fmt.Sprintf("HD s%d\r\n", len(mb)))
+		bc := dialRaw(t, srv.memcacheAddr)
+		defer bc.close()
+		bc.send(string(binRequest(0x00, []byte("b:t"), nil, nil, 9)))
+		status, opaque, body := readBinResponse(t, bc)
+		assert.Equal(t, uint16(0), status)
+		assert.Equal(t, uint32(9), opaque)
+		assert.Equal(t, mb, body[4:], "after the 4 bytes of flags")
+		c.roundTrip(fmt.Sprintf("set b:t 0 0 %d\r\n%s\r\n", len(mb)+2, mb+"xx"), "STORED\r\n")
+		c.roundTrip("md b:t q\r\nmn\r\n", "MN\r\n")
+		c.roundTrip("get b:t\r\n", "END\r\n")
+	})
+
+	t.Run("REST and the row API", func(t *testing.T) {
+		req, err := http.NewRequest(http.MethodPut, "http://"+srv.restAddr+"/v1/kv/big/r", strings.NewReader(mid))
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusNoContent, resp.StatusCode)
+		code, body := srv.httpGet(t, "/v1/kv/big/r")
+		assert.Equal(t, http.StatusOK, code)
+		assert.Equal(t, mid, body)
+
+		// ndbmemcache's layout: no value in the row, its id and size there.
+		rows := newSpecClient(t, srv)
+		r := rows.post("/0.1.0/app/big/pk-read", `{"filters":[{"column":"mkey","value":"r"}]}`)
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		data := r.json(t)["data"].(map[string]any)
+		assert.Nil(t, data["string_value"])
+		assert.EqualValues(t, len(mid), data["ext_size"])
+		id := data["ext_id"]
+		require.NotNil(t, id)
+		for part, n := range []int{13950, 13950, 30000 - 2*13950} {
+			r := rows.post("/0.1.0/app/big_parts/pk-read", fmt.Sprintf(`{"filters":[{"column":"id","value":%v},{"column":"part","value":%d}],"readColumns":[{"column":"content","dataReturnType":"default"}]}`, id, part))
+			require.Equal(t, http.StatusOK, r.status, "part %d: %s", part, r.body)
+			content, _ := r.json(t)["data"].(map[string]any)["content"].(string)
+			assert.Len(t, content, (n+2)/3*4, "part %d: %d bytes, in base64", part, n)
+		}
+		r = rows.post("/0.1.0/app/big_parts/pk-read", fmt.Sprintf(`{"filters":[{"column":"id","value":%v},{"column":"part","value":3}]}`, id))
+		assert.Equal(t, http.StatusNotFound, r.status, "three parts, no more")
+	})
+}
