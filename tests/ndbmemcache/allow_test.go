@@ -76,6 +76,18 @@ var known = []struct {
 	{"a value too large for memcached's 1 MB items (1048576 bytes or more: the item header counts) on an NDB prefix: memcached.c:4302-4316 answers SERVER_ERROR and calls the engine's remove, which ndbmemcache runs asynchronously (EWOULDBLOCK) while memcached goes on; the workitem left on the connection is taken for the next command's callback (ndb_engine.c:366-369, 452-460), and ndbmemcache CRASHES (SIGSEGV in ndb_get/ndb_remove) at that set or a later command. Its binary error text is read from a stack buffer gone by then (write_bin_packet, memcached.c:1366, 1434-1436): arbitrary bytes instead of \"Too large\"",
 		[]string{"ndb/value-over-1mb/*", "ndb/binary-over-1mb/*"}},
 
+	// --- ndbmemcache's large values (demo_ext, external_values) --------------
+	{"a value in parts read by ndbmemcache carries cas 0: ExternalValue::build_hash_item (src/ExternalValue.cc:813-846) makes the item without the row's cas_value; ndbgate answers the row's cas, as memcached answers the item's. So ndbmemcache's cas of such a value never matches (EXISTS), and ndbgate's stores",
+		[]string{"ndb/large-values/gets", "ndb/large-values/cas good"}},
+	{"append or prepend to a value in parts: ndbmemcache writes the row's flags from the append's own item (ExternalValue::setMiscColumns, src/ExternalValue.cc:576-597, hash_item_get_flags of the affix: 0); memcached and ndbgate keep the item's flags",
+		[]string{"ndb/large-values/append across a part", "ndb/large-values/prepend"}},
+	{"incr on demo_ext, which has no increment column: ndbmemcache refuses all arithmetic there (src/ndb_engine.c:647-651, ENGINE_NOT_STORED: SERVER_ERROR failed to store item); ndbgate reads the value as memcached does and finds it not a number",
+		[]string{"ndb/large-values/incr of a large value"}},
+	{"ndb-caching: after a set of a value short enough for the row, ndbmemcache's append out of the row reads the affix alone (its local cache is not kept consistent, as in ndb-caching/append-prepend), and stores the affix as the whole value; ndbgate appends to the stored value",
+		[]string{"ndb-caching/large-values/append out of the row", "ndb-caching/large-values/add new, large", "ndb-caching/large-values-binary/binary append"}},
+	{"binary GET of a value in parts: ndbmemcache answers a cas other than the one its SET or APPEND returned, since build_hash_item (src/ExternalValue.cc:813-846) makes a new item without the row's cas_value, which its memcached gives a cas of its own; after APPEND the flags are the affix's 0 too (ExternalValue::setMiscColumns). memcached and ndbgate answer the cas the write returned, and keep the flags",
+		[]string{"ndb/large-values-binary/binary append", "ndb-caching/large-values-binary/binary set and get"}},
+
 	// --- ndbmemcache's caching policy (ndb-caching) --------------------------
 	{"ndb-caching: ndbmemcache's local cache is not kept consistent with NDB (ndb_worker.cc:1093-1101: \"Memcapable INCR/DECR/APPEND/PREPEND tests fail when local caching is enabled\"): after append/prepend the cache holds the affix alone, after incr/decr the old value; a cached item has another cas than the row (so a cas from gets is EXISTS), and values cached after a read have the wrong length (ndb_worker.cc:1176 \"fixme: probably nbytes is wrong\": trailing NUL bytes). ndbgate's caching keeps the cache and NDB alike",
 		[]string{"ndb-caching/append-prepend/*", "ndb-caching/prepend-after-incr/get incremented", "ndb-caching/cas/*", "ndb-caching/incr-decr/*",

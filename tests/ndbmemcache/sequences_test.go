@@ -434,6 +434,39 @@ func sequences() []sequence {
 				T("delete", "delete "+a+"\r\nget "+a+"\r\n"),
 			}
 		}},
+		// demo_ext under "b:": values over string_value's 2,000 bytes go in
+		// external_values' parts of 13,950 bytes.
+		{name: "large-values", only: []string{"default_role", "db-only", "ndb-caching"}, prefix: "b:", steps: func(k keyer) []step {
+			a, b, n := k("a"), k("b"), k("n")
+			v := func(c string, n int) string { return strings.Repeat(c, n) }
+			return []step{
+				T("set 2000 bytes, in the row", set(a, v("r", 2000))+"get "+a+"\r\n"),
+				T("set 2001 bytes, in a part", set(a, v("p", 2001))+"get "+a+"\r\n"),
+				T("set 30000 bytes, three parts", cmd("set", a, 7, 0, v("t", 30000))+"gets "+a+"\r\n"),
+				T("replace with 100000 bytes", cmd("replace", a, 8, 0, v("h", 100000))+"get "+a+"\r\n"),
+				T("append across a part", cmd("append", a, 0, 0, v("A", 13000))+"get "+a+"\r\n"),
+				T("prepend", cmd("prepend", a, 0, 0, "<")+"get "+a+"\r\n"),
+				T("gets", "gets "+a+"\r\n"),
+				T("cas good", "cas "+a+" 1 0 40000 {cas:"+a+"}\r\n"+v("c", 40000)+"\r\nget "+a+"\r\n"),
+				T("cas stale", "cas "+a+" 1 0 3 {cas:"+a+"#0}\r\nold\r\n"),
+				T("incr of a large value", "incr "+a+" 1\r\n"),
+				T("back into the row", set(a, "short")+"get "+a+"\r\n"),
+				T("append out of the row", cmd("append", a, 0, 0, v("o", 5000))+"get "+a+"\r\n"),
+				T("add existing", cmd("add", a, 0, 0, v("x", 20000))),
+				T("add new, large", cmd("add", b, 2, 0, v("y", 20000))+"get "+a+" "+b+"\r\n"),
+				T("delete", "delete "+a+"\r\nget "+a+"\r\ndelete "+a+"\r\n"),
+				T("pipelined", set(n, v("1", 3000))+set(b, v("2", 60000))+"get "+n+" "+b+"\r\ndelete "+b+"\r\nget "+b+"\r\n"),
+			}
+		}},
+		{name: "large-values-binary", only: []string{"default_role", "db-only", "ndb-caching"}, prefix: "b:", steps: func(k keyer) []step {
+			a := k("a")
+			v := func(c string, n int) string { return strings.Repeat(c, n) }
+			return []step{
+				B("binary set and get", bset(opSet, a, v("B", 50000), 3), bkey(opGet, a)),
+				B("binary append", binReq{op: opAppend, key: a, value: []byte(v("C", 9000))}, bkey(opGet, a)),
+				B("binary delete", bkey(opDelete, a), bkey(opGet, a)),
+			}
+		}},
 		{name: "binary-basics", steps: func(k keyer) []step {
 			a, b, c, d := k("a"), k("b"), k("c"), k("d")
 			return []step{
