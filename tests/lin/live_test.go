@@ -75,6 +75,9 @@ type scenario struct {
 	// search grows fast with a key's history: 4 keys gave it about 7,000
 	// operations each in 10 s, more than the checker's bound could decide.
 	keys int
+	// large serves every key from a container with large values in parts
+	// (large_test.go), with values of about 33 KB.
+	large bool
 	// polling is how many of the gateways (the first ones) run with both
 	// busy polls on; the others run with both off, so that one history
 	// holds lone requests that poll for their answer and ones that sleep for
@@ -101,6 +104,11 @@ func (sc scenario) run(t *testing.T) {
 		}
 		args = []string{"--config", cfg}
 	}
+	if sc.large {
+		cfg := largeConfigFile(t)
+		createLargeTables(t, cs, cfg)
+		args = []string{"--config", cfg}
+	}
 	var gws []*gateway
 	for i := 0; i < sc.gateways; i++ {
 		a := args
@@ -119,6 +127,10 @@ func (sc scenario) run(t *testing.T) {
 	}
 	w := Workload{Keys: keys(n), Weights: DefaultWeights, Pause: time.Millisecond}
 	cs2 := clients(gws, sc.meta, sc.rest, liveOpTimeout)
+	if sc.large {
+		w.Weights, w.Repeat = LargeWeights, largeRepeat
+		cs2 = largeClients(gws, sc.meta, sc.rest, liveOpTimeout)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx, rec, 0, cs2); close(done) }()
@@ -236,6 +248,23 @@ func TestLiveDataNodeKilled(t *testing.T) {
 		t.Fatalf("node %d must be started", victim)
 	}
 	scenario{gateways: 2, meta: 6, rest: 2, before: 5 * time.Second, after: 5 * time.Second, polling: 1,
+		fault: func(t *testing.T, _ []*gateway) {
+			if err := ndbproc.KillDataNode(cs, victim, 5*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}}.run(t)
+}
+
+// TestLiveLargeValuesDataNodeKilled: TestLiveDataNodeKilled with every
+// value in parts: a large value's row and parts are one transaction, so the
+// kill aborts both or neither.
+func TestLiveLargeValuesDataNodeKilled(t *testing.T) {
+	cs := liveFaults(t)
+	victim := envInt("NDBGATE_TEST_KILL_NODE", 2)
+	if !ndbproc.NodeStarted(cs, victim) {
+		t.Fatalf("node %d must be started", victim)
+	}
+	scenario{gateways: 2, meta: 6, rest: 2, before: 5 * time.Second, after: 5 * time.Second, large: true,
 		fault: func(t *testing.T, _ []*gateway) {
 			if err := ndbproc.KillDataNode(cs, victim, 5*time.Minute); err != nil {
 				t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 )
@@ -17,7 +18,16 @@ type Workload struct {
 	// Weights of set, get, cas, incr and delete; incr goes to a set on a
 	// client without it.
 	Weights [5]int
+	// Repeat, when above 1, makes each value its number written Repeat
+	// times, with a dot after each: long values, every byte of them
+	// unique to the write, so that a value put together from parts of two
+	// writes is seen. incr then finds no number: give it no weight.
+	Repeat int
 }
+
+// LargeWeights are DefaultWeights without incr, for values that are no
+// numbers (Repeat).
+var LargeWeights = [5]int{Set: 25, Get: 40, Cas: 20, Delete: 15}
 
 // DefaultWeights reads about as often as it writes, and leaves CAS a fair
 // chance of finding its token current.
@@ -60,6 +70,9 @@ func (w Workload) client(ctx context.Context, rec *Recorder, id int, c Client) {
 		switch in.Kind {
 		case Set, Cas:
 			in.Value = fmt.Sprint(uint64(id+1)*1_000_000_000 + uint64(seq))
+			if w.Repeat > 1 {
+				in.Value = strings.Repeat(in.Value+".", w.Repeat)
+			}
 			in.Cas = tokens[in.Key]
 			if in.Kind == Cas && in.Cas == 0 {
 				in.Cas = 1 + rng.Uint64N(1000) // no token seen yet: most likely a stale one
