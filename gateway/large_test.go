@@ -291,6 +291,15 @@ func TestLargeValueWrittenByNdbmemcache(t *testing.T) {
 	require.Equal(t, gateway.OutcomeStored, h.set(t, "nk", "x").Outcome)
 	assert.Zero(t, h.partRows(t))
 	assert.False(t, h.svc.SetsCanShareABatch())
+	// A run of sets begun before the routes changed: the key fails alone.
+	r := h.req
+	r.Reset()
+	r.Verb = gateway.VerbSet
+	r.AddSet([]byte("nk"), []byte(value("s", 40)), 0, 0)
+	h.run(t, r)
+	require.Len(t, r.Items, 1)
+	assert.Equal(t, ndbclient.CodeTemporary, ndbclient.CodeOf(r.Items[0].Err))
+	assert.Equal(t, "x", h.get(t, "nk"))
 }
 
 // Writers racing on a few keys with long values of their own: every get

@@ -606,6 +606,10 @@ func (r *Request) startSets() {
 			it.Err = errSetDisabled
 			continue
 		}
+		if t.route.Container.Large != nil { // likewise: SetsCanShareABatch
+			it.Err = errSetLarge
+			continue
+		}
 		if c := r.clientOf(t); cl == nil {
 			cl = c
 		} else if c != cl {
@@ -641,6 +645,10 @@ func (r *Request) startSets() {
 // errMixedSets refuses a key of a set of several whose route writes through
 // another client than the first key's: one request is one batch.
 var errMixedSets = ndbclient.Errorf(ndbclient.CodeInvalidArgument, "keys of one multi-key set must share a write path (local or backend)")
+
+// errSetLarge refuses a key of a set of several whose container keeps large
+// values: their writes take stages of their own.
+var errSetLarge = ndbclient.Errorf(ndbclient.CodeTemporary, "the key prefix's container keeps large values, which a set of several keys cannot write; send the set again")
 
 // errSetDisabled refuses a key of a set of several whose policy disables sets.
 var errSetDisabled = ndbclient.Errorf(ndbclient.CodeInvalidArgument, "the key prefix's policy disables sets")
