@@ -233,6 +233,15 @@ func (lv *LargeValues) touches(c *Container, o *ndbclient.Op) bool {
 	return false
 }
 
+// large is the request's large-value state, made when first needed: most
+// requests never touch a large value.
+func (r *Request) large() *largeState {
+	if r.lg == nil {
+		r.lg = &largeState{}
+	}
+	return r.lg
+}
+
 // ---- reads ----
 
 // largeProjection appends the row's ext_id and ext_size to a read of c.
@@ -240,7 +249,7 @@ func (r *Request) largeProjection(c *Container, read []int) []int {
 	if c.Large == nil {
 		return read
 	}
-	r.lg.reading = true
+	r.large().reading = true
 	return append(read, c.Large.IDColumn, c.Large.SizeColumn)
 }
 
@@ -382,7 +391,7 @@ func (r *Request) submitWrite(st stage, i int) {
 		return
 	}
 	o := &r.ops[i]
-	lg := &r.lg
+	lg := r.large()
 	lg.touched = true
 	lg.resume, lg.from, lg.to, lg.w = st, i, i+1, i
 	lg.kind, lg.hasCond, lg.condCol, lg.condVal, lg.nset = o.Kind, o.HasCond, o.CondColumn, o.CondValue, len(o.Set)
@@ -398,7 +407,7 @@ func (r *Request) submitWrite(st stage, i int) {
 // largeWriteStart reads the row's header, unless the write is an insert,
 // which has no old parts to free.
 func (r *Request) largeWriteStart() {
-	lg := &r.lg
+	lg := r.lg
 	lg.upsert, lg.ours, lg.old = false, false, header{}
 	if lg.kind == ndbclient.OpInsert {
 		r.largeWriteBuild()
@@ -416,7 +425,7 @@ func (r *Request) largeWriteStart() {
 // largeHeaderDone turns the write into one conditioned on the cas the row
 // had, so that the parts it frees are the ones the row named.
 func (r *Request) largeHeaderDone() {
-	lg := &r.lg
+	lg := r.lg
 	c := r.targets[0].route.Container
 	w, p := &r.ops[lg.w], &r.ops[lg.w+1]
 	switch ndbclient.CodeOf(p.Err) {
@@ -464,7 +473,7 @@ func (r *Request) largeHeaderDone() {
 // numbered from the parts table's sequence, or clears ext_id and ext_size
 // for a value the row holds itself.
 func (r *Request) largeWriteBuild() {
-	lg := &r.lg
+	lg := r.lg
 	c := r.targets[0].route.Container
 	w := &r.ops[lg.w]
 	if lg.valueAt < 0 || len(lg.value) <= c.Large.inline {
@@ -495,7 +504,7 @@ func (r *Request) largeWriteBuild() {
 const largeSequenceWait = 10 * time.Second
 
 func (r *Request) largeWriteParts(id uint64, err error) {
-	lg := &r.lg
+	lg := r.lg
 	c := r.targets[0].route.Container
 	lv := c.Large
 	if err != nil {
@@ -524,7 +533,7 @@ func (r *Request) largeWriteParts(id uint64, err error) {
 // largeWriteDone tries again when a write of our own making lost a race,
 // and frees the parts the row named before a write that replaced them.
 func (r *Request) largeWriteDone() {
-	lg := &r.lg
+	lg := r.lg
 	w := &r.ops[lg.w]
 	code := ndbclient.CodeOf(w.Err)
 	lost := code == ndbclient.CodeConditionFailed && lg.ours || code == ndbclient.CodeDuplicate && lg.upsert ||

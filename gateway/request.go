@@ -182,13 +182,9 @@ type Request struct {
 	// abandoned too (Abandon).
 	abandoned atomic.Bool
 	stage     stage
-	// from and to are the ops of the batch last submitted.
-	from, to int
-	// lg is the progress of a large value's stages (large.go).
-	lg    largeState
-	pass  pass
-	used  int // op slots used by this request's get passes
-	spans []textSpan
+	pass      pass
+	used      int // op slots used by this request's get passes
+	spans     []textSpan
 
 	backendFrom, backendTo int // op slots of the get's backend pass
 	attempts               int
@@ -198,6 +194,11 @@ type Request struct {
 	fields  [][]byte
 	textBuf []byte
 	onBatch func(*ndbclient.Batch, error)
+	// from and to are the ops of the batch last submitted.
+	from, to int
+	// lg is the progress of a large value's stages (large.go); nil until
+	// the request first meets a container with large values.
+	lg *largeState
 }
 
 // keySet is one key's item in a set of several keys.

@@ -11,7 +11,9 @@ import "github.com/ndbgate/ndbgate/ndbclient"
 func (s *Service) Do(r *Request) {
 	r.svc = s
 	r.Outcome, r.Err, r.Number, r.NewCas = OutcomeNone, nil, 0, 0
-	r.lg.reading = false
+	if r.lg != nil {
+		r.lg.reading = false
+	}
 	if len(r.keyEnds) == 0 {
 		r.fail(ndbclient.Errorf(ndbclient.CodeInvalidArgument, "no key"))
 		r.finish()
@@ -134,7 +136,7 @@ func (r *Request) batchDone(_ *ndbclient.Batch, err error) {
 		r.finish()
 		return
 	}
-	if r.lg.reading && (r.stage == stageGet || r.stage == stageReadModify) && r.largeReads(r.stage, r.from, r.to) {
+	if r.lg != nil && r.lg.reading && (r.stage == stageGet || r.stage == stageReadModify) && r.largeReads(r.stage, r.from, r.to) {
 		return
 	}
 	r.stageDone()
@@ -183,7 +185,7 @@ func (r *Request) finish() {
 			r.invalidateLocal(t)
 		}
 	}
-	if r.lg.touched {
+	if r.lg != nil && r.lg.touched {
 		// A large value's parts and text: not kept for the next request.
 		r.lg.touched = false
 		r.ops, r.textBuf = nil, nil
