@@ -244,6 +244,9 @@ func (c *Container) Prepare() error {
 			c.widest += 64 // a number's or a date's text
 		}
 	}
+	if c.Large != nil {
+		c.widest = c.Large.max
+	}
 	return nil
 }
 

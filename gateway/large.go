@@ -219,7 +219,7 @@ type largeRead struct {
 	at   int // first op of its parts transaction
 }
 
-// largeTouches says whether write o needs the large stages: it deletes a row
+// touches says whether write o needs the large stages: it deletes a row
 // that may name parts, or sets the value column.
 func (lv *LargeValues) touches(c *Container, o *ndbclient.Op) bool {
 	if o.Kind == ndbclient.OpDelete {
@@ -271,6 +271,11 @@ func (r *Request) largeReads(st stage, from, to int) bool {
 		c := rt.Container
 		at := len(o.Row) - 2
 		id, size, long := readHeader(o.Row, at)
+		if long && size > c.Large.max {
+			// Written by another client: not read, so memory stays bounded.
+			o.Err = ndbclient.Errorf(ndbclient.CodeInternal, "the row names a large value of %d bytes, more than %s's %d", size, c.Name, c.Large.max)
+			continue
+		}
 		if long {
 			var cas uint64 // 0 when the read left the cas out
 			for k, col := range o.Read {
@@ -555,7 +560,7 @@ func (r *Request) largeWriteDone() {
 	}
 	// The row no longer names the old parts: nobody can read them now.
 	lv := r.targets[0].route.Container.Large
-	np := lv.parts(lg.old.size)
+	np := min(lv.parts(lg.old.size), maxParts) // a row another client wrote may claim more
 	r.op(lg.w + np)
 	for k := 0; k < np; k++ {
 		p := r.op(lg.w + 1 + k)

@@ -287,6 +287,16 @@ func TestLargeValueWrittenByNdbmemcache(t *testing.T) {
 	assert.Error(t, g.Items[0].Err)
 	assert.False(t, g.Items[0].Hit)
 
+	// A row naming more than 256 parts is refused, not read.
+	ops[0].Set[4].Value = ndbclient.Uint(4_000_000_000)
+	require.NoError(t, h.backendDrv.Execute(context.Background(), &ndbclient.Batch{Ops: ops[:1]}))
+	g = h.do(t, gateway.VerbGet, "", nil, "nk")
+	assert.ErrorContains(t, g.Items[0].Err, "more than")
+
+	// A multi-get's pieces are sized by the largest value, not by the
+	// rows, which hold none of it.
+	assert.Equal(t, gateway.MultiGetPieceBytes/largeMax, h.svc.MultiGetPiece())
+
 	// The replacing set frees ndbmemcache's parts.
 	require.Equal(t, gateway.OutcomeStored, h.set(t, "nk", "x").Outcome)
 	assert.Zero(t, h.partRows(t))

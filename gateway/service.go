@@ -192,7 +192,7 @@ func (s *Service) largestValue() int {
 	largest := 0
 	for _, c := range s.routing.Load().containers {
 		n := min(c.widest, s.itemMax)
-		if held, ok := s.largestRow(c.Table); ok {
+		if held, ok := s.largestRow(c.Table); ok && c.Large == nil { // a large value's row holds none of its parts
 			n = min(n, held)
 		}
 		largest = max(largest, n)
