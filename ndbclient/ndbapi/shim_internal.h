@@ -382,6 +382,25 @@ void freeRecs(Conn &c, TableRecs &r);
 void releaseRecs(Conn &c, TableRecs &r);
 void releaseRetired(Conn &c);
 
+// shim_scan.cpp
+
+// DictCall is a call on the first connection's dictionary Ndb, outside any
+// flight (a scan, a sequence): while it lives it holds flightMu shared, so
+// that no refresh frees the table objects, and dictMu, since each executor's
+// Ndb is its own thread's.
+struct DictCall {
+  std::shared_lock<std::shared_mutex> rg;
+  std::lock_guard<std::mutex> g;
+  Ndb *ndb;
+  explicit DictCall(ndbgate_pool *pool);
+  // table is table_id's records, or null with e set, nothing sent, when no
+  // data node is reachable or the id was never described.
+  const TableRecs *table(ndbgate_pool *pool, int table_id, NdbError &e);
+};
+// reportError gives a C caller e: code, status and classification in
+// ndb_error[3], the message in err.
+void reportError(const NdbError &e, int *ndb_error, char *err, int errlen);
+
 // shim_program.cpp
 bool addable(const NdbDictionary::Column *c);
 bool hasProgram(const Op &op);

@@ -7,6 +7,32 @@
 
 using namespace shim;
 
+namespace shim {
+
+DictCall::DictCall(ndbgate_pool *pool)
+    : rg(pool->flightMu), g(pool->dictMu), ndb(pool->conns.empty() ? nullptr : pool->conns[0].dict) {}
+
+const TableRecs *DictCall::table(ndbgate_pool *pool, int table_id, NdbError &e) {
+  if (pool->detached.load() || !ndb) {
+    // Nothing is sent: 4009 so marked maps to Unavailable (wire.go).
+    shimError(e, kErrClusterFail, NdbError::NodeRecoveryError, "cluster failure: no data node reachable; reconnecting");
+    e.status = NdbError::TemporaryError;
+    return nullptr;
+  }
+  const TableRecs *r = tableOf(pool, static_cast<uint32_t>(table_id), 0);
+  if (!r) shimError(e, 284, NdbError::SchemaError, "unknown table id in an ndbgate dictionary call");
+  return r;
+}
+
+void reportError(const NdbError &e, int *ndb_error, char *err, int errlen) {
+  ndb_error[0] = e.code;
+  ndb_error[1] = static_cast<int>(e.status);
+  ndb_error[2] = static_cast<int>(e.classification);
+  setErr(err, errlen, e.message ? e.message : "");
+}
+
+}  // namespace shim
+
 extern "C" {
 
 int ndbgate_row_count(ndbgate_pool *pool, int table_id, unsigned long long *rows, char *err, int errlen) {
@@ -55,26 +81,13 @@ int ndbgate_scan_rows(ndbgate_pool *pool, int table_id, const unsigned short *co
   ndb_error[0] = ndb_error[1] = ndb_error[2] = 0;
   NdbError e;
   auto fail = [&](const NdbError &ne) {
-    ndb_error[0] = ne.code;
-    ndb_error[1] = static_cast<int>(ne.status);
-    ndb_error[2] = static_cast<int>(ne.classification);
-    setErr(err, errlen, ne.message ? ne.message : "");
+    reportError(ne, ndb_error, err, errlen);
     return NDBGATE_SCAN_ERROR;
   };
-  std::shared_lock<std::shared_mutex> rg(pool->flightMu);  // no refresh frees the records meanwhile
-  std::lock_guard<std::mutex> g(pool->dictMu);
-  Ndb *ndb = pool->conns.empty() ? nullptr : pool->conns[0].dict;
-  if (pool->detached.load() || !ndb) {
-    // Nothing is sent: 4009 so marked maps to Unavailable (wire.go).
-    shimError(e, kErrClusterFail, NdbError::NodeRecoveryError, "cluster failure: no data node reachable; reconnecting");
-    e.status = NdbError::TemporaryError;
-    return fail(e);
-  }
-  const TableRecs *r = tableOf(pool, static_cast<uint32_t>(table_id), 0);
-  if (!r) {
-    shimError(e, 284, NdbError::SchemaError, "unknown table id in ndbgate scan");
-    return fail(e);
-  }
+  DictCall dc(pool);
+  Ndb *ndb = dc.ndb;
+  const TableRecs *r = dc.table(pool, table_id, e);
+  if (!r) return fail(e);
   const Layout &l = r->layout;
   if (ncols < 0 || (ncols > 0 && !cols)) {
     shimError(e, kErrBadValue, NdbError::ApplicationError, "malformed scan column list");

@@ -18,26 +18,12 @@ int ndbgate_next_auto_increment(ndbgate_pool *pool, int table_id, unsigned int c
   ndb_error[0] = ndb_error[1] = ndb_error[2] = 0;
   NdbError e;
   auto fail = [&](const NdbError &ne) {
-    ndb_error[0] = ne.code;
-    ndb_error[1] = static_cast<int>(ne.status);
-    ndb_error[2] = static_cast<int>(ne.classification);
-    setErr(err, errlen, ne.message ? ne.message : "");
+    reportError(ne, ndb_error, err, errlen);
     return -1;
   };
-  std::shared_lock<std::shared_mutex> rg(pool->flightMu);  // no refresh frees the table object meanwhile
-  std::lock_guard<std::mutex> g(pool->dictMu);
-  Ndb *ndb = pool->conns.empty() ? nullptr : pool->conns[0].dict;
-  if (pool->detached.load() || !ndb) {
-    // Nothing is sent: 4009 so marked maps to Unavailable (wire.go).
-    shimError(e, kErrClusterFail, NdbError::NodeRecoveryError, "cluster failure: no data node reachable; reconnecting");
-    e.status = NdbError::TemporaryError;
-    return fail(e);
-  }
-  const TableRecs *r = tableOf(pool, static_cast<uint32_t>(table_id), 0);
-  if (!r) {
-    shimError(e, 284, NdbError::SchemaError, "unknown table id in ndbgate sequence");
-    return fail(e);
-  }
+  DictCall dc(pool);
+  const TableRecs *r = dc.table(pool, table_id, e);
+  if (!r) return fail(e);
   // The sequence is keyed by the table object's id: one altered or dropped
   // since it was described may name another table's sequence. 241 makes the
   // driver describe it again (schema.go staleError).
@@ -46,8 +32,8 @@ int ndbgate_next_auto_increment(ndbgate_pool *pool, int table_id, unsigned int c
     return fail(e);
   }
   Uint64 v = 0;
-  if (ndb->getAutoIncrementValue(r->t, v, cache_size) != 0) {
-    e = ndb->getNdbError();
+  if (dc.ndb->getAutoIncrementValue(r->t, v, cache_size) != 0) {
+    e = dc.ndb->getNdbError();
     if (e.code == 0) shimError(e, 4000, NdbError::InternalError, "getAutoIncrementValue failed without an NDB error");
     return fail(e);
   }
