@@ -172,11 +172,10 @@ func (lv *LargeValues) parts(n int) int { return (n + lv.partSize - 1) / lv.part
 
 // header is what a row says of its value: held in the row, or in parts.
 type header struct {
-	found bool
-	cas   uint64
-	id    uint64
-	size  int
-	long  bool // in parts: size and id are set
+	cas  uint64
+	id   uint64
+	size int
+	long bool // in parts: size and id are set
 }
 
 // readHeader reads a row's header from ext_id and ext_size at row[at:].
@@ -283,7 +282,7 @@ func (r *Request) largeReads(st stage, from, to int) bool {
 					cas = o.Row[k].Uint()
 				}
 			}
-			r.lg.reads = append(r.lg.reads, largeRead{op: j, head: header{found: true, cas: cas, id: id, size: size, long: true}})
+			r.lg.reads = append(r.lg.reads, largeRead{op: j, head: header{cas: cas, id: id, size: size, long: true}})
 		}
 		o.Row = o.Row[:at]
 	}
@@ -435,7 +434,7 @@ func (r *Request) largeHeaderDone() {
 	w, p := &r.ops[lg.w], &r.ops[lg.w+1]
 	switch ndbclient.CodeOf(p.Err) {
 	case ndbclient.CodeOK:
-		lg.old.found, lg.old.cas = true, p.Row[0].Uint()
+		lg.old.cas = p.Row[0].Uint()
 		lg.old.id, lg.old.size, lg.old.long = readHeader(p.Row, 1)
 	case ndbclient.CodeNotFound:
 		if w.Kind != ndbclient.OpWrite {
