@@ -144,8 +144,9 @@ type Table struct {
 	// Cache-table options, honoured by the embedded engine (NDB has no such notion):
 	// Eviction turns on LRU eviction when the memory limit is reached.
 	Eviction bool
-	// ExpireColumn is the index of an unsigned column holding an absolute Unix
-	// expiry time (0 = never); a row past it is a miss. -1 for none.
+	// ExpireColumn is the index of an integer or TIMESTAMP column holding an
+	// absolute Unix expiry time (0 or NULL = never); a row past it is a miss.
+	// -1 for none. ExpiryValue and ExpirySeconds convert its values.
 	ExpireColumn int
 	// StateColumn names a BIGINT UNSIGNED column where a driver without
 	// item state of its own (NDB) keeps the Op's item state: fetched, stale,
@@ -216,8 +217,8 @@ func (t *Table) Validate() error {
 	if t.ExpireColumn >= len(t.Columns) {
 		return Errorf(CodeSchemaError, "table %s: expire column index out of range", t.FullName())
 	}
-	if t.ExpireColumn >= 0 && !t.Columns[t.ExpireColumn].Type.IsInteger() {
-		return Errorf(CodeSchemaError, "table %s: expire column %q must be an integer", t.FullName(), t.Columns[t.ExpireColumn].Name)
+	if t.ExpireColumn >= 0 && !IsExpiryType(t.Columns[t.ExpireColumn].Type) {
+		return Errorf(CodeSchemaError, "table %s: expire column %q must be an integer or a TIMESTAMP", t.FullName(), t.Columns[t.ExpireColumn].Name)
 	}
 	return t.validateStateColumn()
 }

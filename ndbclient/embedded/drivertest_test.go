@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -29,4 +30,17 @@ func TestItemStateSuite(t *testing.T) {
 		require.NoError(t, err)
 		return e, tbl
 	})
+}
+
+// TestTimestampExpirySuite: a TIMESTAMP expire column, with and without a
+// fraction (tests/ndb runs the same on NDB).
+func TestTimestampExpirySuite(t *testing.T) {
+	for _, fsp := range []int{0, 3} {
+		t.Run(fmt.Sprintf("fsp %d", fsp), func(t *testing.T) {
+			e := newEngine(t, Config{Nodes: 2})
+			tbl, err := e.CreateTable(drivertest.TimestampTable("test", "tabs", fsp))
+			require.NoError(t, err)
+			drivertest.RunTimestampExpiry(t, e, tbl)
+		})
+	}
 }

@@ -260,7 +260,8 @@ func (t *table) decode(row []byte, c int, v *ndbclient.Value) {
 }
 
 // expireOf returns the row's expiry as the slot caches it: 0 for never, and a
-// negative time (already past) as 1. The expire column is a non-key integer.
+// negative time (already past) as 1. The expire column is a non-key integer
+// or TIMESTAMP.
 func (t *table) expireOf(row []byte) uint32 {
 	if t.expireCol < 0 {
 		return 0
@@ -269,6 +270,9 @@ func (t *table) expireOf(row []byte) uint32 {
 	_, base := keyBounds(row)
 	if isNull(row, base, ci) {
 		return 0
+	}
+	if ci.kind == ndbclient.KindBytes { // a TIMESTAMP's text
+		return uint32(ndbclient.ExpirySeconds(t.colValue(row, t.expireCol)))
 	}
 	u := getUint(row[t.fixedAt(row, base, ci):], ci.width)
 	if ci.kind == ndbclient.KindInt {

@@ -15,12 +15,14 @@
 
 namespace shim {
 
-// expiryValid: the expire column is an INT or BIGINT of the row record
-// (wire.go checks the type).
+// expiryValid: the expire column is an INT, BIGINT or TIMESTAMP of the row
+// record (wire.go checks the type).
 static bool expiryValid(const Op &op) {
   const Layout &l = op.recs->layout;
-  return inRecord(l, op.expireCol) && l.prefix[op.expireCol] == 0 &&
-         (l.size[op.expireCol] == 4 || l.size[op.expireCol] == 8);
+  if (!inRecord(l, op.expireCol) || l.prefix[op.expireCol] != 0) return false;
+  const uint32_t size = l.size[op.expireCol];
+  if (expireIsTimestamp2(op)) return size >= 4 && size <= 8;
+  return size == 4 || size == 8;
 }
 
 // expiredIn: row, the op's row as read, has expired: its expire column is
@@ -32,7 +34,12 @@ static bool expiredIn(const Op &op, const char *row) {
   const uint16_t c = op.expireCol;
   if (isNullIn(l, row, c)) return false;
   uint64_t at = 0;
-  memcpy(&at, row + l.offset[c], l.size[c]);  // little endian
+  if (expireIsTimestamp2(op)) {  // whole seconds, big endian; the fraction does not count
+    const unsigned char *b = reinterpret_cast<const unsigned char *>(row + l.offset[c]);
+    at = static_cast<uint64_t>(b[0]) << 24 | static_cast<uint64_t>(b[1]) << 16 | static_cast<uint64_t>(b[2]) << 8 | b[3];
+  } else {
+    memcpy(&at, row + l.offset[c], l.size[c]);  // little endian
+  }
   if (at == 0) return false;
   const NdbDictionary::Column::Type type = op.recs->t->getColumn(c)->getType();
   if (type == NdbDictionary::Column::Int || type == NdbDictionary::Column::Bigint) {
@@ -69,7 +76,7 @@ bool fillRow(Op &op, NdbError &err) {
   const bool hasCond = (op.flags & fHasCond) || op.kind == kCondUpdate;
   if (!bad && hasCond && !inRecord(l, op.cond.col)) bad = "condition column not in the table's row record";
   if (!bad && hasCond && !op.cond.null) bad = badValue(l, op.cond);  // NDB reads it by its own length
-  if (!bad && (op.flags & fExpiry) && !expiryValid(op)) bad = "the expire column is not an INT or BIGINT";
+  if (!bad && (op.flags & fExpiry) && !expiryValid(op)) bad = "the expire column is not an INT, BIGINT or TIMESTAMP";
   if (bad) shimError(err, kErrBadValue, NdbError::ApplicationError, bad);
   return bad == nullptr;
 }

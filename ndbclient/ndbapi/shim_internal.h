@@ -405,6 +405,7 @@ void reportError(const NdbError &e, int *ndb_error, char *err, int errlen);
 bool addable(const NdbDictionary::Column *c);
 bool hasProgram(const Op &op);
 uint32_t programWords(const Op &op);
+bool expireIsTimestamp2(const Op &op);
 bool attachPurge(Op &op, NdbOperation::OperationOptions &opts, NdbError &err);
 bool attachProgram(Op &op, NdbOperation::OperationOptions &opts, NdbError &err);
 

@@ -51,12 +51,30 @@ uint32_t programWords(const Op &op) {
   return kProgramWords + (hasCond ? (op.cond.len + 3) / 4 : 0) + ((op.flags & fExpiry) ? 16 : 0);
 }
 
+// expireIsTimestamp2: op's expire column is a TIMESTAMP of MySQL 5.6 or later,
+// whole seconds in 4 big-endian bytes and then 0-3 bytes of fraction. Every
+// other expire column (INT, BIGINT, the old TIMESTAMP) is little endian.
+bool expireIsTimestamp2(const Op &op) {
+  return op.recs->t->getColumn(op.expireCol)->getType() == NdbDictionary::Column::Timestamp2;
+}
+
 // branchIfAlive jumps to alive unless the row has expired: its expire column
 // is NULL, 0, or after now, as memcached's items (the embedded engine's rule).
-// branch_col_lt(v, col) jumps when v < the column's value.
+// branch_col_lt(v, col) jumps when v < the column's value. A TIMESTAMP2
+// compares as bytes, fraction included; its whole seconds alone decide, as
+// for ndbmemcache, so it is alive when at least now + 1 with no fraction.
 static bool branchIfAlive(NdbInterpretedCode &c, const Op &op, Uint32 alive) {
   const uint32_t width = op.recs->layout.size[op.expireCol];
   unsigned char zero[8] = {0}, now[8] = {0};
+  if (expireIsTimestamp2(op)) {
+    const uint32_t n = op.now + 1;
+    now[0] = static_cast<unsigned char>(n >> 24);
+    now[1] = static_cast<unsigned char>(n >> 16);
+    now[2] = static_cast<unsigned char>(n >> 8);
+    now[3] = static_cast<unsigned char>(n);
+    return c.branch_col_eq_null(op.expireCol, alive) == 0 && c.branch_col_eq(zero, width, op.expireCol, alive) == 0 &&
+           c.branch_col_le(now, width, op.expireCol, alive) == 0;
+  }
   const uint64_t n = op.now;
   memcpy(now, &n, width);  // little endian
   return c.branch_col_eq_null(op.expireCol, alive) == 0 && c.branch_col_eq(zero, width, op.expireCol, alive) == 0 &&

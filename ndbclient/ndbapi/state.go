@@ -368,7 +368,7 @@ func (r *stateFlight) afterFlight(ops []*ndbclient.Op) {
 // read leaves, when that differs; without bump only the token is taken.
 func (r *stateFlight) plant(steps *[]stateStep, i int, op *ndbclient.Op, state, expire ndbclient.Value, bump bool) {
 	old := state.Uint()
-	next, token := readState(old, op, expire.Uint(), r.now, bump)
+	next, token := readState(old, op, ndbclient.ExpirySeconds(expire), r.now, bump)
 	if next != old {
 		*steps = append(*steps, stateStep{op: i, token: token, null: state.IsNull(), old: old, next: next})
 	}

@@ -609,7 +609,7 @@ func encodeFlight(dst []byte, ops []*ndbclient.Op, extra []stateExtra, tables fu
 		expiry := op.Table.ExpireColumn
 		if expiry >= 0 && expiring(op.Kind) {
 			if expiry >= len(ti.cols) || !isExpiryType(ti.cols[expiry].ndbType) {
-				return dst, ndbclient.Errorf(ndbclient.CodeSchemaError, "%s: expire column %d must be INT or BIGINT, signed or unsigned", op.Table.FullName(), expiry)
+				return dst, ndbclient.Errorf(ndbclient.CodeSchemaError, "%s: expire column %d must be INT or BIGINT, signed or unsigned, or TIMESTAMP", op.Table.FullName(), expiry)
 			}
 			flags |= flagExpiry
 		}
@@ -698,7 +698,11 @@ func encodeFlight(dst []byte, ops []*ndbclient.Op, extra []stateExtra, tables fu
 }
 
 func isExpiryType(t uint8) bool {
-	return t == ndbInt || t == ndbUnsigned || t == ndbBigint || t == ndbBigunsigned
+	switch t {
+	case ndbInt, ndbUnsigned, ndbBigint, ndbBigunsigned, ndbTimestamp, ndbTimestamp2:
+		return true
+	}
+	return false
 }
 
 func appendValue(dst []byte, ti *tableInfo, col int, v ndbclient.Value, withNull bool) ([]byte, error) {

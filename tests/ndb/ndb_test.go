@@ -253,6 +253,21 @@ func TestSignedExpireColumn(t *testing.T) {
 	}
 }
 
+// A TIMESTAMP expire column (ndbmemcache's demo_table_tabs): NDB keeps it
+// as TIMESTAMP2, whole seconds big endian, then the fraction. The same
+// checks as the embedded engine's TestTimestampExpirySuite.
+func TestTimestampExpireColumn(t *testing.T) {
+	d := openDriver(t, connectstring(t), 1)
+	for _, fsp := range []int{0, 3} {
+		t.Run(fmt.Sprintf("fsp %d", fsp), func(t *testing.T) {
+			want := drivertest.TimestampTable("ndbgate_test", fmt.Sprintf("timestamp_expiry%d", fsp), fsp)
+			tbl := freshTable(t, d, d, want)
+			tbl.ExpireColumn = want.ExpireColumn
+			drivertest.RunTimestampExpiry(t, d, tbl)
+		})
+	}
+}
+
 // A driver refuses to change the schema of a table it has described: the
 // change would invalidate the dictionary objects its own flights use. Column
 // types it cannot size are refused before the dictionary is asked.
