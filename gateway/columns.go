@@ -86,6 +86,14 @@ func setUint(o *ndbclient.Op, col int, v uint64) {
 	}
 }
 
+// setExpire sets o's expire column, when c has one, to at (Unix seconds, 0
+// never), in the column's type.
+func (c *Container) setExpire(o *ndbclient.Op, at uint64) {
+	if col := c.ExpireColumn; col >= 0 {
+		o.Set = append(o.Set, ndbclient.ColumnValue{Column: col, Value: ndbclient.ExpiryValue(&c.Table.Columns[col], at)})
+	}
+}
+
 // decodeText appends the memcache value of a row read with c.readProj or
 // any c.getProj (all end with the math column). A non-NULL math column is
 // authoritative: incr/decr change only it.
@@ -118,7 +126,7 @@ func rowMeta(c *Container, row []ndbclient.Value, omit Omit) (flags uint32, cas 
 		i++
 	}
 	if c.ExpireColumn >= 0 && omit&OmitExpire == 0 {
-		expire = uint32(row[i].Uint())
+		expire = uint32(ndbclient.ExpirySeconds(row[i]))
 	}
 	return flags, cas, expire
 }

@@ -207,7 +207,9 @@ func (c *Container) Prepare() error {
 		role string
 		col  int
 	}{{"flags", c.FlagsColumn}, {"cas", c.CasColumn}, {"expire", c.ExpireColumn}, {"math", c.MathColumn}} {
-		if err := check(x.role, x.col, true); err != nil {
+		// An expire column may also be a TIMESTAMP, as ndbmemcache's demo_table_tabs has.
+		timestamp := x.col == c.ExpireColumn && x.col >= 0 && x.col < len(t.Columns) && t.Columns[x.col].Type == ndbclient.TypeTimestamp
+		if err := check(x.role, x.col, !timestamp); err != nil {
 			return err
 		}
 	}

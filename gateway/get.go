@@ -150,7 +150,7 @@ func (r *Request) addGetOps(n, i int, t *keyTarget) int {
 	u.Key = append(u.Key[:0], o.Key...)
 	u.KeepState = true
 	u.NoBump = true // the read records the access
-	setUint(u, c.ExpireColumn, r.svc.expireAt(r.Exptime))
+	c.setExpire(u, r.svc.expireAt(r.Exptime))
 	return n + 2
 }
 

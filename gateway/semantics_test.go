@@ -120,11 +120,35 @@ func (h *harness) get(t *testing.T, key string) string {
 	return string(r.Items[0].Value)
 }
 
+// expiryShapes are the demo table with each kind of expire column: ndbgate's
+// INT UNSIGNED, and the TIMESTAMP of ndbmemcache's demo_table_tabs, NULL and
+// NOT NULL (never is then its zero value).
+var expiryShapes = []struct {
+	name  string
+	table func() *ndbclient.Table
+}{
+	{"INT UNSIGNED expiry", func() *ndbclient.Table { return gateway.DemoTable(itemMax) }},
+	{"TIMESTAMP NULL expiry", func() *ndbclient.Table { return timestampDemo(true) }},
+	{"TIMESTAMP expiry", func() *ndbclient.Table { return timestampDemo(false) }},
+}
+
+func timestampDemo(nullable bool) *ndbclient.Table {
+	t := gateway.DemoTable(itemMax)
+	t.Columns[t.ExpireColumn].Type, t.Columns[t.ExpireColumn].Nullable = ndbclient.TypeTimestamp, nullable
+	return t
+}
+
 func TestSemantics(t *testing.T) {
+	for _, shape := range expiryShapes {
+		t.Run(shape.name, func(t *testing.T) { testSemantics(t, shape.table) })
+	}
+}
+
+func testSemantics(t *testing.T, table func() *ndbclient.Table) {
 	for _, d := range drivers {
 		t.Run(d.name, func(t *testing.T) {
 			t.Run("set get flags cas", func(t *testing.T) {
-				h := newHarness(t, d.wrap)
+				h := newHarnessOn(t, d.wrap, table())
 				r := h.do(t, gateway.VerbSet, "hello", func(r *gateway.Request) { r.Flags = 42 }, "k")
 				require.Equal(t, gateway.OutcomeStored, r.Outcome)
 				cas1 := r.NewCas
@@ -139,7 +163,7 @@ func TestSemantics(t *testing.T) {
 				assert.Equal(t, "again", h.get(t, "k"))
 			})
 			t.Run("add replace", func(t *testing.T) {
-				h := newHarness(t, d.wrap)
+				h := newHarnessOn(t, d.wrap, table())
 				assert.Equal(t, gateway.OutcomeNotStored, h.do(t, gateway.VerbReplace, "x", nil, "k").Outcome)
 				assert.Equal(t, gateway.OutcomeStored, h.do(t, gateway.VerbAdd, "a", nil, "k").Outcome)
 				assert.Equal(t, gateway.OutcomeNotStored, h.do(t, gateway.VerbAdd, "b", nil, "k").Outcome)
@@ -148,7 +172,7 @@ func TestSemantics(t *testing.T) {
 				assert.Equal(t, "c", h.get(t, "k"))
 			})
 			t.Run("cas", func(t *testing.T) {
-				h := newHarness(t, d.wrap)
+				h := newHarnessOn(t, d.wrap, table())
 				assert.Equal(t, gateway.OutcomeNotFound, h.do(t, gateway.VerbCas, "x", func(r *gateway.Request) { r.Cas = 1 }, "k").Outcome)
 				cas := h.set(t, "k", "v1").NewCas
 				assert.Equal(t, gateway.OutcomeExists, h.do(t, gateway.VerbCas, "x", func(r *gateway.Request) { r.Cas = cas + 1000 }, "k").Outcome)
@@ -158,7 +182,7 @@ func TestSemantics(t *testing.T) {
 				assert.Equal(t, gateway.OutcomeExists, h.do(t, gateway.VerbCas, "v3", func(r *gateway.Request) { r.Cas = cas }, "k").Outcome, "a used cas is stale")
 			})
 			t.Run("append prepend", func(t *testing.T) {
-				h := newHarness(t, d.wrap)
+				h := newHarnessOn(t, d.wrap, table())
 				assert.Equal(t, gateway.OutcomeNotStored, h.do(t, gateway.VerbAppend, "x", nil, "k").Outcome)
 				h.set(t, "k", "mid")
 				assert.Equal(t, gateway.OutcomeStored, h.do(t, gateway.VerbAppend, "-end", nil, "k").Outcome)
@@ -177,7 +201,7 @@ func TestSemantics(t *testing.T) {
 				assert.Equal(t, strings.Repeat("a", itemMax-2), h.get(t, "big"))
 			})
 			t.Run("incr decr", func(t *testing.T) {
-				h := newHarness(t, d.wrap)
+				h := newHarnessOn(t, d.wrap, table())
 				incr := func(key string, delta uint64) *gateway.Request {
 					return h.do(t, gateway.VerbIncr, "", func(r *gateway.Request) { r.Delta = delta }, key)
 				}
@@ -206,7 +230,7 @@ func TestSemantics(t *testing.T) {
 				assert.Equal(t, uint64(13), incr("a", 1).Number, "append made it 12")
 			})
 			t.Run("delete touch", func(t *testing.T) {
-				h := newHarness(t, d.wrap)
+				h := newHarnessOn(t, d.wrap, table())
 				assert.Equal(t, gateway.OutcomeNotFound, h.do(t, gateway.VerbDelete, "", nil, "k").Outcome)
 				assert.Equal(t, gateway.OutcomeNotFound, h.do(t, gateway.VerbTouch, "", nil, "k").Outcome)
 				h.set(t, "k", "v")
@@ -220,22 +244,28 @@ func TestSemantics(t *testing.T) {
 				assert.Equal(t, "<miss>", h.get(t, "d"))
 			})
 			t.Run("expiry rules", func(t *testing.T) {
-				h := newHarness(t, d.wrap)
+				h := newHarnessOn(t, d.wrap, table())
 				now := h.clock.Load()
 				for _, tc := range []struct {
 					key     string
 					exptime int64
+					at      int64   // the item's expiry as a get reports it (unix seconds, 0 never)
 					alive   []int64 // seconds from now when it must be alive
 					dead    []int64
 				}{
-					{"never", 0, []int64{0, 1 << 20}, nil},
-					{"relative", 100, []int64{0, 99}, []int64{100, 1000}},
-					{"negative", -1, nil, []int64{0}},
-					{"absolute", now + 50, []int64{0, 49}, []int64{50}},
-					{"absolute-past", now - 3600*24*365, nil, []int64{0}},
+					{"never", 0, 0, []int64{0, 1 << 20}, nil},
+					{"relative", 100, now + 100, []int64{0, 99}, []int64{100, 1000}},
+					{"negative", -1, 0, nil, []int64{0}},
+					{"absolute", now + 50, now + 50, []int64{0, 49}, []int64{50}},
+					{"absolute-past", now - 3600*24*365, 0, nil, []int64{0}},
 				} {
 					h.clock.Store(now)
 					h.do(t, gateway.VerbSet, "v", func(r *gateway.Request) { r.Exptime = tc.exptime }, tc.key)
+					if tc.alive != nil {
+						r := h.do(t, gateway.VerbGet, "", nil, tc.key)
+						require.True(t, r.Items[0].Hit, tc.key)
+						assert.Equal(t, uint32(tc.at), r.Items[0].Expire, "%s reads back its expiry", tc.key)
+					}
 					for _, s := range tc.alive {
 						h.clock.Store(now + s)
 						assert.Equal(t, "v", h.get(t, tc.key), "%s alive at +%d", tc.key, s)
@@ -251,7 +281,7 @@ func TestSemantics(t *testing.T) {
 				assert.Equal(t, gateway.OutcomeStored, h.do(t, gateway.VerbAdd, "new", nil, "x").Outcome, "add over an expired item")
 			})
 			t.Run("gat", func(t *testing.T) {
-				h := newHarness(t, d.wrap)
+				h := newHarnessOn(t, d.wrap, table())
 				h.set(t, "k", "v")
 				r := h.do(t, gateway.VerbGat, "", func(r *gateway.Request) { r.Exptime = 10 }, "k", "missing")
 				require.Equal(t, gateway.OutcomeValues, r.Outcome)
@@ -263,7 +293,7 @@ func TestSemantics(t *testing.T) {
 				assert.Equal(t, "<miss>", h.get(t, "k"))
 			})
 			t.Run("multi get", func(t *testing.T) {
-				h := newHarness(t, d.wrap)
+				h := newHarnessOn(t, d.wrap, table())
 				var keys []string
 				for i := 0; i < 100; i++ {
 					keys = append(keys, fmt.Sprintf("key-%d", i))
@@ -286,7 +316,7 @@ func TestSemantics(t *testing.T) {
 				assert.Equal(t, uint64(66), h.svc.Stat(gateway.StatGetHits))
 			})
 			t.Run("flush_all", func(t *testing.T) {
-				h := newHarness(t, d.wrap)
+				h := newHarnessOn(t, d.wrap, table())
 				h.set(t, "a", "1")
 				h.set(t, "b", "2")
 				h.svc.FlushAll(0)

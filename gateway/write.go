@@ -47,7 +47,7 @@ func (r *Request) itemColumns(c *Container, o *ndbclient.Op, text []byte, flags 
 	setUint(o, c.FlagsColumn, uint64(flags))
 	cas := r.newCas()
 	setUint(o, c.CasColumn, cas)
-	setUint(o, c.ExpireColumn, r.svc.expireAt(exptime))
+	c.setExpire(o, r.svc.expireAt(exptime))
 	setMath(c, o, text)
 	return cas, nil
 }
@@ -88,7 +88,7 @@ func (r *Request) startWrite() {
 			// Nothing to change; an existence check gives memcached's answer.
 			o.Kind = ndbclient.OpRead
 		}
-		setUint(o, c.ExpireColumn, r.svc.expireAt(r.Exptime))
+		c.setExpire(o, r.svc.expireAt(r.Exptime))
 		o.KeepState, o.MarkFetched = true, true // memcached's touch bumps the item
 	case VerbCas:
 		if c.CasColumn < 0 {
@@ -187,11 +187,11 @@ func (r *Request) markDeleted(c *Container, o *ndbclient.Op) bool {
 		setUint(o, c.FlagsColumn, 0)
 		setMath(c, o, nil)
 		if !r.Meta.Invalidate {
-			setUint(o, c.ExpireColumn, r.svc.expireAt(r.Exptime))
+			c.setExpire(o, r.svc.expireAt(r.Exptime))
 		}
 	}
 	if r.Meta.Invalidate && r.Meta.SetTTL {
-		setUint(o, c.ExpireColumn, r.svc.expireAt(r.Exptime))
+		c.setExpire(o, r.svc.expireAt(r.Exptime))
 	}
 	if r.Meta.Invalidate || r.Meta.HasNewCas {
 		setUint(o, c.CasColumn, r.newCas())
@@ -238,7 +238,7 @@ func (r *Request) staleCheckDone() {
 	// or 0 for none) and a recache token already handed out.
 	expire, tokenSent := int64(0), o.Meta.TokenSent
 	if len(o.Row) > 1 {
-		expire = int64(o.Row[1].Uint())
+		expire = int64(ndbclient.ExpirySeconds(o.Row[1]))
 	}
 	switch {
 	case current == r.Cas: // changed back meanwhile: an ordinary cas store
@@ -356,7 +356,7 @@ func (r *Request) startIncr() {
 	r.NewCas = r.newCas()
 	setUint(o, c.CasColumn, r.NewCas)
 	if r.Meta.SetTTL {
-		setUint(o, c.ExpireColumn, r.svc.expireAt(r.Exptime))
+		c.setExpire(o, r.svc.expireAt(r.Exptime))
 	}
 	o.KeepState = true
 	r.submit(r.writeClient(), stageIncr, 0, 1)
@@ -368,7 +368,7 @@ func (r *Request) incrDone() {
 	case ndbclient.CodeOK:
 		r.Outcome, r.Number = OutcomeNumber, o.Row[0].Uint()
 		if len(o.Row) > 1 {
-			r.Expire = uint32(o.Row[1].Uint())
+			r.Expire = uint32(ndbclient.ExpirySeconds(o.Row[1]))
 		}
 	case ndbclient.CodeConditionFailed:
 		r.Outcome, r.NewCas = OutcomeExists, 0
@@ -494,7 +494,7 @@ func (r *Request) readModifyDone() {
 	setUint(u, c.CasColumn, r.NewCas)
 	if r.Meta.SetTTL && (r.Verb == VerbIncr || r.Verb == VerbDecr) {
 		r.Expire = uint32(r.svc.expireAt(r.Exptime))
-		setUint(u, c.ExpireColumn, uint64(r.Expire))
+		c.setExpire(u, uint64(r.Expire))
 	}
 	u.KeepState = r.Verb == VerbIncr || r.Verb == VerbDecr
 	r.Size = len(text)
