@@ -43,7 +43,7 @@ func createNDBTables(cfg config.Config, opts tableOptions, log *slog.Logger, std
 	var config []*ndbclient.Table
 	if opts.ndbmemcache {
 		config = ndbmemcache.Tables()
-		tables = append(append(tables, ndbmemcache.LargeDemoTables()...), config...)
+		tables = append(append(tables, ndbmemcache.DemoDataTables()...), config...)
 	}
 	for _, t := range tables {
 		if opts.recreate {

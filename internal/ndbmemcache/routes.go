@@ -71,8 +71,8 @@ func (c *Container) build(backend *ndbclient.Client) (*gateway.Container, error)
 		if i < 0 {
 			return nil, fmt.Errorf("container %q: expire_time_column %q is not a column of %s", c.Name, c.ExpireColumn, t.FullName())
 		}
-		if ct := t.Columns[i].Type; !ct.IsInteger() || ct.IsSigned() {
-			return nil, fmt.Errorf("container %q: expire_time_column %q is %s; ndbgate keeps expiry in an unsigned integer column (unix seconds)", c.Name, c.ExpireColumn, ct)
+		if ct := t.Columns[i].Type; ct != ndbclient.TypeTimestamp && (!ct.IsInteger() || ct.IsSigned()) {
+			return nil, fmt.Errorf("container %q: expire_time_column %q is %s; ndbgate keeps expiry in an unsigned integer column (unix seconds) or a TIMESTAMP", c.Name, c.ExpireColumn, ct)
 		}
 	}
 	spec := gateway.ContainerSpec{

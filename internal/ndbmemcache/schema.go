@@ -60,19 +60,26 @@ func Tables() []*ndbclient.Table {
 	}
 }
 
-// LargeDemoTables are the script's demo_table_large and external_values:
-// the demo_ext container's row table and its large values' parts.
-func LargeDemoTables() []*ndbclient.Table {
+// DemoDataTables are the script's demo_table_tabs (the demo_tabs container:
+// three value columns and a TIMESTAMP expiry), demo_table_large and
+// external_values (the demo_ext container's rows and its large values'
+// parts).
+func DemoDataTables() []*ndbclient.Table {
+	tabs := &ndbclient.Table{Database: DB, Name: "demo_table_tabs", PrimaryKey: []int{0}, ExpireColumn: -1, Columns: []ndbclient.Column{
+		column("mkey", ndbclient.TypeInt32, false), varchar("val1", 60, true), varchar("val2", 10, true),
+		column("val3", ndbclient.TypeInt32, true), column("flags", ndbclient.TypeUint32, true),
+		column("expire_time", ndbclient.TypeTimestamp, true),
+	}}
 	large := &ndbclient.Table{Database: DB, Name: "demo_table_large", PrimaryKey: []int{0}, ExpireColumn: -1, Columns: []ndbclient.Column{
 		varchar("mkey", 250, false), column("flags", ndbclient.TypeUint32, true), column("cas_value", ndbclient.TypeUint64, true),
 		{Name: "string_value", Type: ndbclient.TypeVarbinary, Length: 2000, Nullable: true},
 		column(gateway.LargeIDColumn, ndbclient.TypeUint32, true), column(gateway.LargeSizeColumn, ndbclient.TypeUint32, true),
 	}}
-	return []*ndbclient.Table{large, gateway.ExternalValuesTable(DB, "external_values")}
+	return []*ndbclient.Table{tabs, large, gateway.ExternalValuesTable(DB, "external_values")}
 }
 
-// DemoRows are the rows of Tables for the demo containers demo_table and
-// demo_ext (large values, on LargeDemoTables): the metadata version, the
+// DemoRows are the rows of Tables for the demo containers demo_table,
+// demo_tabs and demo_ext (on DemoDataTables): the metadata version, the
 // cluster (connectstring), the server roles, the cache policies, the
 // containers and their key prefixes.
 // Values are in each table's column order; nil is NULL.
@@ -97,11 +104,14 @@ func DemoRows(connectstring string) map[string][][]any {
 		},
 		"containers": {
 			{"demo_table", "ndbmemcache", "demo_table", "mkey", "string_value", "flags", "math_value", "cas_value", nil, nil},
+			{"demo_tabs", "ndbmemcache", "demo_table_tabs", "mkey", "val1,val2,val3", "flags", nil, nil, "expire_time", nil},
 			{"demo_ext", "ndbmemcache", "demo_table_large", "mkey", "string_value", "flags", nil, "cas_value", nil, "ndbmemcache.external_values"},
 		},
 		"key_prefixes": {
 			{uint64(0), "", uint64(0), "ndb-test", "demo_table"}, {uint64(1), "", uint64(0), "ndb-only", "demo_table"},
 			{uint64(2), "", uint64(0), "memcache-only", nil}, {uint64(3), "", uint64(0), "caching", "demo_table"},
+			{uint64(0), "t:", uint64(0), "ndb-test", "demo_tabs"}, {uint64(1), "t:", uint64(0), "ndb-only", "demo_tabs"},
+			{uint64(3), "t:", uint64(0), "caching", "demo_tabs"},
 			{uint64(0), "b:", uint64(0), "ndb-test", "demo_ext"}, {uint64(1), "b:", uint64(0), "ndb-only", "demo_ext"},
 			{uint64(3), "b:", uint64(0), "caching", "demo_ext"}, {uint64(4), "", uint64(0), "ndb-test", "demo_ext"},
 		},
