@@ -286,3 +286,60 @@ INSERT INTO ndbgate_types.l1key VALUES ('clé', 'à la'), ('CAFÉ', 'x');`)
 	assert.Equal(t, [][]string{{"still served", "text"}}, sql(t, my, "SELECT v_u4, doc FROM ndbgate_types.sqltypes WHERE id = 1"))
 	assert.Equal(t, [][]string{{"0"}}, sql(t, my, "SELECT COUNT(*) FROM ndbgate_types.sqltypes WHERE id = 21"))
 }
+
+// A TIMESTAMP expire column made in SQL, as ndb_memcache_metadata.sql makes
+// demo_table_tabs' (`expire_time TIMESTAMP NULL`), and one with a fraction:
+// rows mysqld wrote expire by the time SQL gave them, and the expiry the
+// driver writes is the time SQL reads (UNIX_TIMESTAMP, in UTC).
+func TestTimestampExpiryOfASQLTable(t *testing.T) {
+	cs := connectstring(t)
+	my := mysqlClient(t)
+	sql(t, my, `CREATE DATABASE IF NOT EXISTS ndbgate_types;
+SET time_zone = '+00:00';
+DROP TABLE IF EXISTS ndbgate_types.sqltabs0, ndbgate_types.sqltabs3;
+CREATE TABLE ndbgate_types.sqltabs0 (mkey INT NOT NULL PRIMARY KEY, val VARCHAR(60), expire_time TIMESTAMP NULL) ENGINE=NDBCLUSTER;
+CREATE TABLE ndbgate_types.sqltabs3 (mkey INT NOT NULL PRIMARY KEY, val VARCHAR(60), expire_time TIMESTAMP(3) NULL) ENGINE=NDBCLUSTER;
+INSERT INTO ndbgate_types.sqltabs0 VALUES (1, 'past', NOW() - INTERVAL 1 HOUR), (2, 'future', NOW() + INTERVAL 1 HOUR), (3, 'never', NULL);
+INSERT INTO ndbgate_types.sqltabs3 VALUES (1, 'past', NOW(3) - INTERVAL 1 HOUR), (2, 'future', NOW(3) + INTERVAL 1 HOUR), (3, 'never', NULL),
+  (4, 'this second, and a fraction', FROM_UNIXTIME(UNIX_TIMESTAMP() - 2) + INTERVAL 0.999 SECOND);`)
+	d := openDriver(t, cs, 1)
+	c := ndbclient.NewClient(d)
+	run := func(op *ndbclient.Op) error {
+		t.Helper()
+		require.NoError(t, c.Execute(context.Background(), &ndbclient.Batch{Ops: []*ndbclient.Op{op}}))
+		return op.Err
+	}
+	for _, name := range []string{"sqltabs0", "sqltabs3"} {
+		t.Run(name, func(t *testing.T) {
+			tbl, err := d.Table("ndbgate_types", name)
+			require.NoError(t, err)
+			require.Equal(t, ndbclient.TypeTimestamp, tbl.Columns[2].Type)
+			tbl.ExpireColumn = 2 // as a container binds it
+			key := func(id int64) []ndbclient.Value { return []ndbclient.Value{ndbclient.Int(id)} }
+			for id, alive := range map[int64]bool{1: false, 2: true, 3: true, 4: false} {
+				if id == 4 && name == "sqltabs0" {
+					continue
+				}
+				for _, lock := range []ndbclient.LockMode{ndbclient.LockCommitted, ndbclient.LockShared} {
+					err := run(&ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Key: key(id), Lock: lock, Read: []int{1}})
+					if alive {
+						assert.NoError(t, err, "row %d, lock %v", id, lock)
+					} else {
+						assert.ErrorIs(t, err, ndbclient.ErrNotFound, "row %d, lock %v", id, lock)
+					}
+				}
+			}
+			at := uint64(time.Now().Unix() + 100)
+			col := &tbl.Columns[2]
+			for id, exp := range map[int64]uint64{5: at, 6: 1, 7: 0} {
+				require.NoError(t, run(&ndbclient.Op{Kind: ndbclient.OpWrite, Table: tbl, Key: key(id),
+					Set: []ndbclient.ColumnValue{{Column: 1, Value: ndbclient.String("from ndbgate")}, {Column: 2, Value: ndbclient.ExpiryValue(col, exp)}}}))
+			}
+			got := sql(t, my, "SELECT mkey, IFNULL(UNIX_TIMESTAMP(expire_time), 'NULL') FROM ndbgate_types."+name+" WHERE mkey >= 5 ORDER BY mkey")
+			frac := map[string]string{"sqltabs0": "", "sqltabs3": ".000"}[name]
+			assert.Equal(t, [][]string{{"5", fmt.Sprint(at) + frac}, {"6", "1" + frac}, {"7", "NULL"}}, got, "SQL reads the times the driver wrote")
+			require.NoError(t, run(&ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Key: key(5), Read: []int{1}}), "alive for 100 s")
+			assert.ErrorIs(t, run(&ndbclient.Op{Kind: ndbclient.OpRead, Table: tbl, Key: key(6), Read: []int{1}}), ndbclient.ErrNotFound)
+		})
+	}
+}
