@@ -42,6 +42,8 @@ var known = []struct {
 		[]string{"*/binary-basics/touch"}},
 	{"mc-only: a negative exptime never expires in ndbmemcache's memcached (the engine API's exptime is rel_time_t, engine.h:240, so -1 becomes 2^32-1, an absolute time in 2106); today's memcached (EXPTIME_TO_POSITIVE_TIME) and ndbgate expire it at once",
 		[]string{"mc-only/flags-expiry/get at once", "mc-only/flags-expiry/get after 2.1 s", "mc-only/flags-expiry/append expired", "mc-only/flags-expiry/incr expired"}},
+	{"ndb-caching: ndbmemcache's local cache keeps an item set with a negative exptime (rel_time_t, as for mc-only above), so under the caching policy its gets answer the item from the cache, at once and after 2.1 s, and replace finds it; through NDB alone (db-only, default_role) ndbmemcache expires it at once, as memcached and ndbgate do",
+		[]string{"ndb-caching/tabs-expiry/get at once", "ndb-caching/tabs-expiry/get after 2.1 s", "ndb-caching/tabs-expiry/replace expired"}},
 	{"mc-only: memcached rewrites a shorter incr/decr result in place, padded with spaces to the old length (\"99 \"; memcached do_add_delta: memset ' '), as ndbmemcache's default engine does; ndbgate stores the bare number, as ndbmemcache does for NDB. ndbgate differs from memcached here, harmlessly for clients that parse numbers",
 		[]string{"mc-only/incr-decr/get 0", "mc-only/incr-decr/get wrapped", "mc-only/incr-decr/get 99", "mc-only/incr-decr/get 8", "mc-only/incr-decr/incr noreply",
 			"mc-only/binary-basics/get incremented", "mc-only/binary-pipelined/counters", "mc-only/binary-pipelined/many gets"}},

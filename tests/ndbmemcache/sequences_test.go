@@ -22,7 +22,10 @@ type sequence struct {
 	corrupts bool
 	// prefix is put before every key: a key prefix of the role's.
 	prefix string
-	steps  func(k keyer) []step
+	// intKeys: the container's key column is an INT, so keys are numbers
+	// (and the names given to keyer are digits).
+	intKeys bool
+	steps   func(k keyer) []step
 }
 
 // keyer makes the sequence's keys: the same on both servers (their replies
@@ -431,6 +434,26 @@ func sequences() []sequence {
 				T("incr", set(n, "41")+"incr "+n+" 1\r\nget "+n+"\r\n"),
 				T("incr non-numeric", "incr "+a+" 1\r\n"),
 				T("set 13501 bytes", set(a, strings.Repeat("m", 13501))+"get "+a+"\r\n"),
+				T("delete", "delete "+a+"\r\nget "+a+"\r\n"),
+			}
+		}},
+		// demo_tabs under "t:": an INT key, three value columns joined by
+		// tabs, and expiry in `expire_time TIMESTAMP NULL`.
+		{name: "tabs-expiry", only: []string{"default_role", "db-only", "ndb-caching"}, prefix: "t:", intKeys: true, steps: func(k keyer) []step {
+			a, b, c, d, e, f := k("1"), k("2"), k("3"), k("4"), k("5"), k("6")
+			return []step{
+				T("set exptime 0", cmd("set", a, 5, 0, "x\ty\t3")),
+				T("get", "get "+a+"\r\n"),
+				T("set exptime 1", cmd("set", b, 6, 1, "short\tlived\t1")),
+				T("set exptime 100", cmd("set", c, 7, 100, "later\tstill\t2")),
+				T("set exptime -1 (expired at once)", cmd("set", d, 8, -1, "gone\tnow\t4")),
+				T("set absolute exptime in the past", cmd("set", e, 9, int(time.Now().Unix())-100, "past\ttime\t5")),
+				T("get at once", "get "+a+" "+b+" "+c+" "+d+" "+e+"\r\n"),
+				{name: "get after 2.1 s", text: "get " + a + " " + b + " " + c + " " + d + " " + e + "\r\n", sleep: 2100 * time.Millisecond},
+				T("add over expired", cmd("add", b, 10, 0, "back\tagain\t6")),
+				T("get re-added", "get "+b+"\r\n"),
+				T("replace expired", cmd("replace", d, 0, 0, "no\tsuch\t7")),
+				T("set absolute exptime in an hour", cmd("set", f, 11, int(time.Now().Unix())+3600, "hour\tfrom\t8")+"get "+f+"\r\n"),
 				T("delete", "delete "+a+"\r\nget "+a+"\r\n"),
 			}
 		}},
