@@ -23,3 +23,37 @@ func TestContainerRefusesAnUnsupportedColumn(t *testing.T) {
 	c.ValueColumns = []int{2}
 	require.NoError(t, c.Prepare())
 }
+
+// An expire column is an unsigned integer (Unix seconds) or a TIMESTAMP, as
+// ndbmemcache's demo_table_tabs has; other roles and types are refused.
+func TestContainerExpireColumnTypes(t *testing.T) {
+	for _, tc := range []struct {
+		typ  ndbclient.ColumnType
+		role string // the role the column takes
+		err  string // "" for none
+	}{
+		{ndbclient.TypeUint32, "expire", ""},
+		{ndbclient.TypeTimestamp, "expire", ""},
+		{ndbclient.TypeDatetime, "expire", `container "c": expire column "x" must be an unsigned integer, not DATETIME`},
+		{ndbclient.TypeInt32, "expire", `container "c": expire column "x" must be an unsigned integer, not INT`},
+		{ndbclient.TypeTimestamp, "flags", `container "c": flags column "x" must be an unsigned integer, not TIMESTAMP`},
+	} {
+		tbl := &ndbclient.Table{Database: "d", Name: "t", ExpireColumn: -1, PrimaryKey: []int{0},
+			Columns: []ndbclient.Column{
+				{Name: "k", Type: ndbclient.TypeVarchar, Length: 250},
+				{Name: "v", Type: ndbclient.TypeVarbinary, Length: 100, Nullable: true},
+				{Name: "x", Type: tc.typ, Nullable: true},
+			}}
+		c := &Container{Name: "c", Table: tbl, KeyColumns: []int{0}, ValueColumns: []int{1}, FlagsColumn: -1, CasColumn: -1, ExpireColumn: -1, MathColumn: -1}
+		if tc.role == "expire" {
+			c.ExpireColumn = 2
+		} else {
+			c.FlagsColumn = 2
+		}
+		if tc.err == "" {
+			require.NoError(t, c.Prepare(), "%s %s", tc.role, tc.typ)
+		} else {
+			require.EqualError(t, c.Prepare(), tc.err)
+		}
+	}
+}
