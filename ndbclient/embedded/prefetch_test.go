@@ -11,8 +11,11 @@ import (
 	"github.com/ndbgate/ndbgate/ndbclient"
 )
 
-// The warm passes guess the slot lookup will read; a guess is that slot or
-// none, and for a table at its usual load it is nearly always that slot.
+// The warm passes guess the slot lookup will read; for a table at its usual
+// load the guess is nearly always that slot. It may be another key's whose
+// 32-bit tag is the same, and so its home too, and comes first: among 20,000
+// keys about one run in twenty has such a pair (the hash is seeded per
+// engine). A wrong guess costs a wasted prefetch, never a wrong answer.
 func TestLikelySlotIsLookups(t *testing.T) {
 	e := newEngine(t, Config{})
 	tbl := mustCreate(t, e, memcacheTable("warm", 1024))
@@ -28,7 +31,7 @@ func TestLikelySlotIsLookups(t *testing.T) {
 	defer execPool.Put(x)
 	x.e = e
 	defer x.done()
-	same := 0
+	same, other := 0, 0
 	for j := range n {
 		pr := x.prepare(readOp(tbl, fmt.Sprintf("k%06d", j), colValue), false)
 		require.NotNil(t, pr.p)
@@ -37,12 +40,16 @@ func TestLikelySlotIsLookups(t *testing.T) {
 		want, got := pr.p.lookup(pr.tag, key), pr.p.likelySlot(pr.tag)
 		pr.p.mu.Unlock()
 		require.GreaterOrEqual(t, want, int32(0), "key %d", j)
-		if got != -1 {
-			require.Equal(t, want, got, "key %d: a guess that is not lookup's slot", j)
+		switch got {
+		case -1:
+		case want:
 			same++
+		default:
+			other++
 		}
 	}
 	assert.Greater(t, same, n*9/10, "guessed %d of %d slots", same, n)
+	assert.LessOrEqual(t, other, n/1000, "guessed another key's slot for %d of %d keys: more than tag collisions explain", other, n)
 }
 
 // warm never waits for a partition lock: a batch whose partition another
