@@ -33,15 +33,15 @@ static bool expiredIn(const Op &op, const char *row) {
   const Layout &l = op.recs->layout;
   const uint16_t c = op.expireCol;
   if (isNullIn(l, row, c)) return false;
+  const NdbDictionary::Column::Type type = op.recs->t->getColumn(c)->getType();
   uint64_t at = 0;
-  if (expireIsTimestamp2(op)) {  // whole seconds, big endian; the fraction does not count
+  if (type == NdbDictionary::Column::Timestamp2) {  // whole seconds, big endian; the fraction does not count
     const unsigned char *b = reinterpret_cast<const unsigned char *>(row + l.offset[c]);
     at = static_cast<uint64_t>(b[0]) << 24 | static_cast<uint64_t>(b[1]) << 16 | static_cast<uint64_t>(b[2]) << 8 | b[3];
   } else {
     memcpy(&at, row + l.offset[c], l.size[c]);  // little endian
   }
   if (at == 0) return false;
-  const NdbDictionary::Column::Type type = op.recs->t->getColumn(c)->getType();
   if (type == NdbDictionary::Column::Int || type == NdbDictionary::Column::Bigint) {
     const int64_t v = l.size[c] == 4 ? static_cast<int32_t>(static_cast<uint32_t>(at)) : static_cast<int64_t>(at);
     return v <= static_cast<int64_t>(op.now);
