@@ -102,13 +102,14 @@ func StateColumnOf(spec ContainerSpec, t *ndbclient.Table) (string, error) {
 	return spec.StateColumn, nil
 }
 
-// BindContainer resolves spec against t, a table as the backend described
-// it, and gives t what a dictionary's table lacks: which column holds
-// expiry (so that the driver, and a local cache made from t, make expired
-// rows misses, as the embedded engine does) and where NDB keeps item state
-// (the embedded engine keeps its own and ignores it). t is left as it was
-// when spec does not fit it.
-func BindContainer(spec ContainerSpec, t *ndbclient.Table) (*Container, error) {
+// BindContainer resolves spec against t, a table as backend described it,
+// and gives the table what a dictionary's table lacks: which column holds
+// expiry (backend.BindExpireColumn: so that the driver, and a local cache
+// made from the container's table, make expired rows misses) and where NDB
+// keeps item state (the embedded engine keeps its own and ignores it). A
+// table whose rows expire by another column than the container's is
+// refused. t is left as it was when spec does not fit it.
+func BindContainer(spec ContainerSpec, backend *ndbclient.Client, t *ndbclient.Table) (*Container, error) {
 	c, err := NewContainer(spec, t)
 	if err != nil {
 		return nil, err
@@ -117,10 +118,10 @@ func BindContainer(spec ContainerSpec, t *ndbclient.Table) (*Container, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.ExpireColumn < 0 {
-		t.ExpireColumn = c.ExpireColumn
+	if c.Table, err = backend.BindExpireColumn(t, c.ExpireColumn); err != nil {
+		return nil, fmt.Errorf("container %q: %w", spec.Name, err)
 	}
-	t.StateColumn = state
+	c.Table.StateColumn = state
 	return c, nil
 }
 

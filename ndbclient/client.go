@@ -136,6 +136,29 @@ func (c *Client) Driver() Driver { return c.driver }
 // Table returns a table's schema from the driver.
 func (c *Client) Table(database, name string) (*Table, error) { return c.driver.Table(database, name) }
 
+// BindExpireColumn makes column col of t, a table the driver described,
+// its expire column, so that expired rows are misses (and, on the embedded
+// engine, are freed). A table with that expire column already is returned
+// as it is; one with another is a SchemaError, since its rows expire by
+// that one. Drivers that read the column from each op's Table
+// (ExpiryBinder's other drivers) get it set in t. It returns the schema
+// ops must carry from then on.
+func (c *Client) BindExpireColumn(t *Table, col int) (*Table, error) {
+	switch {
+	case col < 0 || t.ExpireColumn == col:
+		return t, nil
+	case col >= len(t.Columns):
+		return nil, Errorf(CodeSchemaError, "table %s has no column %d", t.FullName(), col)
+	case t.ExpireColumn >= 0:
+		return nil, Errorf(CodeSchemaError, "table %s keeps expiry in column %q, not %q: every container of a table must name the same expire column", t.FullName(), t.Columns[t.ExpireColumn].Name, t.Columns[col].Name)
+	}
+	if b, ok := c.driver.(ExpiryBinder); ok {
+		return b.BindExpireColumn(t, col)
+	}
+	t.ExpireColumn = col
+	return t, nil
+}
+
 // Execute runs b synchronously through the dispatcher. Its caller does
 // nothing else until b completes, so b is lone (Batch.Lone).
 func (c *Client) Execute(ctx context.Context, b *Batch) error {

@@ -110,6 +110,16 @@ type Sequencer interface {
 	NextAutoIncrement(ctx context.Context, t *Table) (uint64, error)
 }
 
+// ExpiryBinder is an optional Driver method, for a driver that keeps each
+// table's expire column itself (the embedded engine, whose reaper frees
+// expired rows): BindExpireColumn makes column col of t, a table it
+// described, the expire column of a table made without one, and returns
+// the schema ops must carry from then on. Client.BindExpireColumn calls
+// it; other drivers read the column from each op's Table.
+type ExpiryBinder interface {
+	BindExpireColumn(t *Table, col int) (*Table, error)
+}
+
 // NodeIdentifier is an optional Driver method: NodeID is the cluster's node
 // id of the driver's first connection (an API node), as ndbmemcache signs on
 // under its own. The embedded engine has none.

@@ -427,7 +427,7 @@ func buildRoutes(cfg config.Config, backend, local *ndbclient.Client, itemMax in
 			if err != nil {
 				return nil, fmt.Errorf("container %q: %w", kp.Container, err)
 			}
-			if c, err = gateway.BindContainer(specs[kp.Container], t); err != nil {
+			if c, err = gateway.BindContainer(specs[kp.Container], backend, t); err != nil {
 				return nil, err
 			}
 			if lv := large[kp.Container]; lv != "" {
@@ -439,7 +439,7 @@ func buildRoutes(cfg config.Config, backend, local *ndbclient.Client, itemMax in
 				}
 			}
 			if local != nil {
-				if _, err := ensureTable(local, t); err != nil {
+				if _, err := ensureTable(local, c.Table); err != nil {
 					return nil, fmt.Errorf("container %q (local cache): %w", kp.Container, err)
 				}
 			}

@@ -28,9 +28,9 @@ func dataTables() []*ndbclient.Table {
 			col("mkey", ndbclient.TypeVarchar, 250, false), col("math_value", ndbclient.TypeUint64, 0, true),
 			col("flags", ndbclient.TypeUint32, 0, true), col("cas_value", ndbclient.TypeUint64, 0, true),
 			col("string_value", ndbclient.TypeVarbinary, 13500, true)}},
-		// The embedded engine takes its expire column when the table is made
-		// (NDB's driver takes it from the container, per op).
-		{Database: DB, Name: "demo_table_tabs", PrimaryKey: []int{0}, ExpireColumn: 5, Columns: []ndbclient.Column{
+		// Made without an expire column, as NDB's dictionary describes every
+		// table: demo_tabs' container binds expire_time.
+		{Database: DB, Name: "demo_table_tabs", PrimaryKey: []int{0}, ExpireColumn: -1, Columns: []ndbclient.Column{
 			col("mkey", ndbclient.TypeInt32, 0, false), col("val1", ndbclient.TypeVarchar, 60, true),
 			col("val2", ndbclient.TypeVarchar, 10, true), col("val3", ndbclient.TypeInt32, 0, true),
 			col("flags", ndbclient.TypeUint32, 0, true), col("expire_time", ndbclient.TypeTimestamp, 0, true)}},
@@ -183,6 +183,33 @@ func TestReadSaysWhatIsWrong(t *testing.T) {
 	cfg, err := other.Read(context.Background(), "default_role")
 	require.NoError(t, err)
 	assert.Contains(t, cfg.Prefixes[0].Refused, "is not the one ndbgate serves", "a prefix of another cluster is refused")
+}
+
+// A table's rows expire by one column: a container that names another
+// than the one a container bound before it is refused, on NDB (where the
+// container's column goes in the table every op carries) and on the
+// embedded engine (BindExpireColumn) alike.
+func TestContainersOfATableShareItsExpireColumn(t *testing.T) {
+	f := newFixture(t)
+	cfg, err := f.rd.Read(context.Background(), "default_role")
+	require.NoError(t, err)
+	svc := f.service(t, cfg) // binds demo_table_tabs.expire_time (demo_tabs)
+	require.Equal(t, gateway.OutcomeStored, do(t, svc, gateway.VerbSet, "t:1", "a\tb\t1", nil).Outcome)
+
+	f.write(t, map[string][][]any{
+		"containers":   {{"tabs_by_flags", DB, "demo_table_tabs", "mkey", "val1", "0", nil, nil, "flags", nil}},
+		"key_prefixes": {{uint64(1), "tf:", uint64(0), "ndb-only", "tabs_by_flags"}},
+	})
+	cfg, err = f.rd.Read(context.Background(), "db-only")
+	require.NoError(t, err)
+	var refused error
+	for _, rt := range cfg.Routes(f.backend, f.local, 1<<20) {
+		if rt.Prefix == "tf:" {
+			refused = rt.Refused
+		}
+	}
+	require.Error(t, refused)
+	assert.Contains(t, refused.Error(), `key prefix "tf:" is not served: container "tabs_by_flags": SchemaError: table ndbmemcache.demo_table_tabs keeps expiry in column "expire_time", not "flags": every container of a table must name the same expire column`)
 }
 
 // service serves cfg's routes as ndbgate serve does.

@@ -81,7 +81,7 @@ func (c *Container) build(backend *ndbclient.Client) (*gateway.Container, error)
 		ExpireColumn: c.ExpireColumn, MathColumn: c.IncrementColumn,
 		StateColumn: gateway.StateColumnName, StateOptional: true,
 	}
-	gc, err := gateway.BindContainer(spec, t)
+	gc, err := gateway.BindContainer(spec, backend, t)
 	if err != nil || c.LargeValuesTable == "" {
 		return gc, err
 	}

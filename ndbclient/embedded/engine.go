@@ -324,7 +324,7 @@ func (e *Engine) CreateTable(s *ndbclient.Table) (*ndbclient.Table, error) {
 			}
 			return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s already exists with a different shape", s.FullName())
 		}
-		return t.schema, nil
+		return t.current(), nil
 	}
 	t, err := newTable(s, e.cfg.Partitions)
 	if err != nil {
@@ -350,13 +350,54 @@ func (e *Engine) addTable(t *table) {
 	}
 	e.nparts.Add(int64(len(t.parts)))
 	e.byName[t.schema.FullName()] = t
+	e.publishSchemas()
+	tables := append(append([]*table(nil), *e.tables.Load()...), t)
+	e.tables.Store(&tables)
+}
+
+// publishSchemas remakes byPtr from byName: each table's stored schema, and
+// the one its expire column was bound in. e.mu is held.
+func (e *Engine) publishSchemas() {
 	byPtr := make(map[*ndbclient.Table]*table, len(e.byName))
 	for _, t := range e.byName {
 		byPtr[t.schema] = t
+		if b := t.bound.Load(); b != nil {
+			byPtr[b] = t
+		}
 	}
 	e.byPtr.Store(&byPtr)
-	tables := append(append([]*table(nil), *e.tables.Load()...), t)
-	e.tables.Store(&tables)
+}
+
+// BindExpireColumn makes column col the expire column of s's table, made
+// without one (ndbclient.ExpiryBinder): from then on its expired rows are
+// misses and the reaper frees them. The binding is the engine's while it
+// runs; a data dir keeps the table as it was made, and the container that
+// named the column binds it again at each start. It returns the table's
+// schema with the column set, which ops carry.
+func (e *Engine) BindExpireColumn(s *ndbclient.Table, col int) (*ndbclient.Table, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t := e.byName[s.FullName()]
+	switch {
+	case t == nil:
+		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s does not exist", s.FullName())
+	case t.expireColumn() == col:
+		return t.current(), nil
+	case t.expireColumn() >= 0:
+		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s keeps expiry in column %q", s.FullName(), t.cols[t.expireColumn()].Name)
+	case col < 0 || col >= len(t.cols):
+		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s has no column %d", s.FullName(), col)
+	case t.cols[col].keyPos >= 0:
+		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s: expire column %q cannot be in the primary key", s.FullName(), t.cols[col].Name)
+	case !ndbclient.IsExpiryType(t.cols[col].Type):
+		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s: expire column %q must be an integer or a TIMESTAMP", s.FullName(), t.cols[col].Name)
+	}
+	cp := *t.schema
+	cp.ExpireColumn = col
+	t.bound.Store(&cp)
+	e.publishSchemas() // before the column counts: an op carrying cp finds t
+	t.expireCol.Store(int32(col))
+	return &cp, nil
 }
 
 // allPartitions lists every partition of every table, in ascending gid.
@@ -368,7 +409,8 @@ func (e *Engine) allPartitions() []*partition {
 	return out
 }
 
-// Table returns the stored schema of database.name.
+// Table returns the schema of database.name: as stored, or with the expire
+// column BindExpireColumn gave it.
 func (e *Engine) Table(database, name string) (*ndbclient.Table, error) {
 	e.mu.Lock()
 	t := e.byName[database+"."+name]
@@ -376,7 +418,7 @@ func (e *Engine) Table(database, name string) (*ndbclient.Table, error) {
 	if t == nil {
 		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s.%s does not exist", database, name)
 	}
-	return t.schema, nil
+	return t.current(), nil
 }
 
 // tableOf maps an op's schema pointer to the engine's table. The pointer

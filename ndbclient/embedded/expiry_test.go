@@ -178,3 +178,61 @@ func TestReapDirect(t *testing.T) {
 	assert.Equal(t, uint64(5), e.Stats().Items)
 	assert.Equal(t, 0, e.reap())
 }
+
+// A table made without an expire column gets one when a container names it
+// (BindExpireColumn): from then on its expired rows, those written before
+// included, are misses and the reaper frees them, whichever of the table's
+// schemas an op carries.
+func TestBindExpireColumn(t *testing.T) {
+	clock := newClock()
+	e := newEngine(t, Config{Partitions: 2, Now: clock.now})
+	s := memcacheTable("late", 64)
+	s.ExpireColumn = -1
+	made := mustCreate(t, e, s)
+	now := uint64(clock.now())
+	put(t, e, made, "past", item{value: "p", expire: now - 1})
+	put(t, e, made, "soon", item{value: "s", expire: now + 10})
+	put(t, e, made, "never", item{value: "n"})
+	_, ok := getValue(t, e, made, "past")
+	require.True(t, ok, "no expire column yet: nothing expires")
+	assert.Equal(t, 0, e.reap())
+
+	for col, want := range map[int]string{colKey: "primary key", colValue: "integer or a TIMESTAMP", 99: "no column"} {
+		_, err := e.BindExpireColumn(made, col)
+		assert.ErrorContains(t, err, want)
+		assert.Equal(t, ndbclient.CodeSchemaError, ndbclient.CodeOf(err))
+	}
+	bound, err := e.BindExpireColumn(made, colExpire)
+	require.NoError(t, err)
+	assert.Equal(t, colExpire, bound.ExpireColumn)
+	assert.Equal(t, -1, made.ExpireColumn, "the schema as made stays as it was")
+	again, err := e.BindExpireColumn(made, colExpire)
+	require.NoError(t, err)
+	assert.Same(t, bound, again)
+	got, err := e.Table("test", "late")
+	require.NoError(t, err)
+	assert.Same(t, bound, got, "Table gives the bound schema")
+	_, err = e.BindExpireColumn(made, colCas)
+	assert.ErrorContains(t, err, `keeps expiry in column "expire_time"`)
+
+	for _, schema := range []*ndbclient.Table{made, bound} {
+		_, ok = getValue(t, e, schema, "past")
+		assert.False(t, ok, "expired before the binding: a miss after it")
+		_, ok = getValue(t, e, schema, "soon")
+		assert.True(t, ok)
+	}
+	clock.advance(10)
+	assert.Equal(t, 1, e.reap(), "soon is due (past was freed when read)")
+	assert.Equal(t, uint64(1), e.Stats().Items)
+	_, ok = getValue(t, e, bound, "never")
+	assert.True(t, ok)
+
+	// Made again in either shape, it is the same table.
+	for _, x := range []int{-1, colExpire} {
+		ask := *s
+		ask.ExpireColumn = x
+		got, err := e.CreateTable(&ask)
+		require.NoError(t, err, "expire column %d", x)
+		assert.Same(t, bound, got)
+	}
+}

@@ -180,7 +180,7 @@ func (p *partition) find(tag uint32, key []byte, now uint32) int32 {
 
 // expiry is slot s's expiry time (expireOf), 0 for never.
 func (p *partition) expiry(s int32) uint32 {
-	if p.t.expireCol < 0 {
+	if p.t.expireColumn() < 0 {
 		return 0
 	}
 	return p.t.expireOf(p.row(s))

@@ -263,16 +263,17 @@ func (t *table) decode(row []byte, c int, v *ndbclient.Value) {
 // negative time (already past) as 1. The expire column is a non-key integer
 // or TIMESTAMP.
 func (t *table) expireOf(row []byte) uint32 {
-	if t.expireCol < 0 {
+	col := t.expireColumn()
+	if col < 0 {
 		return 0
 	}
-	ci := &t.cols[t.expireCol]
+	ci := &t.cols[col]
 	_, base := keyBounds(row)
 	if isNull(row, base, ci) {
 		return 0
 	}
 	if ci.kind == ndbclient.KindBytes { // a TIMESTAMP's text
-		return uint32(ndbclient.ExpirySeconds(t.colValue(row, t.expireCol)))
+		return uint32(ndbclient.ExpirySeconds(t.colValue(row, col)))
 	}
 	u := getUint(row[t.fixedAt(row, base, ci):], ci.width)
 	if ci.kind == ndbclient.KindInt {

@@ -23,7 +23,11 @@ type table struct {
 	nullBytes int   // bytes of the null bitmap (nullable non-key columns)
 	denseLen  int   // bytes of the dense area (NOT NULL fixed-width columns)
 	v1Fixed   int   // bytes of the fixed area of the data dir's version 1 rows
-	expireCol int   // -1 for none
+	// expireCol is the expire column, -1 for none: the schema's, or the
+	// one BindExpireColumn gave a table made without one (bound, its
+	// schema then, which ops carry). Set once; read by the reaper too.
+	expireCol atomic.Int32
+	bound     atomic.Pointer[ndbclient.Table]
 	eviction  bool
 	parts     []*partition
 	hints     []indexHint // parts[i]'s index, for prefetching (prefetch.go)
@@ -157,10 +161,8 @@ func newTable(s *ndbclient.Table, defParts int) (*table, error) {
 	if cp.Partitions < 1 || cp.Partitions > 1<<16 {
 		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s: partitions must be 1..65536", cp.FullName())
 	}
-	t := &table{schema: &cp, pk: cp.PrimaryKey, expireCol: cp.ExpireColumn, eviction: cp.Eviction}
-	if t.expireCol < 0 {
-		t.expireCol = -1
-	}
+	t := &table{schema: &cp, pk: cp.PrimaryKey, eviction: cp.Eviction}
+	t.expireCol.Store(int32(max(cp.ExpireColumn, -1)))
 	t.cols = make([]colInfo, len(cp.Columns))
 	for i := range t.cols {
 		t.cols[i] = colInfo{Column: cp.Columns[i], nullBit: -1, keyPos: -1, fixedOff: -1, sparseAt: -1, v1Off: -1, varIdx: -1}
@@ -244,8 +246,21 @@ func newTable(s *ndbclient.Table, defParts int) (*table, error) {
 	return t, nil
 }
 
-// sameShape reports whether s describes the stored table (Partitions 0 matches
-// whatever count the table got).
+// expireColumn is the table's expire column, -1 for none.
+func (t *table) expireColumn() int { return int(t.expireCol.Load()) }
+
+// current is the schema ops carry: the stored one, or the one with the
+// expire column bound since.
+func (t *table) current() *ndbclient.Table {
+	if b := t.bound.Load(); b != nil {
+		return b
+	}
+	return t.schema
+}
+
+// sameShape reports whether s describes the stored table, as made or with
+// its expire column bound since (Partitions 0 matches whatever count the
+// table got).
 func (t *table) sameShape(s *ndbclient.Table) bool {
 	st := t.schema
 	dk := func(x *ndbclient.Table) []int {
@@ -257,5 +272,5 @@ func (t *table) sameShape(s *ndbclient.Table) bool {
 	return s.Database == st.Database && s.Name == st.Name &&
 		slices.EqualFunc(s.Columns, st.Columns, func(a, b ndbclient.Column) bool { return a.Equal(&b) }) && slices.Equal(s.PrimaryKey, st.PrimaryKey) &&
 		slices.Equal(dk(s), dk(st)) && (s.Partitions == 0 || s.Partitions == st.Partitions) &&
-		s.Eviction == st.Eviction && s.ExpireColumn == st.ExpireColumn
+		s.Eviction == st.Eviction && (s.ExpireColumn == st.ExpireColumn || s.ExpireColumn == t.expireColumn())
 }
