@@ -393,6 +393,10 @@ func buildRoutes(cfg config.Config, backend, local *ndbclient.Client, itemMax in
 	specs := map[string]gateway.ContainerSpec{}
 	tables := map[string]*ndbclient.Table{}
 	large := map[string]string{} // container: its large_values_table
+	declared := map[string]bool{}
+	for _, tc := range cfg.Tables {
+		declared[tc.Database+"."+tc.Name] = true
+	}
 	def := gateway.DefaultContainerSpec()
 	specs[def.Name] = def
 	tables[def.Name] = gateway.DemoTable(itemMax)
@@ -423,7 +427,15 @@ func buildRoutes(cfg config.Config, backend, local *ndbclient.Client, itemMax in
 		}
 		c, ok := built[kp.Container]
 		if !ok {
-			t, err := ensureTable(backend, tables[kp.Container])
+			t := tables[kp.Container]
+			var err error
+			if declared[t.FullName()] {
+				// buildTables made it, or checked the data dir's against
+				// its declaration: the container takes that shape.
+				t, err = backend.Table(t.Database, t.Name)
+			} else {
+				t, err = ensureTable(backend, t)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("container %q: %w", kp.Container, err)
 			}

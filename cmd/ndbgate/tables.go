@@ -11,14 +11,14 @@ import (
 
 // buildTables turns the config's tables into schemas and makes sure the
 // backend has them: the embedded engine creates them; NDB must already have
-// them in its dictionary, in a compatible shape.
+// them in its dictionary, in a compatible shape. An expire column is not part
+// of a declared table's shape: the containers on it bind one (buildRoutes),
+// so that a data dir's table made without one gains it, as a table made in
+// SQL does.
 func buildTables(cfg config.Config, backend *ndbclient.Client) error {
 	for i, tc := range cfg.Tables {
 		t, err := tableSchema(tc)
 		if err != nil {
-			return fmt.Errorf("tables[%d] (%s.%s): %w", i, tc.Database, tc.Name, err)
-		}
-		if t.ExpireColumn, err = declaredExpiry(cfg, t); err != nil {
 			return fmt.Errorf("tables[%d] (%s.%s): %w", i, tc.Database, tc.Name, err)
 		}
 		if _, err := ensureTable(backend, t); err != nil {
@@ -53,27 +53,6 @@ func tableSchema(tc config.Table) (*ndbclient.Table, error) {
 		return nil, err
 	}
 	return t, nil
-}
-
-// declaredExpiry is the expire column the containers on declared table t
-// name, or -1: the embedded engine makes rows past it misses only when the
-// table has it from its creation.
-func declaredExpiry(cfg config.Config, t *ndbclient.Table) (int, error) {
-	col := -1
-	for _, c := range cfg.Containers {
-		if c.Database != t.Database || c.Table != t.Name || c.ExpireColumn == "" {
-			continue
-		}
-		i := t.ColumnIndex(c.ExpireColumn)
-		if i < 0 {
-			continue // the container's own check names it
-		}
-		if col >= 0 && col != i {
-			return -1, fmt.Errorf("containers name two expire columns of the table (%s and %s): give them one", t.Columns[col].Name, c.ExpireColumn)
-		}
-		col = i
-	}
-	return col, nil
 }
 
 // ndbValueLength is the value column length of memcache tables that

@@ -236,3 +236,25 @@ func TestBindExpireColumn(t *testing.T) {
 		assert.Same(t, bound, got)
 	}
 }
+
+// A table made with an expire column is the table asked for without one
+// (a configuration whose containers bind the column, made by a build that
+// put it in the table's shape), and it keeps expiring by it; asked for with
+// another, it is a SchemaError.
+func TestMadeWithAnExpireColumnIsAskedForWithout(t *testing.T) {
+	clock := newClock()
+	e := newEngine(t, Config{Partitions: 2, Now: clock.now})
+	made := mustCreate(t, e, memcacheTable("t", 64))
+	require.Equal(t, colExpire, made.ExpireColumn)
+	ask := *memcacheTable("t", 64)
+	ask.ExpireColumn = -1
+	got, err := e.CreateTable(&ask)
+	require.NoError(t, err)
+	assert.Same(t, made, got)
+	put(t, e, got, "past", item{value: "p", expire: uint64(clock.now()) - 1})
+	_, ok := getValue(t, e, got, "past")
+	assert.False(t, ok, "still expires by its column")
+	ask.ExpireColumn = colCas
+	_, err = e.CreateTable(&ask)
+	assert.Equal(t, ndbclient.CodeSchemaError, ndbclient.CodeOf(err))
+}

@@ -75,7 +75,7 @@ func (t *table) shapeDiff(s *ndbclient.Table) string {
 		return "another primary key"
 	case s.Eviction != st.Eviction:
 		return fmt.Sprintf("eviction %v stored, %v asked for", st.Eviction, s.Eviction)
-	case s.ExpireColumn != st.ExpireColumn:
+	case s.ExpireColumn >= 0 && s.ExpireColumn != t.expireColumn():
 		return "another expire column"
 	case s.Partitions != 0 && s.Partitions != st.Partitions:
 		return fmt.Sprintf("%d partitions stored, %d asked for", st.Partitions, s.Partitions)

@@ -260,7 +260,9 @@ func (t *table) current() *ndbclient.Table {
 
 // sameShape reports whether s describes the stored table, as made or with
 // its expire column bound since (Partitions 0 matches whatever count the
-// table got).
+// table got). s without an expire column matches a table with one: the
+// column is a container's to bind (Client.BindExpireColumn), not the
+// table's shape.
 func (t *table) sameShape(s *ndbclient.Table) bool {
 	st := t.schema
 	dk := func(x *ndbclient.Table) []int {
@@ -272,5 +274,5 @@ func (t *table) sameShape(s *ndbclient.Table) bool {
 	return s.Database == st.Database && s.Name == st.Name &&
 		slices.EqualFunc(s.Columns, st.Columns, func(a, b ndbclient.Column) bool { return a.Equal(&b) }) && slices.Equal(s.PrimaryKey, st.PrimaryKey) &&
 		slices.Equal(dk(s), dk(st)) && (s.Partitions == 0 || s.Partitions == st.Partitions) &&
-		s.Eviction == st.Eviction && (s.ExpireColumn == st.ExpireColumn || s.ExpireColumn == t.expireColumn())
+		s.Eviction == st.Eviction && (s.ExpireColumn < 0 || s.ExpireColumn == st.ExpireColumn || s.ExpireColumn == t.expireColumn())
 }

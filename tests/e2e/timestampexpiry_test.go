@@ -3,6 +3,7 @@ package e2e
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,4 +90,47 @@ func TestTimestampExpiryColumn(t *testing.T) {
 	when, err = time.Parse(time.DateTime, at)
 	require.NoError(t, err, "gat 100 set an expiry: %q", at)
 	assert.InDelta(t, time.Now().Unix()+100, when.Unix(), 2, strconv.Quote(at))
+}
+
+// A data dir whose table was made while no container named its expire
+// column starts with a configuration whose container does: the column is
+// bound, not refused as another shape, and the items written before keep
+// their values. Started again without the container's column, nothing
+// expires: the column is the container's, not the table's, as on NDB.
+func TestExpireColumnNamedAfterTheDataDirMadeTheTable(t *testing.T) {
+	dir := t.TempDir()
+	noExpiry := strings.Replace(timestampExpiryConfig, "    expire_column: expires\n", "", 1)
+	require.NotEqual(t, timestampExpiryConfig, noExpiry)
+	start := func(config string) *server {
+		return startServer(t, "--data-dir", dir, "--config", writeFile(t, "ndbgate.yaml", config))
+	}
+
+	s := start(noExpiry)
+	mc := newClient(t, s.memcacheAddr)
+	require.NoError(t, mc.Set(&memcache.Item{Key: "s:before", Value: []byte("kept"), Flags: 5}))
+	require.NoError(t, mc.Set(&memcache.Item{Key: "s:ignored", Value: []byte("i"), Expiration: 1}))
+	time.Sleep(1100 * time.Millisecond)
+	requireItem(t, mc, "s:ignored", "i", 0) // no expire column: memcache's exptime is not kept
+	require.Equal(t, 0, s.stop(t))
+
+	s = start(timestampExpiryConfig)
+	mc = newClient(t, s.memcacheAddr)
+	requireItem(t, mc, "s:before", "kept", 5)
+	requireItem(t, mc, "s:ignored", "i", 0)
+	require.NoError(t, mc.Set(&memcache.Item{Key: "s:short", Value: []byte("a"), Expiration: 1}))
+	require.NoError(t, mc.Set(&memcache.Item{Key: "s:past", Value: []byte("p"), Expiration: int32(time.Now().Unix() - 100)}))
+	requireItem(t, mc, "s:short", "a", 0)
+	requireMiss(t, mc, "s:past")
+	time.Sleep(2100 * time.Millisecond)
+	requireMiss(t, mc, "s:short")
+	require.NoError(t, mc.Set(&memcache.Item{Key: "s:later", Value: []byte("l"), Expiration: 2}))
+	require.Equal(t, 0, s.stop(t))
+
+	s = start(noExpiry)
+	mc = newClient(t, s.memcacheAddr)
+	requireItem(t, mc, "s:before", "kept", 5)
+	requireItem(t, mc, "s:later", "l", 0)
+	time.Sleep(2100 * time.Millisecond)
+	requireItem(t, mc, "s:later", "l", 0)
+	requireMiss(t, mc, "s:short") // freed when it expired
 }
