@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -194,6 +195,10 @@ type largeState struct {
 	from, to int
 	// reads: the reads of long values whose parts are being read.
 	reads []largeRead
+	// partless: the reads whose parts read found a row missing, in the
+	// attempt before. Read again with the same header, a part is gone
+	// (evicted): a miss.
+	partless []largeRead
 
 	// The write: op w is the row's, which the large stages change and
 	// put back (kind, cond, set) before trying again.
@@ -282,10 +287,20 @@ func (r *Request) largeReads(st stage, from, to int) bool {
 					cas = o.Row[k].Uint()
 				}
 			}
-			r.lg.reads = append(r.lg.reads, largeRead{op: j, head: header{cas: cas, id: id, size: size, long: true}})
+			lr := largeRead{op: j, head: header{cas: cas, id: id, size: size, long: true}}
+			if slices.ContainsFunc(r.lg.partless, func(p largeRead) bool { return p.op == j && p.head == lr.head }) {
+				// Nobody rewrites a header's parts without changing its
+				// cas or id, so a part is gone: the embedded engine
+				// evicted it, as it may evict any row of an evicting
+				// container. The item is lost, as an evicted item is.
+				o.Err, o.Row = ndbclient.Errorf(ndbclient.CodeNotFound, "large value %d of %s: a part is gone", id, c.Large.Parts.FullName()), o.Row[:0]
+				continue
+			}
+			r.lg.reads = append(r.lg.reads, lr)
 		}
 		o.Row = o.Row[:at]
 	}
+	r.lg.partless = r.lg.partless[:0]
 	if len(r.lg.reads) == 0 {
 		return false
 	}
@@ -333,7 +348,15 @@ func (r *Request) largePartsDone() {
 		h := &r.ops[lr.at]
 		switch ndbclient.CodeOf(h.Err) {
 		case ndbclient.CodeOK:
-		case ndbclient.CodeNotFound: // the row, or a part the row no longer names, is gone
+		case ndbclient.CodeNotFound:
+			// The row is gone, or a part the row no longer names, or
+			// a part it still names (evicted): the first read of the
+			// next attempt tells.
+			for _, x := range r.lg.reads {
+				if ndbclient.CodeOf(r.ops[x.at].Err) == ndbclient.CodeNotFound {
+					r.lg.partless = append(r.lg.partless, x)
+				}
+			}
 			r.largeReadAgain()
 			return
 		default:

@@ -391,3 +391,36 @@ func wholeValue(v string) bool {
 	}
 	return v == value(v[:colon+1], len(v))
 }
+
+// A value whose part is gone (the embedded engine evicted it: it evicts
+// any row of an evicting table, the parts of an evicting container's
+// values too) is a miss, for a get of it alone or among others, and a set
+// over it stores the new value; a part gone from a row no longer naming it
+// is no concern of the read.
+func TestLargeValueWithAPartGoneIsAMiss(t *testing.T) {
+	for _, d := range drivers {
+		t.Run(d.name, func(t *testing.T) {
+			h := newLargeHarness(t, d.wrap)
+			long, other := value("l", 35), value("o", 27)
+			require.Equal(t, gateway.OutcomeStored, h.set(t, "k", long).Outcome)
+			require.Equal(t, gateway.OutcomeStored, h.set(t, "o", other).Outcome)
+			id := h.row(t, "k")[1].Uint()
+			del := &ndbclient.Op{Kind: ndbclient.OpDelete, Table: h.parts, Key: []ndbclient.Value{ndbclient.Uint(id), ndbclient.Int(2)}}
+			require.NoError(t, h.backendDrv.Execute(context.Background(), &ndbclient.Batch{Ops: []*ndbclient.Op{del}}))
+			require.NoError(t, del.Err)
+
+			assert.Equal(t, "<miss>", h.get(t, "k"))
+			r := h.do(t, gateway.VerbGet, "", nil, "o", "k", "o")
+			require.Equal(t, gateway.OutcomeValues, r.Outcome, "err %v", r.Err)
+			require.Len(t, r.Items, 3)
+			assert.Equal(t, other, string(r.Items[0].Value))
+			assert.False(t, r.Items[1].Hit, "the value with a part gone")
+			assert.Equal(t, other, string(r.Items[2].Value))
+			assert.Equal(t, gateway.OutcomeNotStored, h.do(t, gateway.VerbAppend, "x", nil, "k").Outcome, "append to a lost item")
+
+			require.Equal(t, gateway.OutcomeStored, h.set(t, "k", long+"!").Outcome)
+			assert.Equal(t, long+"!", h.get(t, "k"))
+			assert.Equal(t, parts(len(long)+1)+parts(len(other)), h.partRows(t), "the set freed what was left of the old parts")
+		})
+	}
+}

@@ -12,7 +12,7 @@ func (s *Service) Do(r *Request) {
 	r.svc = s
 	r.Outcome, r.Err, r.Number, r.NewCas = OutcomeNone, nil, 0, 0
 	if r.lg != nil {
-		r.lg.reading = false
+		r.lg.reading, r.lg.partless = false, r.lg.partless[:0]
 	}
 	if len(r.keyEnds) == 0 {
 		r.fail(ndbclient.Errorf(ndbclient.CodeInvalidArgument, "no key"))

@@ -444,7 +444,7 @@ func buildRoutes(cfg config.Config, backend, local *ndbclient.Client, itemMax in
 			}
 			if lv := large[kp.Container]; lv != "" {
 				parts := func(db, name string) (*ndbclient.Table, error) {
-					return ensureTable(backend, gateway.ExternalValuesTable(db, name))
+					return ensurePartsTable(backend, gateway.ExternalValuesTable(db, name), t.Eviction)
 				}
 				if err := c.KeepLargeValuesIn(lv, backend, parts); err != nil {
 					return nil, err
@@ -522,4 +522,24 @@ func ensureTable(cl *ndbclient.Client, t *ndbclient.Table) (*ndbclient.Table, er
 		}
 	}
 	return cl.Driver().CreateTable(t)
+}
+
+// ensurePartsTable is ensureTable for a container's large values' parts:
+// they are evicted when the container's rows are (the embedded engine), so
+// that the parts of a row evicted before them do not hold the memory for
+// ever (a read whose part is gone is a miss). A data dir's parts table made
+// otherwise by an earlier build is kept as it is, with a warning.
+func ensurePartsTable(cl *ndbclient.Client, t *ndbclient.Table, eviction bool) (*ndbclient.Table, error) {
+	t.Eviction = eviction
+	got, err := ensureTable(cl, t)
+	if err == nil || !eviction {
+		return got, err
+	}
+	old := *t
+	old.Eviction = false
+	if got, oldErr := ensureTable(cl, &old); oldErr == nil {
+		slog.Warn("the large values' parts table in the data dir was made without eviction: parts of evicted items are never freed; start on a new data dir to have them evicted", "table", t.FullName())
+		return got, nil
+	}
+	return nil, err
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"strings"
@@ -165,4 +166,55 @@ func TestLargeValuesThroughClients(t *testing.T) {
 		r = rows.post("/0.1.0/app/big_parts/pk-read", fmt.Sprintf(`{"filters":[{"column":"id","value":%v},{"column":"part","value":3}]}`, id))
 		assert.Equal(t, http.StatusNotFound, r.status, "three parts, no more")
 	})
+}
+
+// largeEvictingConfig keeps values longer than 2,000 bytes in parts, in
+// tables the container makes, which evict (the default): the parts are
+// evicted with the rows, so a full engine keeps storing.
+const largeEvictingConfig = `
+containers:
+  - name: large
+    database: app
+    table: large_items
+    key_columns: [mkey]
+    value_columns: [string_value]
+    flags_column: flags
+    cas_column: cas_value
+    large_values_table: app.large_parts
+key_prefixes:
+  - {prefix: "", container: large, policy: ndb-only}
+`
+
+// Four times the memory limit of large values, written through gomemcache:
+// every set is stored (the oldest items evicted, parts and all), and every
+// get is the value set or a miss, the newest ones hits. Before the parts
+// were evicted too, the parts of evicted rows filled the limit and every
+// set after got "SERVER_ERROR out of memory storing object".
+func TestLargeValuesEvictedWithTheirParts(t *testing.T) {
+	srv := startServer(t, "--config", writeFile(t, "ndbgate.yaml", largeEvictingConfig), "--memory-limit", "16m")
+	mc := newClient(t, srv.memcacheAddr)
+	const n, size = 3200, 20000
+	val := func(i int) []byte { return bytes.Repeat([]byte(fmt.Sprintf("v%d-", i)), size)[:size] }
+	for i := range n {
+		require.NoError(t, mc.Set(&memcache.Item{Key: fmt.Sprint("k", i), Value: val(i)}), "set %d", i)
+	}
+	hits := 0
+	for i := range n {
+		it, err := mc.Get(fmt.Sprint("k", i))
+		if i >= n-50 {
+			require.NoError(t, err, "get k%d: among the newest", i)
+		}
+		if err == memcache.ErrCacheMiss {
+			continue
+		}
+		require.NoError(t, err, "get k%d", i)
+		require.Equal(t, val(i), it.Value, "k%d", i)
+		hits++
+	}
+	c := dialRaw(t, srv.memcacheAddr)
+	defer c.close()
+	st := c.stats("")
+	t.Logf("%d hits of %d; stats: evictions %s, curr_items %s, bytes %s", hits, n, st["evictions"], st["curr_items"], st["bytes"])
+	assert.Less(t, hits, n, "the limit holds fewer than were written")
+	assert.NotEqual(t, "0", st["evictions"])
 }
