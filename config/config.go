@@ -337,9 +337,6 @@ func (c *Config) Validate() error {
 			if len(ct.ValueColumns) != 1 || ct.CasColumn == "" {
 				errs = append(errs, fmt.Errorf("%s (%s): large_values_table needs one value column and a cas_column", where, ct.Name))
 			}
-			if ct.ExpireColumn != "" {
-				errs = append(errs, fmt.Errorf("%s (%s): large_values_table keeps no expiry (an expired item's parts would never be freed): drop expire_column", where, ct.Name))
-			}
 		}
 	}
 	prefixes := map[string]bool{}

@@ -108,9 +108,6 @@ func TestValidationNamesTheSetting(t *testing.T) {
 		{"large values without a cas column", func(c *Config) {
 			c.Containers = []Container{{Name: "x", Database: "d", Table: "t", KeyColumns: []string{"k"}, ValueColumns: []string{"v"}, LargeValuesTable: "d.parts"}}
 		}, "large_values_table needs one value column and a cas_column"},
-		{"large values with expiry", func(c *Config) {
-			c.Containers = []Container{{Name: "x", Database: "d", Table: "t", KeyColumns: []string{"k"}, ValueColumns: []string{"v"}, CasColumn: "c", ExpireColumn: "e", LargeValuesTable: "d.parts"}}
-		}, "large_values_table keeps no expiry"},
 		{"fsync", func(c *Config) { c.Embedded.Fsync = "sometimes" }, `embedded.fsync (--fsync) = "sometimes": use always, everysec or no`},
 		{"snapshot log size", func(c *Config) { c.Embedded.SnapshotLogSize = 4096 }, "embedded.snapshot_log_size (--snapshot-log-size)"},
 		{"snapshot interval", func(c *Config) { c.Embedded.SnapshotInterval = -1 }, "embedded.snapshot_interval"},

@@ -51,6 +51,11 @@ type ContainerSpec struct {
 	// ExpireOptional: use ExpireColumn only if the table has it. Without
 	// it items never expire, as in ndbmemcache's demo container.
 	ExpireOptional bool
+	// LargeValues: the container keeps large values in parts
+	// (KeepLargeValues), so the gateway keeps its expiry itself
+	// (ndbclient.Table.ExpiryByCaller): a backend that kept it would free
+	// or replace an expired row without its parts.
+	LargeValues bool
 }
 
 // StateColumnName is the item state column of ndbgate's own tables (the
@@ -118,7 +123,7 @@ func BindContainer(spec ContainerSpec, backend *ndbclient.Client, t *ndbclient.T
 	if err != nil {
 		return nil, err
 	}
-	if c.Table, err = backend.BindExpireColumn(t, c.ExpireColumn); err != nil {
+	if c.Table, err = backend.BindExpireColumn(t, c.ExpireColumn, spec.LargeValues); err != nil {
 		return nil, fmt.Errorf("container %q: %w", spec.Name, err)
 	}
 	c.Table.StateColumn = state

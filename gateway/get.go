@@ -127,7 +127,7 @@ func (r *Request) omit(t *keyTarget) Omit {
 // It returns the next free op index.
 func (r *Request) addGetOps(n, i int, t *keyTarget) int {
 	c := t.route.Container
-	touch := r.Verb == VerbGat && c.ExpireColumn >= 0
+	touch := r.Verb == VerbGat && c.ExpireColumn >= 0 && c.Large == nil // largeGats
 	o := r.op(n)
 	o.Kind, o.Table = ndbclient.OpRead, c.Table
 	var err error

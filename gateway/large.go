@@ -33,10 +33,17 @@ type LargeValues struct {
 	IDColumn, SizeColumn int
 
 	idCol, partCol, contentCol int // the parts table's
-	inline                     int // the longest value the row holds itself
-	partSize                   int
-	max                        int // the longest value: maxParts parts
+	// expire is the container's expire column, -1 for none: the gateway
+	// checks it (the backend only knows it: ndbclient.Table.ExpiryByCaller),
+	// so that a write over an expired item frees its parts.
+	expire   int
+	inline   int // the longest value the row holds itself
+	partSize int
+	max      int // the longest value: maxParts parts
 }
+
+// errExpired is a large value's read that found its row expired: a miss.
+var errExpired = ndbclient.Errorf(ndbclient.CodeNotFound, "expired")
 
 // maxParts is the most parts a value may have (ndbmemcache's
 // EXTERN_VAL_MAX_PARTS).
@@ -68,8 +75,9 @@ func ExternalValuesTable(db, name string) *ndbclient.Table {
 // KeepLargeValues makes c keep values longer than its value column in
 // parts, as ndbmemcache's large_values_table does. c's table needs ext_id
 // and ext_size (unsigned integers), one bytes value column and a cas
-// column (ndbgate conditions each large write on it), and c no expire
-// column; parts needs ndbmemcache's id, part and content.
+// column (ndbgate conditions each large write on it), and must not expire
+// rows in the backend (c keeps its own expiry: ContainerSpec.LargeValues);
+// parts needs ndbmemcache's id, part and content.
 func (c *Container) KeepLargeValues(parts *ndbclient.Table) error {
 	t := c.Table
 	fail := func(format string, a ...any) error {
@@ -81,12 +89,12 @@ func (c *Container) KeepLargeValues(parts *ndbclient.Table) error {
 	if c.CasColumn < 0 {
 		return fail("needs a cas column: each write of a large value is conditioned on it")
 	}
-	if c.ExpireColumn >= 0 {
-		// The backend makes an expired row a miss, so the write that
-		// replaces it never learns of the parts it names.
-		return fail("keeps no expiry: an expired item's parts would never be freed; drop the expire column from the container")
+	if t.ExpireColumn >= 0 && !t.ExpiryByCaller {
+		// The backend would make an expired row a miss, and free or
+		// replace it without the parts it names.
+		return fail("its table %s expires rows by column %q in the backend (another container's, or made so), so an expired item's parts would never be freed; give the table's containers no expire column, or this one its own table", t.FullName(), t.Columns[t.ExpireColumn].Name)
 	}
-	lv := &LargeValues{Parts: parts, inline: t.Columns[c.ValueColumns[0]].Length}
+	lv := &LargeValues{Parts: parts, inline: t.Columns[c.ValueColumns[0]].Length, expire: c.ExpireColumn}
 	unsigned := func(tb *ndbclient.Table, name string) (int, error) {
 		i := tb.ColumnIndex(name)
 		if i < 0 {
@@ -145,6 +153,21 @@ func (c *Container) KeepLargeValuesIn(name string, backend *ndbclient.Client, ta
 		return fmt.Errorf("container %q: large_values_table: %w", c.Name, err)
 	}
 	return c.KeepLargeValues(parts)
+}
+
+// keepsItsExpiry refuses a container with large values whose table the
+// backend expires rows of: another container bound an expire column to it
+// after KeepLargeValues checked (the embedded engine's binding shows only
+// in the table it now describes).
+func (c *Container) keepsItsExpiry(backend *ndbclient.Client) error {
+	if c.Large == nil || backend == nil {
+		return nil
+	}
+	t, err := backend.Table(c.Table.Database, c.Table.Name)
+	if err != nil || t.ExpireColumn < 0 || t.ExpiryByCaller {
+		return nil
+	}
+	return ndbclient.Errorf(ndbclient.CodeSchemaError, "container %q keeps large values, and its expiry, itself, but another container has the backend expire rows of %s by column %q, so an expired item's parts would never be freed: give that container no expire column, or this one its own table", c.Name, t.FullName(), t.Columns[t.ExpireColumn].Name)
 }
 
 // ServesPolicy refuses a policy that would write c's items to the local
@@ -212,6 +235,7 @@ type largeState struct {
 	value        []byte
 	old          header
 	upsert, ours bool // set became an insert or cond update of our own making
+	expired      bool // the row the header read found had expired
 	touched      bool // the request handled a large value: drop big buffers
 	reading      bool // the request reads a container with large values
 }
@@ -224,10 +248,11 @@ type largeRead struct {
 }
 
 // touches says whether write o needs the large stages: it deletes a row
-// that may name parts, or sets the value column.
+// that may name parts, or sets the value column, or the container keeps
+// expiry.
 func (lv *LargeValues) touches(c *Container, o *ndbclient.Op) bool {
-	if o.Kind == ndbclient.OpDelete {
-		return true
+	if o.Kind == ndbclient.OpDelete || lv.expire >= 0 {
+		return true // with expiry, every write must learn whether the row it finds is expired
 	}
 	for _, s := range o.Set {
 		if s.Column == c.ValueColumns[0] {
@@ -248,13 +273,32 @@ func (r *Request) large() *largeState {
 
 // ---- reads ----
 
-// largeProjection appends the row's ext_id and ext_size to a read of c.
+// largeProjection appends the row's ext_id and ext_size, and its expiry
+// if c has one, to a read of c.
 func (r *Request) largeProjection(c *Container, read []int) []int {
 	if c.Large == nil {
 		return read
 	}
 	r.large().reading = true
-	return append(read, c.Large.IDColumn, c.Large.SizeColumn)
+	read = append(read, c.Large.IDColumn, c.Large.SizeColumn)
+	if c.Large.expire >= 0 {
+		read = append(read, c.Large.expire)
+	}
+	return read
+}
+
+// extra is how many columns largeProjection appends for lv.
+func (lv *LargeValues) extra() int {
+	if lv.expire >= 0 {
+		return 3
+	}
+	return 2
+}
+
+// expired reports whether a row's expiry, read from lv.expire, is past.
+func (r *Request) expired(v ndbclient.Value) bool {
+	at := ndbclient.ExpirySeconds(v)
+	return at != 0 && int64(at) <= r.svc.now().Unix()
 }
 
 // largeReads runs after a stage of reads (get, read-modify): each read of a
@@ -263,6 +307,9 @@ func (r *Request) largeProjection(c *Container, read []int) []int {
 // submitted that read: largePartsDone resumes the stage.
 func (r *Request) largeReads(st stage, from, to int) bool {
 	r.lg.reads = r.lg.reads[:0]
+	if r.Verb == VerbGat && st == stageGet {
+		r.gatExpiresRepeats(from, to)
+	}
 	for j := from; j < to; j++ {
 		o := &r.ops[j]
 		if o.Kind != ndbclient.OpRead || o.Err != nil {
@@ -273,7 +320,12 @@ func (r *Request) largeReads(st stage, from, to int) bool {
 			continue
 		}
 		c := rt.Container
-		at := len(o.Row) - 2
+		at := len(o.Row) - c.Large.extra()
+		if c.Large.expire >= 0 && r.expired(o.Row[at+2]) {
+			// Kept until a write replaces or deletes it, parts and all.
+			o.Err, o.Row = errExpired, o.Row[:0]
+			continue
+		}
 		id, size, long := readHeader(o.Row, at)
 		if long && size > c.Large.max {
 			// Written by another client: not read, so memory stays bounded.
@@ -301,18 +353,28 @@ func (r *Request) largeReads(st stage, from, to int) bool {
 		o.Row = o.Row[:at]
 	}
 	r.lg.partless = r.lg.partless[:0]
-	if len(r.lg.reads) == 0 {
+	gats := 0 // gat's expiry updates of the items found (largeGats)
+	if r.Verb == VerbGat && st == stageGet {
+		for j := from; j < to; j++ {
+			if o := &r.ops[j]; o.Kind == ndbclient.OpRead && o.Err == nil && r.keepsExpiry(o) {
+				gats++
+			}
+		}
+	}
+	if len(r.lg.reads) == 0 && gats == 0 {
 		return false
 	}
 	r.lg.touched = true
 	r.lg.resume, r.lg.from, r.lg.to = st, from, to
-	n := max(to, 2)
+	first := max(to, 2)
+	n := first
 	for i := range r.lg.reads {
 		lr := &r.lg.reads[i]
 		lr.at = n
 		n += 1 + r.targets[r.ops[lr.op].Tag].route.Container.Large.parts(lr.head.size)
 	}
-	r.op(n - 1) // grow once: the pointers below stay valid
+	r.op(n + gats - 1) // grow once: the pointers below stay valid
+	n = r.largeGats(from, to, n)
 	for _, lr := range r.lg.reads {
 		src := &r.ops[lr.op]
 		c := r.targets[src.Tag].route.Container
@@ -332,10 +394,84 @@ func (r *Request) largeReads(st stage, from, to int) bool {
 	}
 	cl := r.writeClient()
 	if st == stageGet {
-		cl = r.svc.backend // the local cache keeps no large values
+		// The local cache keeps no large values; a gat's updates go
+		// where its reads went.
+		cl = r.svc.backend
+		if r.pass == passLocal && len(r.lg.reads) == 0 {
+			cl = r.svc.local
+		}
 	}
-	r.submit(cl, stageLargeParts, r.lg.reads[0].at, n)
+	r.submit(cl, stageLargeParts, first, n)
 	return true
+}
+
+// keepsExpiry reports whether read o is of a container whose expiry the
+// gateway keeps (LargeValues.expire).
+func (r *Request) keepsExpiry(o *ndbclient.Op) bool {
+	rt := r.targets[o.Tag].route
+	return rt != nil && rt.Container.Large != nil && rt.Container.Large.expire >= 0 && o.Table == rt.Container.Table
+}
+
+// gatExpiresRepeats makes a gat's later reads of a key it found misses
+// when the gat's expiry is already past: memcached serves a gat's keys in
+// turn, so the first finds the item and expires it. The gat's updates
+// (largeGats) come after all its reads.
+func (r *Request) gatExpiresRepeats(from, to int) {
+	at := r.svc.expireAt(r.Exptime)
+	if at == 0 || int64(at) > r.svc.now().Unix() {
+		return
+	}
+	var found map[string]bool
+	for j := from; j < to; j++ {
+		o := &r.ops[j]
+		if o.Kind != ndbclient.OpRead || o.Err != nil || !r.keepsExpiry(o) {
+			continue
+		}
+		t := &r.targets[o.Tag]
+		if at := len(o.Row) - t.route.Container.Large.extra(); r.expired(o.Row[at+2]) {
+			continue // a miss on its own
+		}
+		k := t.route.Container.Name + "\x00" + string(t.key)
+		if found[k] {
+			o.Err, o.Row = errExpired, o.Row[:0]
+			continue
+		}
+		if found == nil {
+			found = map[string]bool{}
+		}
+		found[k] = true
+	}
+}
+
+// largeGats puts a gat's expiry update of each item its reads found at
+// r.ops[n:], and returns the next free op index. The backend does not
+// know the expiry, so the update cannot share the read's transaction (as
+// addGetOps does for other containers): it would bring an expired item
+// back. It is conditioned on the cas read instead: an item changed since
+// keeps the expiry its writer gave it.
+func (r *Request) largeGats(from, to, n int) int {
+	if r.Verb != VerbGat {
+		return n
+	}
+	for j := from; j < to; j++ {
+		o := &r.ops[j]
+		if o.Kind != ndbclient.OpRead || o.Err != nil || !r.keepsExpiry(o) {
+			continue
+		}
+		c := r.targets[o.Tag].route.Container
+		u := r.op(n)
+		n++
+		u.Kind, u.Table, u.Tag = ndbclient.OpUpdate, c.Table, o.Tag
+		u.Key = append(u.Key[:0], o.Key...)
+		u.KeepState, u.NoBump = true, true // the read records the access
+		for k, col := range o.Read {
+			if col == c.CasColumn && k < len(o.Row) {
+				u.Kind, u.CondColumn, u.CondValue = ndbclient.OpCondUpdate, c.CasColumn, o.Row[k]
+			}
+		}
+		c.setExpire(u, r.svc.expireAt(r.Exptime))
+	}
+	return n
 }
 
 // largePartsDone puts each value read from parts in its read's row, or
@@ -431,21 +567,25 @@ func (r *Request) submitWrite(st stage, i int) {
 	r.largeWriteStart()
 }
 
-// largeWriteStart reads the row's header, unless the write is an insert,
-// which has no old parts to free.
+// largeWriteStart reads the row's header, unless the write is an insert
+// into a container without expiry, which has no old parts to free (with
+// expiry, an expired row may hold the key).
 func (r *Request) largeWriteStart() {
 	lg := r.lg
-	lg.upsert, lg.ours, lg.old = false, false, header{}
-	if lg.kind == ndbclient.OpInsert {
+	lg.upsert, lg.ours, lg.old, lg.expired = false, false, header{}, false
+	c := r.targets[0].route.Container
+	if lg.kind == ndbclient.OpInsert && c.Large.expire < 0 {
 		r.largeWriteBuild()
 		return
 	}
-	c := r.targets[0].route.Container
 	r.op(lg.w + 1)
 	w, p := &r.ops[lg.w], &r.ops[lg.w+1]
 	p.Kind, p.Table, p.NoBump = ndbclient.OpRead, c.Table, true
 	p.Key = append(p.Key, w.Key...)
 	p.Read = append(p.Read, c.CasColumn, c.Large.IDColumn, c.Large.SizeColumn)
+	if c.Large.expire >= 0 {
+		p.Read = append(p.Read, c.Large.expire)
+	}
 	r.submit(r.writeClient(), stageLargeHeader, lg.w+1, lg.w+2)
 }
 
@@ -459,13 +599,17 @@ func (r *Request) largeHeaderDone() {
 	case ndbclient.CodeOK:
 		lg.old.cas = p.Row[0].Uint()
 		lg.old.id, lg.old.size, lg.old.long = readHeader(p.Row, 1)
+		lg.expired = c.Large.expire >= 0 && r.expired(p.Row[3])
 	case ndbclient.CodeNotFound:
-		if w.Kind != ndbclient.OpWrite {
+		switch w.Kind {
+		case ndbclient.OpInsert:
+		case ndbclient.OpWrite:
+			w.Kind, lg.upsert = ndbclient.OpInsert, true
+		default:
 			w.Err = p.Err
 			r.resumeStage()
 			return
 		}
-		w.Kind, lg.upsert = ndbclient.OpInsert, true
 		r.largeWriteBuild()
 		return
 	default:
@@ -474,6 +618,27 @@ func (r *Request) largeHeaderDone() {
 		return
 	}
 	cas := ndbclient.Uint(lg.old.cas)
+	// An expired row is no item: a set or add replaces it, a delete
+	// removes it (and answers not found), the rest find nothing. Either
+	// way the write is conditioned on the cas read, and frees its parts.
+	switch {
+	case lg.expired && (w.Kind == ndbclient.OpInsert || w.Kind == ndbclient.OpWrite):
+		w.Kind, w.HasCond, w.CondColumn, w.CondValue, lg.ours = ndbclient.OpCondUpdate, false, c.CasColumn, cas, true
+		r.largeWriteBuild()
+		return
+	case lg.expired && w.Kind == ndbclient.OpDelete:
+		w.HasCond, w.CondColumn, w.CondValue, lg.ours = true, c.CasColumn, cas, true
+		r.largeWriteBuild()
+		return
+	case lg.expired:
+		w.Err = errExpired
+		r.resumeStage()
+		return
+	case w.Kind == ndbclient.OpInsert:
+		w.Err = ndbclient.Errorf(ndbclient.CodeDuplicate, "the key exists")
+		r.resumeStage()
+		return
+	}
 	switch {
 	case w.Kind == ndbclient.OpCondUpdate || w.HasCond:
 		// The caller's own condition: a cas the row no longer has fails
@@ -576,7 +741,11 @@ func (r *Request) largeWriteDone() {
 		r.largeWriteStart()
 		return
 	}
-	if code != ndbclient.CodeOK || !lg.old.long {
+	if code == ndbclient.CodeOK && lg.expired && lg.kind == ndbclient.OpDelete {
+		w.Err = errExpired // removed, but it was no item
+	}
+	replaced := lg.kind == ndbclient.OpDelete || lg.valueAt >= 0 // not a touch, which keeps the value
+	if code != ndbclient.CodeOK || !lg.old.long || !replaced {
 		r.resumeStage()
 		return
 	}
@@ -597,3 +766,15 @@ func (r *Request) largeWriteDone() {
 // nor is a failure to free: the value was written, and only space is lost.
 // The dispatcher logs the backend's failures.
 func (r *Request) largeFreeDone() { r.resumeStage() }
+
+// LocalTable is the table a local cache makes for c's copies: c's own,
+// with the expiry the gateway keeps for large values given to the local
+// engine, which holds no parts and so may free an expired copy itself.
+func LocalTable(c *Container) *ndbclient.Table {
+	if c.Large == nil || c.Large.expire < 0 {
+		return c.Table
+	}
+	t := *c.Table
+	t.ExpireColumn, t.ExpiryByCaller = c.Large.expire, false
+	return &t
+}

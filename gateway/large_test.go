@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,31 +51,46 @@ type largeHarness struct {
 // newLargeHarness serves every key from the large container: "c:" keys
 // under the caching policy, the others ndb-only.
 func newLargeHarness(t *testing.T, wrap func(ndbclient.Driver) ndbclient.Driver) *largeHarness {
+	return newLargeHarnessExpiring(t, wrap, false)
+}
+
+// newLargeHarnessExpiring is newLargeHarness, with an expire column in
+// the container if expiring, on h.clock.
+func newLargeHarnessExpiring(t *testing.T, wrap func(ndbclient.Driver) ndbclient.Driver, expiring bool) *largeHarness {
+	clock := &atomic.Int64{}
+	clock.Store(1_700_000_000)
 	newEngine := func() *embedded.Engine {
-		e := embedded.New(embedded.Config{Partitions: 4, Nodes: 2})
+		e := embedded.New(embedded.Config{Partitions: 4, Nodes: 2, Now: func() uint32 { return uint32(clock.Load()) }})
 		t.Cleanup(func() { _ = e.Close() })
 		return e
 	}
 	be, le := newEngine(), newEngine()
 	mainDef, partsDef := largeTables()
+	if expiring {
+		mainDef.Columns = append(mainDef.Columns, ndbclient.Column{Name: "expire_time", Type: ndbclient.TypeUint32, Nullable: true})
+	}
 	main, err := be.CreateTable(mainDef)
 	require.NoError(t, err)
 	parts, err := be.CreateTable(partsDef)
 	require.NoError(t, err)
-	_, err = le.CreateTable(mainDef)
-	require.NoError(t, err)
-	spec := gateway.ContainerSpec{Name: "demo_ext", KeyColumns: []string{"mkey"}, ValueColumns: []string{"string_value"}, FlagsColumn: "flags", CasColumn: "cas_value"}
-	c, err := gateway.NewContainer(spec, main)
-	require.NoError(t, err)
-	require.NoError(t, c.KeepLargeValues(parts))
+	spec := gateway.ContainerSpec{Name: "demo_ext", KeyColumns: []string{"mkey"}, ValueColumns: []string{"string_value"}, FlagsColumn: "flags", CasColumn: "cas_value", LargeValues: true}
+	if expiring {
+		spec.ExpireColumn = "expire_time"
+	}
 	backendDrv := wrap(be)
 	backend := ndbclient.NewClient(backendDrv)
+	c, err := gateway.BindContainer(spec, backend, main)
+	require.NoError(t, err)
+	require.NoError(t, c.KeepLargeValues(parts))
+	_, err = le.CreateTable(gateway.LocalTable(c))
+	require.NoError(t, err)
 	svc, err := gateway.New(gateway.Options{
 		Backend: backend, Local: ndbclient.NewClient(wrap(le)), ItemSizeMax: itemMax,
 		Routes: []gateway.Route{{Prefix: "", Container: c}, {Prefix: "c:", Container: c, Policy: gateway.PolicyCaching}},
+		Now:    func() time.Time { return time.Unix(clock.Load(), 0) },
 	})
 	require.NoError(t, err)
-	h := &harness{svc: svc, backend: backend, done: make(chan struct{}, 1)}
+	h := &harness{svc: svc, backend: backend, clock: clock, done: make(chan struct{}, 1)}
 	h.req = svc.NewRequest()
 	h.req.Done = func(*gateway.Request) { h.done <- struct{}{} }
 	return &largeHarness{harness: h, backendDrv: be, main: main, parts: parts}
@@ -243,7 +259,6 @@ func TestKeepLargeValuesSaysWhatIsMissing(t *testing.T) {
 		want   string
 	}{
 		{func(s *gateway.ContainerSpec) { s.CasColumn = "" }, "needs a cas column"},
-		{func(s *gateway.ContainerSpec) { s.ExpireColumn = "expire_time" }, "keeps no expiry"},
 		{func(s *gateway.ContainerSpec) { s.ValueColumns = []string{"string_value", "ext_id"} }, "exactly one value column"},
 	} {
 		spec := gateway.ContainerSpec{Name: "c", KeyColumns: []string{"mkey"}, ValueColumns: []string{"string_value"}, FlagsColumn: "flags", CasColumn: "cas_value"}
@@ -258,6 +273,37 @@ func TestKeepLargeValuesSaysWhatIsMissing(t *testing.T) {
 	c, err := gateway.NewContainer(spec, main)
 	require.NoError(t, err)
 	assert.ErrorContains(t, c.KeepLargeValues(main), "has no column id")
+
+	// The container's expiry is the gateway's to keep: the backend knows
+	// the column (a lease's recache reads it) but does not keep it.
+	spec.ExpireColumn, spec.LargeValues = "expire_time", true
+	c, err = gateway.BindContainer(spec, ndbclient.NewClient(e), main)
+	require.NoError(t, err)
+	assert.True(t, c.Table.ExpiryByCaller)
+	require.NoError(t, c.KeepLargeValues(parts))
+	spec.LargeValues = false
+	_, err = gateway.BindContainer(spec, ndbclient.NewClient(e), main)
+	assert.ErrorContains(t, err, `keeps expiry in column "expire_time" for its caller and for itself alike`)
+
+	// A table whose rows the backend expires, by another container's
+	// column, is refused, whichever container came first.
+	other := *mainDef
+	other.Name = "other_large"
+	otherMain, err := e.CreateTable(&other)
+	require.NoError(t, err)
+	spec.ExpireColumn, spec.LargeValues = "", true
+	large, err := gateway.BindContainer(spec, ndbclient.NewClient(e), otherMain)
+	require.NoError(t, err)
+	require.NoError(t, large.KeepLargeValues(parts))
+	spec.ExpireColumn, spec.LargeValues = "expire_time", false
+	_, err = gateway.BindContainer(spec, ndbclient.NewClient(e), otherMain)
+	require.NoError(t, err)
+	_, err = gateway.New(gateway.Options{Backend: ndbclient.NewClient(e), ItemSizeMax: itemMax, Routes: []gateway.Route{{Prefix: "", Container: large}}})
+	assert.ErrorContains(t, err, `has the backend expire rows of ndbmemcache.other_large by column "expire_time"`)
+	bound, err := e.Table(otherMain.Database, otherMain.Name)
+	require.NoError(t, err)
+	large.Table = bound
+	assert.ErrorContains(t, large.KeepLargeValues(parts), `expires rows by column "expire_time" in the backend`)
 }
 
 // A value ndbmemcache wrote, in its layout, is read here; and the large
@@ -421,6 +467,105 @@ func TestLargeValueWithAPartGoneIsAMiss(t *testing.T) {
 			require.Equal(t, gateway.OutcomeStored, h.set(t, "k", long+"!").Outcome)
 			assert.Equal(t, long+"!", h.get(t, "k"))
 			assert.Equal(t, parts(len(long)+1)+parts(len(other)), h.partRows(t), "the set freed what was left of the old parts")
+		})
+	}
+}
+
+// A container with large values and an expire column: the gateway keeps
+// the expiry, so an expired item is a miss to every command, and a write
+// over it frees its parts (a backend that knew the column would have
+// replaced or freed the row and left them).
+func TestLargeValuesExpire(t *testing.T) {
+	for _, d := range drivers {
+		t.Run(d.name, func(t *testing.T) {
+			h := newLargeHarnessExpiring(t, d.wrap, true)
+			long, other := value("l", 35), value("o", 27)
+			expiring := func(exptime int64) func(r *gateway.Request) {
+				return func(r *gateway.Request) { r.Exptime = exptime }
+			}
+			set := func(key, v string, exptime int64) {
+				t.Helper()
+				require.Equal(t, gateway.OutcomeStored, h.do(t, gateway.VerbSet, v, expiring(exptime), key).Outcome)
+			}
+			expire := func() { h.clock.Add(11) }
+			np := parts(len(long))
+
+			set("k", long, 10)
+			assert.Equal(t, long, h.get(t, "k"))
+			expire()
+			assert.Equal(t, "<miss>", h.get(t, "k"))
+			assert.Equal(t, np, h.partRows(t), "kept until a write replaces it")
+			set("k", other, 0)
+			assert.Equal(t, other, h.get(t, "k"))
+			assert.Equal(t, parts(len(other)), h.partRows(t), "the set freed the expired item's parts")
+
+			// Over an expired item: add stores, the others find nothing.
+			set("k", long, 10)
+			expire()
+			for _, x := range []struct {
+				verb gateway.Verb
+				set  func(r *gateway.Request)
+				want gateway.Outcome
+			}{
+				{gateway.VerbReplace, nil, gateway.OutcomeNotStored},
+				{gateway.VerbAppend, nil, gateway.OutcomeNotStored},
+				{gateway.VerbPrepend, nil, gateway.OutcomeNotStored},
+				{gateway.VerbCas, func(r *gateway.Request) { r.Cas = 1 }, gateway.OutcomeNotFound},
+				{gateway.VerbTouch, expiring(100), gateway.OutcomeNotFound},
+				{gateway.VerbIncr, func(r *gateway.Request) { r.Delta = 1 }, gateway.OutcomeNotFound},
+			} {
+				assert.Equal(t, x.want, h.do(t, x.verb, "x", x.set, "k").Outcome, "%v", x.verb)
+			}
+			assert.Equal(t, np, h.partRows(t))
+			r := h.do(t, gateway.VerbGat, "", expiring(100), "k")
+			require.Equal(t, gateway.OutcomeValues, r.Outcome)
+			assert.False(t, r.Items[0].Hit, "gat of an expired item")
+			assert.Equal(t, "<miss>", h.get(t, "k"), "the gat did not bring it back")
+			assert.Equal(t, gateway.OutcomeStored, h.do(t, gateway.VerbAdd, other, nil, "k").Outcome, "add over an expired item")
+			assert.Equal(t, other, h.get(t, "k"))
+			assert.Equal(t, parts(len(other)), h.partRows(t))
+			assert.Equal(t, gateway.OutcomeNotStored, h.do(t, gateway.VerbAdd, long, nil, "k").Outcome, "add over a live item")
+
+			// delete of an expired item: not found, and gone with its parts.
+			set("k", long, 10)
+			expire()
+			assert.Equal(t, gateway.OutcomeNotFound, h.do(t, gateway.VerbDelete, "", nil, "k").Outcome)
+			assert.Zero(t, h.partRows(t))
+			assert.Equal(t, gateway.OutcomeNotStored, h.do(t, gateway.VerbReplace, "x", nil, "k").Outcome)
+
+			// touch and gat of a live item change its expiry, not its value.
+			set("k", long, 10)
+			assert.Equal(t, gateway.OutcomeTouched, h.do(t, gateway.VerbTouch, "", expiring(100), "k").Outcome)
+			expire()
+			assert.Equal(t, long, h.get(t, "k"), "touched to 100 s")
+			r = h.do(t, gateway.VerbGat, "", expiring(10), "k", "k")
+			require.Equal(t, gateway.OutcomeValues, r.Outcome)
+			for _, it := range r.Items {
+				assert.Equal(t, long, string(it.Value))
+				assert.Equal(t, uint32(h.clock.Load()+10), it.Expire)
+			}
+			assert.Equal(t, np, h.partRows(t), "touch and gat keep the parts")
+			expire()
+			assert.Equal(t, "<miss>", h.get(t, "k"), "gat set 10 s")
+
+			// A multi-get sees each item as it stands.
+			set("a", long, 0)
+			set("b", other, 10)
+			set("c", "short", 10)
+			expire()
+			r = h.do(t, gateway.VerbGet, "", nil, "a", "b", "c")
+			require.Equal(t, gateway.OutcomeValues, r.Outcome)
+			assert.Equal(t, long, string(r.Items[0].Value))
+			assert.False(t, r.Items[1].Hit)
+			assert.False(t, r.Items[2].Hit, "a value the row holds expires too")
+
+			// A caching key's local copy (of a value the row holds) expires
+			// with it: the local engine is told the column (LocalTable).
+			set("c:s", "short", 10)
+			assert.Equal(t, "short", h.get(t, "c:s"))
+			assert.Equal(t, "short", h.get(t, "c:s"), "from the local copy")
+			expire()
+			assert.Equal(t, "<miss>", h.get(t, "c:s"))
 		})
 	}
 }

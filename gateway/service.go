@@ -66,7 +66,7 @@ type routing struct {
 }
 
 // newRouting validates routes against the clients the service has.
-func newRouting(routes []Route, local *ndbclient.Client) (*routing, error) {
+func newRouting(routes []Route, backend, local *ndbclient.Client) (*routing, error) {
 	for _, rt := range routes {
 		if rt.Refused != nil {
 			continue
@@ -102,6 +102,9 @@ func newRouting(routes []Route, local *ndbclient.Client) (*routing, error) {
 		if !seen[rt.Container] {
 			seen[rt.Container] = true
 			rg.containers = append(rg.containers, rt.Container)
+			if err := rt.Container.keepsItsExpiry(backend); err != nil {
+				return nil, err
+			}
 		}
 		a := rt.Policy.Set
 		if a == AccessCaching {
@@ -119,7 +122,7 @@ func New(o Options) (*Service, error) {
 	if o.Backend == nil {
 		return nil, errors.New("gateway: no backend client")
 	}
-	rg, err := newRouting(o.Routes, o.Local)
+	rg, err := newRouting(o.Routes, o.Backend, o.Local)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +165,7 @@ func New(o Options) (*Service, error) {
 // started finish on the routes they began with. It refuses routes New would
 // refuse, and then changes nothing.
 func (s *Service) SetRoutes(routes []Route) error {
-	rg, err := newRouting(routes, s.local)
+	rg, err := newRouting(routes, s.backend, s.local)
 	if err != nil {
 		return err
 	}

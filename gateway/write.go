@@ -337,7 +337,7 @@ func (r *Request) appendDone() {
 // "007", it falls back to a read-modify-write conditioned on the old cas.
 func (r *Request) startIncr() {
 	c := r.targets[0].route.Container
-	if c.MathColumn < 0 {
+	if c.MathColumn < 0 || c.Large != nil && c.Large.expire >= 0 { // the gateway keeps that expiry: it reads first
 		r.startReadModify()
 		return
 	}

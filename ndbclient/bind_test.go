@@ -23,22 +23,22 @@ func TestBindExpireColumnSetsItInTheTable(t *testing.T) {
 		Columns: []ndbclient.Column{{Name: "k", Type: ndbclient.TypeVarchar, Length: 10}, {Name: "a", Type: ndbclient.TypeUint32}, {Name: "b", Type: ndbclient.TypeUint32}}})
 	require.NoError(t, err)
 
-	got, err := c.BindExpireColumn(tbl, -1)
+	got, err := c.BindExpireColumn(tbl, -1, false)
 	require.NoError(t, err)
 	assert.Same(t, tbl, got)
 	assert.Equal(t, -1, tbl.ExpireColumn, "a container without expiry binds nothing")
 
-	got, err = c.BindExpireColumn(tbl, 1)
+	got, err = c.BindExpireColumn(tbl, 1, false)
 	require.NoError(t, err)
 	assert.Same(t, tbl, got)
 	assert.Equal(t, 1, tbl.ExpireColumn)
-	_, err = c.BindExpireColumn(tbl, 1)
+	_, err = c.BindExpireColumn(tbl, 1, false)
 	require.NoError(t, err, "the same column again")
 
-	_, err = c.BindExpireColumn(tbl, 2)
+	_, err = c.BindExpireColumn(tbl, 2, false)
 	assert.Equal(t, ndbclient.CodeSchemaError, ndbclient.CodeOf(err))
 	assert.ErrorContains(t, err, `table test.t keeps expiry in column "a", not "b"`)
-	_, err = c.BindExpireColumn(tbl, 3)
+	_, err = c.BindExpireColumn(tbl, 3, false)
 	assert.ErrorContains(t, err, "no column 3")
 	assert.Equal(t, 1, tbl.ExpireColumn)
 }

@@ -138,24 +138,27 @@ func (c *Client) Table(database, name string) (*Table, error) { return c.driver.
 
 // BindExpireColumn makes column col of t, a table the driver described,
 // its expire column, so that expired rows are misses (and, on the embedded
-// engine, are freed). A table with that expire column already is returned
-// as it is; one with another is a SchemaError, since its rows expire by
-// that one. Drivers that read the column from each op's Table
-// (ExpiryBinder's other drivers) get it set in t. It returns the schema
-// ops must carry from then on.
-func (c *Client) BindExpireColumn(t *Table, col int) (*Table, error) {
+// engine, are freed), or with byCaller only known (Table.ExpiryByCaller).
+// A table with that expire column already, kept alike, is returned as it
+// is; one with another, or kept otherwise, is a SchemaError, since its
+// rows expire by that one. Drivers that read the column from each op's
+// Table (ExpiryBinder's other drivers) get it set in t. It returns the
+// schema ops must carry from then on.
+func (c *Client) BindExpireColumn(t *Table, col int, byCaller bool) (*Table, error) {
 	switch {
-	case col < 0 || t.ExpireColumn == col:
+	case col < 0 || t.ExpireColumn == col && t.ExpiryByCaller == byCaller:
 		return t, nil
 	case col >= len(t.Columns):
 		return nil, Errorf(CodeSchemaError, "table %s has no column %d", t.FullName(), col)
+	case t.ExpireColumn == col:
+		return nil, Errorf(CodeSchemaError, "table %s keeps expiry in column %q for containers with large values and for others alike: give its containers large values, or none", t.FullName(), t.Columns[col].Name)
 	case t.ExpireColumn >= 0:
 		return nil, Errorf(CodeSchemaError, "table %s keeps expiry in column %q, not %q: every container of a table must name the same expire column", t.FullName(), t.Columns[t.ExpireColumn].Name, t.Columns[col].Name)
 	}
 	if b, ok := c.driver.(ExpiryBinder); ok {
-		return b.BindExpireColumn(t, col)
+		return b.BindExpireColumn(t, col, byCaller)
 	}
-	t.ExpireColumn = col
+	t.ExpireColumn, t.ExpiryByCaller = col, byCaller
 	return t, nil
 }
 

@@ -113,11 +113,12 @@ type Sequencer interface {
 // ExpiryBinder is an optional Driver method, for a driver that keeps each
 // table's expire column itself (the embedded engine, whose reaper frees
 // expired rows): BindExpireColumn makes column col of t, a table it
-// described, the expire column of a table made without one, and returns
-// the schema ops must carry from then on. Client.BindExpireColumn calls
-// it; other drivers read the column from each op's Table.
+// described, the expire column of a table made without one (its expiry
+// kept by the caller if byCaller: Table.ExpiryByCaller), and returns the
+// schema ops must carry from then on. Client.BindExpireColumn calls it;
+// other drivers read the column from each op's Table.
 type ExpiryBinder interface {
-	BindExpireColumn(t *Table, col int) (*Table, error)
+	BindExpireColumn(t *Table, col int, byCaller bool) (*Table, error)
 }
 
 // NodeIdentifier is an optional Driver method: NodeID is the cluster's node

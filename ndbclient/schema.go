@@ -148,6 +148,12 @@ type Table struct {
 	// absolute Unix expiry time (0 or NULL = never); a row past it is a miss.
 	// -1 for none. ExpiryValue and ExpirySeconds convert its values.
 	ExpireColumn int
+	// ExpiryByCaller: the caller keeps ExpireColumn's expiry itself (a
+	// container with large values, whose expired rows must be replaced or
+	// deleted with their parts): drivers read the column for a lease's
+	// recache (Op.RecacheAt), but never make an expired row a miss, nor
+	// free or replace it.
+	ExpiryByCaller bool
 	// StateColumn names a BIGINT UNSIGNED column where a driver without
 	// item state of its own (NDB) keeps the Op's item state: fetched, stale,
 	// recache token, last access. "" for none. Make it nullable, so that

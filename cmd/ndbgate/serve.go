@@ -404,7 +404,7 @@ func buildRoutes(cfg config.Config, backend, local *ndbclient.Client, itemMax in
 		specs[c.Name] = gateway.ContainerSpec{
 			Name: c.Name, KeyColumns: c.KeyColumns, ValueColumns: c.ValueColumns,
 			FlagsColumn: c.FlagsColumn, CasColumn: c.CasColumn, ExpireColumn: c.ExpireColumn, MathColumn: c.MathColumn,
-			StateColumn: c.StateColumn,
+			StateColumn: c.StateColumn, LargeValues: c.LargeValuesTable != "",
 		}
 		t := memcacheShape(c, itemMax)
 		tables[c.Name] = t
@@ -451,7 +451,7 @@ func buildRoutes(cfg config.Config, backend, local *ndbclient.Client, itemMax in
 				}
 			}
 			if local != nil {
-				if _, err := ensureTable(local, c.Table); err != nil {
+				if _, err := ensureTable(local, gateway.LocalTable(c)); err != nil {
 					return nil, fmt.Errorf("container %q (local cache): %w", kp.Container, err)
 				}
 			}
@@ -497,7 +497,9 @@ func memcacheShape(c config.Container, itemMax int) *ndbclient.Table {
 	}
 	add(c.FlagsColumn, ndbclient.TypeUint32, false)
 	add(c.CasColumn, ndbclient.TypeUint64, false)
-	t.ExpireColumn = add(c.ExpireColumn, ndbclient.TypeUint32, false)
+	if x := add(c.ExpireColumn, ndbclient.TypeUint32, false); c.LargeValuesTable == "" {
+		t.ExpireColumn = x // with large values the gateway keeps it (ContainerSpec.LargeValues)
+	}
 	add(c.MathColumn, ndbclient.TypeUint64, true)
 	add(c.StateColumn, ndbclient.TypeUint64, true)
 	if c.LargeValuesTable != "" {

@@ -42,7 +42,7 @@ func (cfg *Config) Routes(backend, local *ndbclient.Client, itemMax int) []gatew
 				err = c.ServesPolicy(p.Policy)
 			}
 			if err == nil && p.Policy.UsesLocal() {
-				err = mirror(local, c.Table)
+				err = mirror(local, gateway.LocalTable(c))
 			}
 			rt.Container = c
 		}
@@ -79,7 +79,7 @@ func (c *Container) build(backend *ndbclient.Client) (*gateway.Container, error)
 		Name: c.Name, KeyColumns: c.KeyColumns, ValueColumns: c.ValueColumns,
 		FlagsColumn: c.FlagsColumn, StaticFlags: c.StaticFlags, CasColumn: c.CasColumn,
 		ExpireColumn: c.ExpireColumn, MathColumn: c.IncrementColumn,
-		StateColumn: gateway.StateColumnName, StateOptional: true,
+		StateColumn: gateway.StateColumnName, StateOptional: true, LargeValues: c.LargeValuesTable != "",
 	}
 	gc, err := gateway.BindContainer(spec, backend, t)
 	if err != nil || c.LargeValuesTable == "" {

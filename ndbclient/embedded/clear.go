@@ -114,7 +114,7 @@ func (c *clearedRows) count(now uint32) (live, expired uint64) {
 			if sl.size == 0 {
 				continue
 			}
-			if t.expireColumn() >= 0 {
+			if t.expireColumn() >= 0 && !t.byCaller.Load() {
 				if x := t.expireOf(r.arena.bytes(uint32(sl.page), sl.off, sl.size)); x != 0 && x <= now {
 					expired++
 					continue

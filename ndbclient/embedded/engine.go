@@ -373,16 +373,20 @@ func (e *Engine) publishSchemas() {
 // misses and the reaper frees them. The binding is the engine's while it
 // runs; a data dir keeps the table as it was made, and the container that
 // named the column binds it again at each start. It returns the table's
-// schema with the column set, which ops carry.
-func (e *Engine) BindExpireColumn(s *ndbclient.Table, col int) (*ndbclient.Table, error) {
+// schema with the column set, which ops carry. With byCaller the column is
+// only known (ndbclient.Table.ExpiryByCaller): a lease's recache reads it,
+// and expired rows stay, for the caller to replace or delete.
+func (e *Engine) BindExpireColumn(s *ndbclient.Table, col int, byCaller bool) (*ndbclient.Table, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t := e.byName[s.FullName()]
 	switch {
 	case t == nil:
 		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s does not exist", s.FullName())
-	case t.expireColumn() == col:
+	case t.expireColumn() == col && t.byCaller.Load() == byCaller:
 		return t.current(), nil
+	case t.expireColumn() == col:
+		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s keeps expiry in column %q for its caller and for itself alike", s.FullName(), t.cols[col].Name)
 	case t.expireColumn() >= 0:
 		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s keeps expiry in column %q", s.FullName(), t.cols[t.expireColumn()].Name)
 	case col < 0 || col >= len(t.cols):
@@ -393,9 +397,10 @@ func (e *Engine) BindExpireColumn(s *ndbclient.Table, col int) (*ndbclient.Table
 		return nil, ndbclient.Errorf(ndbclient.CodeSchemaError, "table %s: expire column %q must be an integer or a TIMESTAMP", s.FullName(), t.cols[col].Name)
 	}
 	cp := *t.schema
-	cp.ExpireColumn = col
+	cp.ExpireColumn, cp.ExpiryByCaller = col, byCaller
 	t.bound.Store(&cp)
-	e.publishSchemas() // before the column counts: an op carrying cp finds t
+	e.publishSchemas()         // before the column counts: an op carrying cp finds t
+	t.byCaller.Store(byCaller) // before too: no row is taken for expired meanwhile
 	t.expireCol.Store(int32(col))
 	return &cp, nil
 }

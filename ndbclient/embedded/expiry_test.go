@@ -198,21 +198,21 @@ func TestBindExpireColumn(t *testing.T) {
 	assert.Equal(t, 0, e.reap())
 
 	for col, want := range map[int]string{colKey: "primary key", colValue: "integer or a TIMESTAMP", 99: "no column"} {
-		_, err := e.BindExpireColumn(made, col)
+		_, err := e.BindExpireColumn(made, col, false)
 		assert.ErrorContains(t, err, want)
 		assert.Equal(t, ndbclient.CodeSchemaError, ndbclient.CodeOf(err))
 	}
-	bound, err := e.BindExpireColumn(made, colExpire)
+	bound, err := e.BindExpireColumn(made, colExpire, false)
 	require.NoError(t, err)
 	assert.Equal(t, colExpire, bound.ExpireColumn)
 	assert.Equal(t, -1, made.ExpireColumn, "the schema as made stays as it was")
-	again, err := e.BindExpireColumn(made, colExpire)
+	again, err := e.BindExpireColumn(made, colExpire, false)
 	require.NoError(t, err)
 	assert.Same(t, bound, again)
 	got, err := e.Table("test", "late")
 	require.NoError(t, err)
 	assert.Same(t, bound, got, "Table gives the bound schema")
-	_, err = e.BindExpireColumn(made, colCas)
+	_, err = e.BindExpireColumn(made, colCas, false)
 	assert.ErrorContains(t, err, `keeps expiry in column "expire_time"`)
 
 	for _, schema := range []*ndbclient.Table{made, bound} {
@@ -257,4 +257,44 @@ func TestMadeWithAnExpireColumnIsAskedForWithout(t *testing.T) {
 	ask.ExpireColumn = colCas
 	_, err = e.CreateTable(&ask)
 	assert.Equal(t, ndbclient.CodeSchemaError, ndbclient.CodeOf(err))
+}
+
+// An expire column whose expiry its caller keeps (ExpiryByCaller): a row
+// past it is read, replaced and deleted as any other, the reaper leaves it,
+// and a lease's recache still reads the column.
+func TestExpiryKeptByTheCaller(t *testing.T) {
+	clock := newClock()
+	e := newEngine(t, Config{Partitions: 2, Now: clock.now})
+	s := memcacheTable("kept", 64)
+	s.ExpireColumn = -1
+	made := mustCreate(t, e, s)
+	bound, err := e.BindExpireColumn(made, colExpire, true)
+	require.NoError(t, err)
+	assert.True(t, bound.ExpiryByCaller)
+	_, err = e.BindExpireColumn(made, colExpire, false)
+	assert.ErrorContains(t, err, "for its caller and for itself alike")
+	now := uint64(clock.now())
+	put(t, e, bound, "past", item{value: "p", expire: now - 1})
+	put(t, e, bound, "soon", item{value: "s", expire: now + 5})
+	v, ok := getValue(t, e, bound, "past")
+	assert.True(t, ok, "an expired row is read")
+	assert.Equal(t, "p", v)
+	assert.Equal(t, 0, e.reap())
+	assert.Equal(t, uint64(2), e.Stats().Items)
+	assert.Zero(t, e.Stats().Expired)
+
+	ins := writeOp(ndbclient.OpInsert, bound, "past", set(colValue, ndbclient.String("new")))
+	run(t, e, ins)
+	assert.Equal(t, ndbclient.CodeDuplicate, codeOf(ins), "an expired row is not replaced by an insert")
+
+	lease := readOp(bound, "soon", colValue)
+	lease.Lease, lease.RecacheAt = true, uint32(now+10)
+	run(t, e, lease)
+	require.NoError(t, lease.Err)
+	assert.True(t, lease.Won, "expires before the recache time: the token is won")
+
+	del := writeOp(ndbclient.OpDelete, bound, "past")
+	run(t, e, del)
+	require.NoError(t, del.Err)
+	assert.Equal(t, uint64(1), e.Stats().Items)
 }

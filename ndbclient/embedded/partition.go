@@ -188,7 +188,7 @@ func (p *partition) expiry(s int32) uint32 {
 
 func (p *partition) expired(s int32, now uint32) bool {
 	x := p.expiry(s)
-	return x != 0 && x <= now
+	return x != 0 && x <= now && !p.t.byCaller.Load()
 }
 
 // seen notes a lock hold's frame (lsn, 0 for none) as the partition's last

@@ -25,7 +25,7 @@ func (e *Engine) reap() int {
 	now := e.now()
 	n := 0
 	for _, t := range *e.tables.Load() {
-		if t.expireColumn() < 0 {
+		if t.expireColumn() < 0 || t.byCaller.Load() {
 			continue
 		}
 		for _, p := range t.parts {

@@ -27,10 +27,13 @@ type table struct {
 	// one BindExpireColumn gave a table made without one (bound, its
 	// schema then, which ops carry). Set once; read by the reaper too.
 	expireCol atomic.Int32
-	bound     atomic.Pointer[ndbclient.Table]
-	eviction  bool
-	parts     []*partition
-	hints     []indexHint // parts[i]'s index, for prefetching (prefetch.go)
+	// byCaller: the expire column's expiry is its caller's to keep
+	// (ndbclient.Table.ExpiryByCaller): no row counts as expired.
+	byCaller atomic.Bool
+	bound    atomic.Pointer[ndbclient.Table]
+	eviction bool
+	parts    []*partition
+	hints    []indexHint // parts[i]'s index, for prefetching (prefetch.go)
 	// largest is the longest row stored so far, bytes (LargestRow). It
 	// only grows.
 	largest atomic.Int64
@@ -163,6 +166,7 @@ func newTable(s *ndbclient.Table, defParts int) (*table, error) {
 	}
 	t := &table{schema: &cp, pk: cp.PrimaryKey, eviction: cp.Eviction}
 	t.expireCol.Store(int32(max(cp.ExpireColumn, -1)))
+	t.byCaller.Store(cp.ExpiryByCaller)
 	t.cols = make([]colInfo, len(cp.Columns))
 	for i := range t.cols {
 		t.cols[i] = colInfo{Column: cp.Columns[i], nullBit: -1, keyPos: -1, fixedOff: -1, sparseAt: -1, v1Off: -1, varIdx: -1}

@@ -607,7 +607,7 @@ func encodeFlight(dst []byte, ops []*ndbclient.Op, extra []stateExtra, tables fu
 			flags |= flagPrepend
 		}
 		expiry := op.Table.ExpireColumn
-		if expiry >= 0 && expiring(op.Kind) {
+		if expiry >= 0 && expiring(op.Kind) && !op.Table.ExpiryByCaller {
 			if expiry >= len(ti.cols) || !isExpiryType(ti.cols[expiry].ndbType) {
 				return dst, ndbclient.Errorf(ndbclient.CodeSchemaError, "%s: expire column %d must be INT or BIGINT, signed or unsigned, or TIMESTAMP", op.Table.FullName(), expiry)
 			}

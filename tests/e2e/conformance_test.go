@@ -403,9 +403,9 @@ func (s *speaker) normalize(line string) string {
 type conversation struct {
 	rng    *rand.Rand
 	prefix string
-	// forever: no command sets a TTL or asks for one (a container with
-	// large values keeps no expiry): exptimes are 0, and gat, touch and
-	// the meta flags T and t are left out.
+	// forever: no command sets a TTL or asks for one (a container
+	// without an expire column): exptimes are 0, and gat, touch and the
+	// meta flags T and t are left out.
 	forever bool
 }
 

