@@ -26,7 +26,8 @@ var known = []struct {
 	// --- ndbmemcache's bundled memcached against today's memcached ---------
 	{"ndbmemcache's memcached has no text touch command (memcached.c:4520-4610 dispatches none): ERROR; memcached >= 1.4.8 and ndbgate answer TOUCHED/NOT_FOUND",
 		[]string{"*/misses/touch", "*/key-length/touch 251-byte key", "*/touch/touch to 1 s", "*/touch/touch to 0 (never expires)",
-			"*/touch/touch noreply", "*/touch/get after 2.1 s", "*/touch/touch expired"}},
+			"*/touch/touch noreply", "*/touch/get after 2.1 s", "*/touch/touch expired",
+			policiesRole + "/large-values-expiry/touch live", policiesRole + "/large-values-expiry/get after touch and 2.1 s"}},
 	{"after CLIENT_ERROR bad command line format (key over 250 bytes, bad flags or cas unique) ndbmemcache's memcached does not swallow the data block (memcached.c:4236-4254 return at once), so the data line answers ERROR; today's memcached swallows it (process_update_command: conn_swallow, sbytes = vlen), as ndbgate does",
 		[]string{"*/set-get/set negative flags", "*/cas/cas bad unique", "*/key-length/set 251-byte key", "*/key-length/add 251-byte key"}},
 	{"ndbmemcache's memcached parses flags with safe_strtoul into 32 bits (memcached.c:4244) and stores 4294967296 as 0; today's memcached (safe_strtoflags) and ndbgate refuse it; the get that follows shows the stored item",

@@ -481,6 +481,29 @@ func sequences() []sequence {
 				T("pipelined", set(n, v("1", 3000))+set(b, v("2", 60000))+"get "+n+" "+b+"\r\ndelete "+b+"\r\nget "+b+"\r\n"),
 			}
 		}},
+		// policies.sql's demo_ext_exp under "bx:": large values, and expiry
+		// in `expire_time INT UNSIGNED`, which ndbgate keeps itself.
+		{name: "large-values-expiry", only: []string{policiesRole}, prefix: "bx:", steps: func(k keyer) []step {
+			a, b, c, d, e := k("a"), k("b"), k("c"), k("d"), k("e")
+			v := func(c string, n int) string { return strings.Repeat(c, n) }
+			return []step{
+				T("set large, exptime 0", cmd("set", a, 1, 0, v("a", 20000))),
+				T("set large, exptime 1", cmd("set", b, 2, 1, v("b", 30000))),
+				T("set large, exptime 100", cmd("set", c, 3, 100, v("c", 16000))),
+				T("set large, exptime -1 (expired at once)", cmd("set", d, 4, -1, v("d", 14000))),
+				T("set short, exptime 1", cmd("set", e, 5, 1, "short")),
+				T("get at once", "get "+a+" "+b+" "+c+" "+d+" "+e+"\r\n"),
+				{name: "get after 2.1 s", text: "get " + a + " " + b + " " + c + " " + d + " " + e + "\r\n", sleep: 2100 * time.Millisecond},
+				T("replace expired", cmd("replace", b, 0, 0, v("x", 3000))),
+				T("append to expired", cmd("append", b, 0, 0, "x")),
+				T("add over expired", cmd("add", b, 6, 0, v("B", 25000))+"get "+b+"\r\n"),
+				T("set over expired", cmd("set", e, 7, 0, v("E", 4000))+"get "+e+"\r\n"),
+				T("delete expired", "delete "+d+"\r\nget "+d+"\r\n"),
+				T("touch live", "touch "+a+" 1\r\n"),
+				{name: "get after touch and 2.1 s", text: "get " + a + " " + c + "\r\n", sleep: 2100 * time.Millisecond},
+				T("delete live", "delete "+c+"\r\nget "+c+"\r\n"),
+			}
+		}},
 		{name: "large-values-binary", only: []string{"default_role", "db-only", "ndb-caching"}, prefix: "b:", steps: func(k keyer) []step {
 			a := k("a")
 			v := func(c string, n int) string { return strings.Repeat(c, n) }
