@@ -61,7 +61,8 @@ wait_ready() {
 memtier_preload() {
   local port=$1 keys=$2
   shift 2
-  memtier_benchmark -s 127.0.0.1 -p "$port" --hide-histogram "$@" \
+  # memtier waits for ever after an error reply (README.md): bounded.
+  timeout "${PRELOAD_SECONDS:-600}" memtier_benchmark -s 127.0.0.1 -p "$port" --hide-histogram "$@" \
     --ratio=1:0 --key-pattern=P:P --key-maximum="$keys" --requests=allkeys
 }
 
