@@ -352,20 +352,16 @@ func (r *Request) largeReads(st stage, from, to int) bool {
 		}
 		o.Row = o.Row[:at]
 	}
-	r.lg.partless = r.lg.partless[:0]
-	gats := 0 // gat's expiry updates of the items found (largeGats)
-	if r.Verb == VerbGat && st == stageGet {
-		for j := from; j < to; j++ {
-			if o := &r.ops[j]; o.Kind == ndbclient.OpRead && o.Err == nil && r.keepsExpiry(o) {
-				gats++
-			}
-		}
+	if st != stageGet || r.pass != passLocal {
+		// Used: the local cache's rows name no parts, so a local pass
+		// keeps the note for the backend pass after it.
+		r.lg.partless = r.lg.partless[:0]
 	}
-	if len(r.lg.reads) == 0 && gats == 0 {
-		return false
+	r.lg.resume, r.lg.from, r.lg.to = st, from, to
+	if len(r.lg.reads) == 0 {
+		return r.submitGats(max(to, 2))
 	}
 	r.lg.touched = true
-	r.lg.resume, r.lg.from, r.lg.to = st, from, to
 	first := max(to, 2)
 	n := first
 	for i := range r.lg.reads {
@@ -373,8 +369,7 @@ func (r *Request) largeReads(st stage, from, to int) bool {
 		lr.at = n
 		n += 1 + r.targets[r.ops[lr.op].Tag].route.Container.Large.parts(lr.head.size)
 	}
-	r.op(n + gats - 1) // grow once: the pointers below stay valid
-	n = r.largeGats(from, to, n)
+	r.op(n - 1) // grow once: the pointers below stay valid
 	for _, lr := range r.lg.reads {
 		src := &r.ops[lr.op]
 		c := r.targets[src.Tag].route.Container
@@ -394,14 +389,37 @@ func (r *Request) largeReads(st stage, from, to int) bool {
 	}
 	cl := r.writeClient()
 	if st == stageGet {
-		// The local cache keeps no large values; a gat's updates go
-		// where its reads went.
-		cl = r.svc.backend
-		if r.pass == passLocal && len(r.lg.reads) == 0 {
-			cl = r.svc.local
-		}
+		cl = r.svc.backend // the local cache keeps no large values
 	}
 	r.submit(cl, stageLargeParts, first, n)
+	return true
+}
+
+// submitGats submits a gat's expiry updates of the large-value items its
+// reads (r.lg.from to r.lg.to) found, at r.ops[n:], once those reads are
+// done, parts and all: a read tried again must not find an item the gat
+// itself already expired. It reports whether there were any
+// (stageLargeGats resumes the read stage).
+func (r *Request) submitGats(n int) bool {
+	if r.Verb != VerbGat || r.lg.resume != stageGet {
+		return false
+	}
+	gats := 0
+	for j := r.lg.from; j < r.lg.to; j++ {
+		if o := &r.ops[j]; o.Kind == ndbclient.OpRead && o.Err == nil && r.keepsExpiry(o) {
+			gats++
+		}
+	}
+	if gats == 0 {
+		return false
+	}
+	r.op(n + gats - 1) // grow once
+	end := r.largeGats(r.lg.from, r.lg.to, n)
+	cl := r.svc.backend // where the reads went
+	if r.pass == passLocal {
+		cl = r.svc.local
+	}
+	r.submit(cl, stageLargeGats, n, end)
 	return true
 }
 
@@ -514,6 +532,9 @@ func (r *Request) largePartsDone() {
 			continue
 		}
 		src.Row[0] = ndbclient.Bytes(v)
+	}
+	if r.submitGats(r.to) {
+		return
 	}
 	r.resumeStage()
 }
@@ -729,7 +750,8 @@ func (r *Request) largeWriteDone() {
 	w := &r.ops[lg.w]
 	code := ndbclient.CodeOf(w.Err)
 	lost := code == ndbclient.CodeConditionFailed && lg.ours || code == ndbclient.CodeDuplicate && lg.upsert ||
-		code == ndbclient.CodeNotFound && lg.kind == ndbclient.OpWrite // a set whose row went away: insert it
+		code == ndbclient.CodeNotFound && lg.kind == ndbclient.OpWrite || // a set whose row went away: insert it
+		code == ndbclient.CodeNotFound && lg.expired && lg.kind == ndbclient.OpInsert // so did the expired row an add replaced
 	if lost {
 		if !r.attempt() {
 			return

@@ -569,3 +569,100 @@ func TestLargeValuesExpire(t *testing.T) {
 		})
 	}
 }
+
+// hookDriver runs hook before each batch it is given.
+type hookDriver struct {
+	ndbclient.Driver
+	hook func(b *ndbclient.Batch)
+}
+
+func (d *hookDriver) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
+	if d.hook != nil {
+		d.hook(b)
+	}
+	d.Driver.Submit(b, done)
+}
+
+func (d *hookDriver) NextAutoIncrement(ctx context.Context, t *ndbclient.Table) (uint64, error) {
+	return d.Driver.(ndbclient.Sequencer).NextAutoIncrement(ctx, t)
+}
+
+func (d *hookDriver) BindExpireColumn(t *ndbclient.Table, col int, byCaller bool) (*ndbclient.Table, error) {
+	return d.Driver.(ndbclient.ExpiryBinder).BindExpireColumn(t, col, byCaller)
+}
+
+func (d *hookDriver) Execute(ctx context.Context, b *ndbclient.Batch) error {
+	if d.hook != nil {
+		d.hook(b)
+	}
+	return d.Driver.Execute(ctx, b)
+}
+
+// The races and retries of a container with large values and expiry: a
+// part gone under a caching key, and beside other keys; an add whose
+// expired row another client deleted meanwhile; a gat whose read is tried
+// again.
+func TestLargeValuesExpireRetries(t *testing.T) {
+	var backend *hookDriver
+	h := newLargeHarnessExpiring(t, func(d ndbclient.Driver) ndbclient.Driver {
+		w := &hookDriver{Driver: d}
+		if backend == nil {
+			backend = w // the first wrapped: the backend's
+		}
+		return w
+	}, true)
+	long, other := value("l", 35), value("o", 27)
+	expiring := func(exptime int64) func(r *gateway.Request) {
+		return func(r *gateway.Request) { r.Exptime = exptime }
+	}
+	set := func(key, v string, exptime int64) {
+		t.Helper()
+		require.Equal(t, gateway.OutcomeStored, h.do(t, gateway.VerbSet, v, expiring(exptime), key).Outcome)
+	}
+	dropPart := func(key string) {
+		t.Helper()
+		id := h.row(t, key)[1].Uint()
+		del := &ndbclient.Op{Kind: ndbclient.OpDelete, Table: h.parts, Key: []ndbclient.Value{ndbclient.Uint(id), ndbclient.Int(1)}}
+		require.NoError(t, h.backendDrv.Execute(context.Background(), &ndbclient.Batch{Ops: []*ndbclient.Op{del}}))
+		require.NoError(t, del.Err)
+	}
+
+	// A part gone: a miss through the caching prefix, and beside a caching key.
+	set("k", long, 0)
+	dropPart("k")
+	assert.Equal(t, "<miss>", h.get(t, "c:k"))
+	set("x", other, 0)
+	r := h.do(t, gateway.VerbGet, "", nil, "k", "c:x")
+	require.Equal(t, gateway.OutcomeValues, r.Outcome, "err %v", r.Err)
+	assert.False(t, r.Items[0].Hit)
+	assert.Equal(t, other, string(r.Items[1].Value))
+
+	// add over an expired item that another client deletes meanwhile.
+	set("a", long, 10)
+	h.clock.Add(11)
+	armed := true
+	backend.hook = func(b *ndbclient.Batch) {
+		for _, o := range b.Ops {
+			if armed && o.Kind == ndbclient.OpCondUpdate && o.Table.Name == h.main.Name && string(o.Key[0].B) == "a" {
+				armed = false
+				del := &ndbclient.Op{Kind: ndbclient.OpDelete, Table: h.main, Key: []ndbclient.Value{ndbclient.Bytes([]byte("a"))}}
+				require.NoError(t, backend.Driver.Execute(context.Background(), &ndbclient.Batch{Ops: []*ndbclient.Op{del}}))
+				require.NoError(t, del.Err)
+			}
+		}
+	}
+	assert.Equal(t, gateway.OutcomeStored, h.do(t, gateway.VerbAdd, other, nil, "a").Outcome)
+	assert.False(t, armed, "the delete ran")
+	backend.hook = nil
+	assert.Equal(t, other, h.get(t, "a"))
+
+	// gat -1 whose read is tried again (a part of y is gone): g as it was.
+	set("g", long, 100)
+	set("y", long, 100)
+	dropPart("y")
+	r = h.do(t, gateway.VerbGat, "", expiring(-1), "g", "y")
+	require.Equal(t, gateway.OutcomeValues, r.Outcome, "err %v", r.Err)
+	assert.Equal(t, long, string(r.Items[0].Value), "found before the gat expired it")
+	assert.False(t, r.Items[1].Hit)
+	assert.Equal(t, "<miss>", h.get(t, "g"), "expired by the gat")
+}

@@ -88,6 +88,7 @@ const (
 	stageLargeHeader // the row a large value's write replaces
 	stageLargeWrite  // a large value's row and parts
 	stageLargeFree   // the parts a large value's write freed
+	stageLargeGats   // a gat's expiry updates of the large-value items it found
 )
 
 // maxModifyAttempts bounds read-modify-write retries when racing writers keep
@@ -175,6 +176,8 @@ func (r *Request) stageDone() {
 		r.largeWriteDone()
 	case stageLargeFree:
 		r.largeFreeDone()
+	case stageLargeGats:
+		r.resumeStage()
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -41,4 +42,13 @@ func TestPartsTableEvictsWithItsContainer(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ensurePartsTable(cl, gateway.ExternalValuesTable("app", "evicting"), false)
 	assert.Error(t, err, "a non-evicting container on evicting parts: another shape")
+
+	// Made in this run by a container of the other kind: refused either way.
+	for _, first := range []bool{true, false} {
+		name := fmt.Sprint("shared_", first)
+		_, err := ensurePartsTable(cl, gateway.ExternalValuesTable("app", name), first)
+		require.NoError(t, err)
+		_, err = ensurePartsTable(cl, gateway.ExternalValuesTable("app", name), !first)
+		assert.ErrorContains(t, err, "shared by containers that evict and containers that do not", "first evicting: %v", first)
+	}
 }

@@ -529,19 +529,25 @@ func ensureTable(cl *ndbclient.Client, t *ndbclient.Table) (*ndbclient.Table, er
 // ensurePartsTable is ensureTable for a container's large values' parts:
 // they are evicted when the container's rows are (the embedded engine), so
 // that the parts of a row evicted before them do not hold the memory for
-// ever (a read whose part is gone is a miss). A data dir's parts table made
-// otherwise by an earlier build is kept as it is, with a warning.
+// ever (a read whose part is gone is a miss), and never when its rows are
+// not. A data dir's parts table made without eviction by an earlier build
+// is kept as it is, with a warning.
 func ensurePartsTable(cl *ndbclient.Client, t *ndbclient.Table, eviction bool) (*ndbclient.Table, error) {
 	t.Eviction = eviction
 	got, err := ensureTable(cl, t)
-	if err == nil || !eviction {
-		return got, err
+	if err != nil && eviction {
+		old := *t
+		old.Eviction = false
+		r, ok := cl.Driver().(interface{ Restored(*ndbclient.Table) bool })
+		if got, oldErr := ensureTable(cl, &old); oldErr == nil && ok && r.Restored(&old) {
+			slog.Warn("the large values' parts table in the data dir was made without eviction: parts of evicted items are never freed; start on a new data dir to have them evicted", "table", t.FullName())
+			return got, nil
+		}
 	}
-	old := *t
-	old.Eviction = false
-	if got, oldErr := ensureTable(cl, &old); oldErr == nil {
-		slog.Warn("the large values' parts table in the data dir was made without eviction: parts of evicted items are never freed; start on a new data dir to have them evicted", "table", t.FullName())
-		return got, nil
+	if err == nil && got.Eviction != eviction {
+		// Made by another container of the other kind (ensureTable checks
+		// no shape of a table this run made).
+		return nil, fmt.Errorf("large values' parts table %s is shared by containers that evict and containers that do not: give them one eviction setting, or parts tables of their own", t.FullName())
 	}
-	return nil, err
+	return got, err
 }
