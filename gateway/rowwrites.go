@@ -15,7 +15,10 @@ import (
 //     memcache reads (incr changes only it), so a write that sets the value
 //     and not the math column mirrors the value into it, as a memcache set
 //     does: its number, or NULL;
-//   - the CAS and item state columns are the container's alone.
+//   - the CAS and item state columns are the container's alone, and so
+//     are a large-value container's ext_id and ext_size: a write that sets
+//     the value clears them, so that the row holds the value it was given
+//     (the parts they named are left, unnamed, not freed).
 //
 // Item state needs nothing more: the NDB driver starts a new version's state
 // on every write that does not keep it.
@@ -27,6 +30,9 @@ func (s *Service) RowInvariants(c *Container) rowapi.Invariants {
 	}
 	if t.StateColumn != "" {
 		inv.Managed = append(inv.Managed, t.StateColumn)
+	}
+	if lv := c.Large; lv != nil {
+		inv.Managed = append(inv.Managed, t.Columns[lv.IDColumn].Name, t.Columns[lv.SizeColumn].Name)
 	}
 	inv.Keep = func(_ *ndbclient.Table, set []ndbclient.ColumnValue) []ndbclient.ColumnValue {
 		setsValue, setsMath := false, false
@@ -43,6 +49,10 @@ func (s *Service) RowInvariants(c *Container) rowapi.Invariants {
 				math = ndbclient.Uint(n)
 			}
 			set = append(set, ndbclient.ColumnValue{Column: c.MathColumn, Value: math})
+		}
+		if lv := c.Large; lv != nil && setsValue {
+			set = append(set, ndbclient.ColumnValue{Column: lv.IDColumn, Value: ndbclient.Null()},
+				ndbclient.ColumnValue{Column: lv.SizeColumn, Value: ndbclient.Null()})
 		}
 		if c.CasColumn >= 0 {
 			set = append(set, ndbclient.ColumnValue{Column: c.CasColumn, Value: ndbclient.Uint(s.nextCas())})

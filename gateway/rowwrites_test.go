@@ -94,3 +94,28 @@ func TestRowAPIInsertIntoAContainersTable(t *testing.T) {
 	assert.Equal(t, uint32(3), r.Items[0].Flags)
 	assert.NotZero(t, r.Items[0].Cas)
 }
+
+// A row-API write of a large-value container's value clears ext_id and
+// ext_size, which are the container's: memcache then reads the value the
+// row was given, not the parts it named before.
+func TestRowInvariantsOfLargeValues(t *testing.T) {
+	h := newLargeHarness(t, drivers[0].wrap)
+	c := h.svc.Containers()[0]
+	inv := h.svc.RowInvariants(c)
+	assert.Equal(t, []string{"cas_value", "ext_id", "ext_size"}, inv.Managed)
+	long := value("l", 35)
+	require.Equal(t, gateway.OutcomeStored, h.set(t, "k", long).Outcome)
+	require.False(t, h.row(t, "k")[1].IsNull(), "in parts")
+
+	set := inv.Keep(c.Table, []ndbclient.ColumnValue{{Column: c.ValueColumns[0], Value: ndbclient.Bytes([]byte("short"))}})
+	o := &ndbclient.Op{Kind: ndbclient.OpUpdate, Table: c.Table, Key: []ndbclient.Value{ndbclient.Bytes([]byte("k"))}, Set: set}
+	require.NoError(t, h.backend.Execute(context.Background(), &ndbclient.Batch{Ops: []*ndbclient.Op{o}}))
+	require.NoError(t, o.Err)
+	assert.Equal(t, "short", h.get(t, "k"))
+	assert.True(t, h.row(t, "k")[1].IsNull())
+
+	flagsOnly := inv.Keep(c.Table, []ndbclient.ColumnValue{{Column: c.FlagsColumn, Value: ndbclient.Uint(3)}})
+	for _, cv := range flagsOnly {
+		assert.NotEqual(t, h.main.ColumnIndex("ext_id"), cv.Column, "a write that keeps the value keeps its parts")
+	}
+}
