@@ -96,6 +96,17 @@ func newLargeHarnessExpiring(t *testing.T, wrap func(ndbclient.Driver) ndbclient
 	return &largeHarness{harness: h, backendDrv: be, main: main, parts: parts}
 }
 
+// expiring sets a request's exptime.
+func expiring(exptime int64) func(r *gateway.Request) {
+	return func(r *gateway.Request) { r.Exptime = exptime }
+}
+
+// setExpiring stores v under key with memcached's exptime.
+func (h *largeHarness) setExpiring(t *testing.T, key, v string, exptime int64) {
+	t.Helper()
+	require.Equal(t, gateway.OutcomeStored, h.do(t, gateway.VerbSet, v, expiring(exptime), key).Outcome)
+}
+
 // partRows counts the rows of the parts table.
 func (h *largeHarness) partRows(t *testing.T) int {
 	t.Helper()
@@ -480,13 +491,7 @@ func TestLargeValuesExpire(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			h := newLargeHarnessExpiring(t, d.wrap, true)
 			long, other := value("l", 35), value("o", 27)
-			expiring := func(exptime int64) func(r *gateway.Request) {
-				return func(r *gateway.Request) { r.Exptime = exptime }
-			}
-			set := func(key, v string, exptime int64) {
-				t.Helper()
-				require.Equal(t, gateway.OutcomeStored, h.do(t, gateway.VerbSet, v, expiring(exptime), key).Outcome)
-			}
+			set := func(key, v string, exptime int64) { t.Helper(); h.setExpiring(t, key, v, exptime) }
 			expire := func() { h.clock.Add(11) }
 			np := parts(len(long))
 
@@ -612,13 +617,7 @@ func TestLargeValuesExpireRetries(t *testing.T) {
 		return w
 	}, true)
 	long, other := value("l", 35), value("o", 27)
-	expiring := func(exptime int64) func(r *gateway.Request) {
-		return func(r *gateway.Request) { r.Exptime = exptime }
-	}
-	set := func(key, v string, exptime int64) {
-		t.Helper()
-		require.Equal(t, gateway.OutcomeStored, h.do(t, gateway.VerbSet, v, expiring(exptime), key).Outcome)
-	}
+	set := func(key, v string, exptime int64) { t.Helper(); h.setExpiring(t, key, v, exptime) }
 	dropPart := func(key string) {
 		t.Helper()
 		id := h.row(t, key)[1].Uint()
