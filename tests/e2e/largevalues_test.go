@@ -183,23 +183,6 @@ func TestLargeValuesThroughClients(t *testing.T) {
 	})
 }
 
-// largeEvictingConfig keeps values longer than 2,000 bytes in parts, in
-// tables the container makes, which evict (the default): the parts are
-// evicted with the rows, so a full engine keeps storing.
-const largeEvictingConfig = `
-containers:
-  - name: large
-    database: app
-    table: large_items
-    key_columns: [mkey]
-    value_columns: [string_value]
-    flags_column: flags
-    cas_column: cas_value
-    large_values_table: app.large_parts
-key_prefixes:
-  - {prefix: "", container: large, policy: ndb-only}
-`
-
 // Four times the memory limit of large values, written through gomemcache:
 // every set is stored (the oldest items evicted, parts and all), and every
 // get is the value set or a miss, the newest ones mostly hits. Before the parts
@@ -207,16 +190,17 @@ key_prefixes:
 // set after got "SERVER_ERROR out of memory storing object".
 func TestLargeValuesEvictedWithTheirParts(t *testing.T) {
 	embeddedOnly(t, "--memory-limit bounds the embedded engine; NDB's DataMemory is the cluster's")
-	srv := startServer(t, "--config", writeFile(t, "ndbgate.yaml", largeEvictingConfig), "--memory-limit", "16m")
+	// bigConfig's container makes its tables, which evict (the default).
+	srv := startServer(t, "--config", writeFile(t, "ndbgate.yaml", bigConfig), "--memory-limit", "16m")
 	mc := newClient(t, srv.memcacheAddr)
 	const n, size = 3200, 20000
 	val := func(i int) []byte { return bytes.Repeat([]byte(fmt.Sprintf("v%d-", i)), size)[:size] }
 	for i := range n {
-		require.NoError(t, mc.Set(&memcache.Item{Key: fmt.Sprint("k", i), Value: val(i)}), "set %d", i)
+		require.NoError(t, mc.Set(&memcache.Item{Key: fmt.Sprint("b:k", i), Value: val(i)}), "set %d", i)
 	}
 	hits, newest := 0, 0
 	for i := range n {
-		it, err := mc.Get(fmt.Sprint("k", i))
+		it, err := mc.Get(fmt.Sprint("b:k", i))
 		if err == memcache.ErrCacheMiss {
 			continue
 		}
