@@ -333,13 +333,8 @@ func (r *Request) largeReads(st stage, from, to int) bool {
 			continue
 		}
 		if long {
-			var cas uint64 // 0 when the read left the cas out
-			for k, col := range o.Read {
-				if col == c.CasColumn {
-					cas = o.Row[k].Uint()
-				}
-			}
-			lr := largeRead{op: j, head: header{cas: cas, id: id, size: size, long: true}}
+			cas, _ := readCas(c, o) // 0 when the read left the cas out
+			lr := largeRead{op: j, head: header{cas: cas.Uint(), id: id, size: size, long: true}}
 			if slices.ContainsFunc(r.lg.partless, func(p largeRead) bool { return p.op == j && p.head == lr.head }) {
 				// Nobody rewrites a header's parts without changing its
 				// cas or id, so a part is gone: the embedded engine
@@ -461,6 +456,16 @@ func (r *Request) gatExpiresRepeats(from, to int) {
 	}
 }
 
+// readCas is the cas read o returned, if its projection has c's cas column.
+func readCas(c *Container, o *ndbclient.Op) (ndbclient.Value, bool) {
+	for k, col := range o.Read {
+		if col == c.CasColumn && k < len(o.Row) {
+			return o.Row[k], true
+		}
+	}
+	return ndbclient.Value{}, false
+}
+
 // largeGats puts a gat's expiry update of each item its reads found at
 // r.ops[n:], and returns the next free op index. The backend does not
 // know the expiry, so the update cannot share the read's transaction (as
@@ -482,10 +487,8 @@ func (r *Request) largeGats(from, to, n int) int {
 		u.Kind, u.Table, u.Tag = ndbclient.OpUpdate, c.Table, o.Tag
 		u.Key = append(u.Key[:0], o.Key...)
 		u.KeepState, u.NoBump = true, true // the read records the access
-		for k, col := range o.Read {
-			if col == c.CasColumn && k < len(o.Row) {
-				u.Kind, u.CondColumn, u.CondValue = ndbclient.OpCondUpdate, c.CasColumn, o.Row[k]
-			}
+		if cas, ok := readCas(c, o); ok {
+			u.Kind, u.CondColumn, u.CondValue = ndbclient.OpCondUpdate, c.CasColumn, cas
 		}
 		c.setExpire(u, r.svc.expireAt(r.Exptime))
 	}
