@@ -665,3 +665,72 @@ func TestLargeValuesExpireRetries(t *testing.T) {
 	assert.False(t, r.Items[1].Hit)
 	assert.Equal(t, "<miss>", h.get(t, "g"), "expired by the gat")
 }
+
+// flights counts a driver's round trips: its Submit and Execute calls.
+type flights struct {
+	ndbclient.Driver
+	n atomic.Int64
+}
+
+func (d *flights) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
+	d.n.Add(1)
+	d.Driver.Submit(b, done)
+}
+
+func (d *flights) Execute(ctx context.Context, b *ndbclient.Batch) error {
+	d.n.Add(1)
+	return d.Driver.Execute(ctx, b)
+}
+
+func (d *flights) NextAutoIncrement(ctx context.Context, t *ndbclient.Table) (uint64, error) {
+	return d.Driver.(ndbclient.Sequencer).NextAutoIncrement(ctx, t)
+}
+
+// A write that replaces a value in parts frees the old parts in its own
+// transaction: two round trips (the header, then the row with the new
+// parts and the old ones' deletes), as ndbmemcache's, and no parts left
+// unnamed if the gateway stops after the write. A part already gone fails
+// only its own delete.
+func TestLargeWriteFreesInItsTransaction(t *testing.T) {
+	for _, d := range drivers {
+		t.Run(d.name, func(t *testing.T) {
+			var counted *flights
+			h := newLargeHarness(t, func(drv ndbclient.Driver) ndbclient.Driver {
+				f := &flights{Driver: d.wrap(drv)}
+				if counted == nil { // the backend's, made first
+					counted = f
+				}
+				return f
+			})
+			long, longer := value("l", 35), value("m", 47)
+			require.Equal(t, gateway.OutcomeStored, h.set(t, "k", long).Outcome)
+			trips := func(what string, do func()) {
+				t.Helper()
+				before := counted.n.Load()
+				do()
+				assert.Equal(t, int64(2), counted.n.Load()-before, "%s: round trips", what)
+			}
+			trips("a set over a long value", func() {
+				require.Equal(t, gateway.OutcomeStored, h.set(t, "k", longer).Outcome)
+			})
+			assert.Equal(t, longer, h.get(t, "k"))
+			assert.Equal(t, parts(len(longer)), h.partRows(t), "the old parts freed")
+
+			id := h.row(t, "k")[1].Uint()
+			del := &ndbclient.Op{Kind: ndbclient.OpDelete, Table: h.parts, Key: []ndbclient.Value{ndbclient.Uint(id), ndbclient.Int(4)}}
+			require.NoError(t, h.backendDrv.Execute(context.Background(), &ndbclient.Batch{Ops: []*ndbclient.Op{del}}))
+			require.NoError(t, del.Err)
+			trips("a set of a short value over parts with one gone", func() {
+				require.Equal(t, gateway.OutcomeStored, h.set(t, "k", "short").Outcome)
+			})
+			assert.Equal(t, "short", h.get(t, "k"))
+			assert.Zero(t, h.partRows(t), "what was left of the old parts freed")
+
+			require.Equal(t, gateway.OutcomeStored, h.set(t, "k", long).Outcome)
+			trips("a delete", func() {
+				require.Equal(t, gateway.OutcomeDeleted, h.do(t, gateway.VerbDelete, "", nil, "k").Outcome)
+			})
+			assert.Zero(t, h.partRows(t), "the deleted value's parts freed")
+		})
+	}
+}
