@@ -37,7 +37,10 @@
 # Groups:
 #   memtier   memtier against ndbgate and ndbmemcache: 1:10 with 32 B values at
 #             pipeline 1 and 16 (16 connections), 1 connection, and single
-#             gets (pipeline 1 and 16), 10-key and 100-key gets
+#             gets (pipeline 1 and 16), 10-key and 100-key gets; and large
+#             values (LARGE_SIZE bytes, 20,000 by default, over LARGE_KEYS
+#             keys, 1,000) under the b: prefix, 1:1, on 1 connection
+#             (large_c1) and 16 (large_p1)
 #   api       REST and gRPC reads of 1, 10 and 100 keys per request
 #             (ndbgate-bench, 4 connections)
 #   coalesce  64 memtier clients, 1:10, dispatcher coalescing on and off
@@ -66,6 +69,8 @@ OUT=${OUT:-bench/results}
 FLEX_THREADS=${FLEX_THREADS:-1 2}
 BATCHES=${BATCHES:-1 10 100}
 MEMTIER=${MEMTIER:-} # memtier workloads to run, by name; empty: all
+LARGE_KEYS=${LARGE_KEYS:-1000}   # keys of the large-value workloads
+LARGE_SIZE=${LARGE_SIZE:-20000}  # their values' bytes (parts of 13,950)
 
 # --- what is needed, and what is missing ---------------------------------------
 [ -n "${NDB_LIB_DIR:-}" ] && export LD_LIBRARY_PATH="$NDB_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -253,6 +258,36 @@ if want memtier; then
       start_ndbmemcache
       run_memtier memtier "$name" ndbmemcache threads=2 "$batch" "$trial" "$nm_pid" "$NM" \
         -t "$threads" -c "$conns" --ratio="$ratio" --pipeline="$pl" "${extra[@]}"
+      stop nm_pid
+    done
+  done
+
+  # Large values: LARGE_SIZE-byte values under ndbmemcache's b: prefix
+  # (container demo_ext, parts in external_values), 1:1, each set over a
+  # stored value, so a set frees the old parts. Both serve role db-only.
+  large=(--ndbmemcache-role db-only)
+  for w in "large_c1 1 1" "large_p1 2 8"; do
+    read -r name threads conns <<<"$w"
+    [ -n "$MEMTIER" ] && case " $MEMTIER " in *" $name "*) ;; *) continue ;; esac
+    if [ -z "${large_loaded:-}" ]; then
+      start_ndbgate 2 "${large[@]}"
+      memtier_preload "$NG" "$LARGE_KEYS" --protocol=memcache_text -d "$LARGE_SIZE" --key-prefix=b: -t 2 -c 2 --key-minimum=1 \
+        >"$tmp/preload.txt" 2>&1 || { echo "live: large preload failed:" >&2; tail -5 "$tmp/preload.txt" >&2; exit 1; }
+      stop gw_pid
+      settle
+      large_loaded=1
+    fi
+    lw=(-t "$threads" -c "$conns" --ratio=1:1 --pipeline=1 -d "$LARGE_SIZE" --key-prefix=b: --key-maximum="$LARGE_KEYS")
+    for trial in $(seq "$TRIALS"); do
+      for b in "${BUILDS[@]}"; do
+        read -r target GW_BIN <<<"$b"
+        start_ndbgate 2 "${large[@]}"
+        run_memtier memtier "$name" "$target" pool=2 1 "$trial" "$gw_pid" "$NG" "${lw[@]}"
+        stop gw_pid
+      done
+      GW_BIN=$NDBGATE_NDB_BIN
+      start_ndbmemcache
+      run_memtier memtier "$name" ndbmemcache threads=2 1 "$trial" "$nm_pid" "$NM" "${lw[@]}"
       stop nm_pid
     done
   done
