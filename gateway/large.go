@@ -687,8 +687,7 @@ func (r *Request) largeHeaderDone() {
 
 // largeWriteBuild puts a long value's parts in the write's transaction,
 // numbered from the parts table's sequence, or clears ext_id and ext_size
-// for a value the row holds itself. The old parts the write replaces are
-// freed in the same transaction (largeFrees).
+// for a value the row holds itself.
 func (r *Request) largeWriteBuild() {
 	lg := r.lg
 	c := r.targets[0].route.Container
@@ -698,7 +697,7 @@ func (r *Request) largeWriteBuild() {
 			w.Set = append(w.Set, ndbclient.ColumnValue{Column: c.Large.IDColumn, Value: ndbclient.Null()},
 				ndbclient.ColumnValue{Column: c.Large.SizeColumn, Value: ndbclient.Null()})
 		}
-		r.submit(r.writeClient(), stageLargeWrite, lg.w, r.largeFrees(lg.w+1))
+		r.submit(r.writeClient(), stageLargeWrite, lg.w, lg.w+1)
 		return
 	}
 	seq, ok := r.writeClient().Driver().(ndbclient.Sequencer)
@@ -744,36 +743,11 @@ func (r *Request) largeWriteParts(id uint64, err error) {
 		p.Set = append(p.Set, ndbclient.ColumnValue{Column: lv.contentCol, Value: ndbclient.Bytes(lg.value[k*lv.partSize : end])})
 		p.TxnWithNext = k < np-1
 	}
-	r.submit(r.writeClient(), stageLargeWrite, lg.w, r.largeFrees(lg.w+1+np))
+	r.submit(r.writeClient(), stageLargeWrite, lg.w, lg.w+1+np)
 }
 
-// largeFrees links to the write's run, whose ops end before n, deletes of
-// the old parts the write replaces, and returns the run's new end. The
-// row names the new parts (or none) when the run commits, and nobody can
-// read the old ones then: freeing them in the same transaction leaves none
-// behind if the gateway stops in between, and costs no round trip (as
-// ndbmemcache does). The deletes are optional: a part already gone
-// (freed by ndbmemcache, or never written by a row that claims more) fails
-// only its own delete. A touch keeps its value, and its parts.
-func (r *Request) largeFrees(n int) int {
-	lg := r.lg
-	if !lg.old.long || lg.kind != ndbclient.OpDelete && lg.valueAt < 0 {
-		return n
-	}
-	lv := r.targets[0].route.Container.Large
-	np := min(lv.parts(lg.old.size), maxParts) // a row another client wrote may claim more
-	r.op(n + np - 1)
-	r.ops[n-1].TxnWithNext = true
-	for k := 0; k < np; k++ {
-		p := r.op(n + k)
-		p.Kind, p.Table, p.Optional = ndbclient.OpDelete, lv.Parts, true
-		p.Key = lv.partKey(p.Key, lg.old.id, k)
-		p.TxnWithNext = k < np-1
-	}
-	return n + np
-}
-
-// largeWriteDone tries again when a write of our own making lost a race.
+// largeWriteDone tries again when a write of our own making lost a race,
+// and frees the parts the row named before a write that replaced them.
 func (r *Request) largeWriteDone() {
 	lg := r.lg
 	w := &r.ops[lg.w]
@@ -795,8 +769,28 @@ func (r *Request) largeWriteDone() {
 	if code == ndbclient.CodeOK && lg.expired && lg.kind == ndbclient.OpDelete {
 		w.Err = errExpired // removed, but it was no item
 	}
-	r.resumeStage()
+	replaced := lg.kind == ndbclient.OpDelete || lg.valueAt >= 0 // not a touch, which keeps the value
+	if code != ndbclient.CodeOK || !lg.old.long || !replaced {
+		r.resumeStage()
+		return
+	}
+	// The row no longer names the old parts: nobody can read them now.
+	lv := r.targets[0].route.Container.Large
+	np := min(lv.parts(lg.old.size), maxParts) // a row another client wrote may claim more
+	r.op(lg.w + np)
+	for k := 0; k < np; k++ {
+		p := r.op(lg.w + 1 + k)
+		p.Kind, p.Table = ndbclient.OpDelete, lv.Parts
+		p.Key = lv.partKey(p.Key, lg.old.id, k)
+	}
+	r.submit(r.writeClient(), stageLargeFree, lg.w+1, lg.w+1+np)
 }
+
+// largeFreeDone resumes the write's stage once the old parts are freed.
+// A part already gone (freed by ndbmemcache, or never written) is no error,
+// nor is a failure to free: the value was written, and only space is lost.
+// The dispatcher logs the backend's failures.
+func (r *Request) largeFreeDone() { r.resumeStage() }
 
 // LocalTable is the table a local cache makes for c's copies: c's own,
 // with the expiry the gateway keeps for large values given to the local

@@ -87,6 +87,7 @@ const (
 	stageLargeParts  // a large value's row again and its parts (large.go)
 	stageLargeHeader // the row a large value's write replaces
 	stageLargeWrite  // a large value's row and parts
+	stageLargeFree   // the parts a large value's write freed
 	stageLargeGats   // a gat's expiry updates of the large-value items it found
 )
 
@@ -173,6 +174,8 @@ func (r *Request) stageDone() {
 		r.largeHeaderDone()
 	case stageLargeWrite:
 		r.largeWriteDone()
+	case stageLargeFree:
+		r.largeFreeDone()
 	case stageLargeGats:
 		r.resumeStage()
 	}

@@ -87,10 +87,6 @@ type Op struct {
 	// all commit or none does. A run of ops so linked is one transaction. Keep
 	// transactions short; an op's own failure fails the whole run.
 	TxnWithNext bool
-	// Optional: an OpDelete of a linked run that finds no row, or whose
-	// condition fails, does not fail the run: the other ops commit, and its
-	// Err says what it found. Drivers refuse it on other kinds.
-	Optional bool
 
 	// partition is the key's partition plus one, as the dispatcher hashed it
 	// to choose the run's node; 0 when it did not. See KeyPartition.

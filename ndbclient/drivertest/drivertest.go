@@ -238,46 +238,6 @@ func Run(t *testing.T, prefix string, open func(t *testing.T) (ndbclient.Driver,
 		assert.Equal(t, "newer", v)
 	})
 
-	// A large value's write frees the old parts in its own transaction,
-	// some of which may be gone: an optional delete that finds no row, or
-	// whose condition fails, fails alone, and the run commits; a run that
-	// fails otherwise still rolls back the optional deletes that found rows.
-	t.Run("optional deletes in a transaction", func(t *testing.T) {
-		exec(t, write("o1", "old", 1), write("o2", "two", 2), write("o3", "three", 3))
-		optional := func(key string) *ndbclient.Op {
-			return &ndbclient.Op{Kind: ndbclient.OpDelete, Table: tbl, Key: k(key), Optional: true, TxnWithNext: true}
-		}
-		w := write("o1", "new", 4)
-		w.TxnWithNext = true
-		gone, found := optional("o-missing"), optional("o2")
-		cond := optional("o3")
-		cond.HasCond, cond.CondColumn, cond.CondValue, cond.TxnWithNext = true, ColCas, ndbclient.Uint(99), false
-		exec(t, w, gone, found, cond)
-		require.NoError(t, w.Err)
-		require.NoError(t, found.Err)
-		assert.ErrorIs(t, gone.Err, ndbclient.ErrNotFound)
-		assert.ErrorIs(t, cond.Err, ndbclient.ErrConditionFailed)
-		v, _ := valueOf(t, "o1")
-		assert.Equal(t, "new", v, "the run committed")
-		_, ok := valueOf(t, "o2")
-		assert.False(t, ok, "the optional delete that found its row deleted it")
-		_, ok = valueOf(t, "o3")
-		assert.True(t, ok, "the delete whose condition failed deleted nothing")
-
-		found = optional("o3")
-		dup := &ndbclient.Op{Kind: ndbclient.OpInsert, Table: tbl, Key: k("o1"), Set: []ndbclient.ColumnValue{{Column: ColValue, Value: ndbclient.String("x")}}}
-		require.NoError(t, d.Execute(context.Background(), &ndbclient.Batch{Ops: []*ndbclient.Op{found, dup}}))
-		assert.ErrorIs(t, dup.Err, ndbclient.ErrDuplicate)
-		assert.Error(t, found.Err, "the run failed as a whole")
-		_, ok = valueOf(t, "o3")
-		assert.True(t, ok, "rolled back")
-
-		bad := read("o1", ColValue)
-		bad.Optional = true
-		exec(t, bad)
-		assert.Equal(t, ndbclient.CodeInvalidArgument, ndbclient.CodeOf(bad.Err), "only a delete may be optional: %v", bad.Err)
-	})
-
 	t.Run("submit completes every op", func(t *testing.T) {
 		exec(t, write("s", "sv", 1))
 		r := read("s", ColValue)

@@ -123,9 +123,6 @@ func (t *table) checkOp(op *ndbclient.Op, inTxn bool) error {
 	default:
 		return ndbclient.Errorf(ndbclient.CodeInvalidArgument, "table %s: unknown operation kind %d", name, op.Kind)
 	}
-	if op.Optional && op.Kind != ndbclient.OpDelete {
-		return ndbclient.Errorf(ndbclient.CodeInvalidArgument, "table %s: only a delete may be optional", name)
-	}
 	if err := t.checkKey(op.Key); err != nil {
 		return err
 	}

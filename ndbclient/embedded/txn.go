@@ -153,10 +153,6 @@ func (x *exec) runTxn(ops []*ndbclient.Op, a, b int) {
 		pr := &x.prep[i]
 		pr.p.do(ops[i], x.keys[pr.koff:pr.kend], pr.tag, x.now, u, lb)
 		if ops[i].Err != nil {
-			if ops[i].Optional && missed(ops[i].Err) {
-				u.pop() // it changed nothing; the run goes on
-				continue
-			}
 			failed = i
 			break
 		}
@@ -189,13 +185,6 @@ func (x *exec) runTxn(ops []*ndbclient.Op, a, b int) {
 	if failed >= 0 {
 		x.abort(ops, a, b, failed)
 	}
-}
-
-// missed: an op failed on its row (missing, or its condition false) after
-// do saved the row, and changed nothing.
-func missed(err error) bool {
-	c := ndbclient.CodeOf(err)
-	return c == ndbclient.CodeNotFound || c == ndbclient.CodeConditionFailed
 }
 
 // abort gives every op of ops[a:b] but the failed one the aborted error.

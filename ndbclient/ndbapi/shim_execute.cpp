@@ -170,9 +170,7 @@ static bool defineOp(NdbTransaction *tx, Op &op, NdbOperation::AbortOption ao, N
   if (ao == NdbOperation::AbortOnError && lm == NdbOperation::LM_CommittedRead) lm = NdbOperation::LM_Read;
   const TableRecs &r = *op.recs;
   const Layout &l = r.layout;
-  // An optional delete's own failure (its row missing) leaves the run to
-  // commit: NDB takes the op's abort option over the execute's.
-  const NdbOperation::OperationOptions &plain = abortOnly((op.flags & fOptional) ? NdbOperation::AO_IgnoreError : ao);
+  const NdbOperation::OperationOptions &plain = abortOnly(ao);
   const Uint32 optsSize = sizeof(plain);
   if (op.kind == kAdd && !addable(r.t->getColumn(op.addCol))) {
     shimError(err, kErrBadValue, NdbError::ApplicationError, "atomic add needs an INT or BIGINT column (signed or unsigned)");
@@ -732,10 +730,7 @@ static bool prepare(Conn &cn, std::vector<Op> &ops, Txn &t, HintCount &hints, in
     closeTx(cn, ndb, t);
     return false;
   }
-  // Each op carries its own abort option (defineOp); any other than
-  // DefaultAbortOption here would replace them all (prepareSendNdbRecord),
-  // an optional delete's and a purge's too.
-  t.tx->executeAsynchPrepare(NdbTransaction::Commit, onTxnDone, &t, NdbOperation::DefaultAbortOption);
+  t.tx->executeAsynchPrepare(NdbTransaction::Commit, onTxnDone, &t, ao);
   return true;
 }
 
@@ -745,14 +740,10 @@ static bool prepare(Conn &cn, std::vector<Op> &ops, Txn &t, HintCount &hints, in
 // an expired item in get_expired too).
 static void collect(std::vector<Op> &ops, const Txn &t, std::vector<uint64_t> &affected, uint64_t &expired) {
   const NdbError &te = t.tx->getNdbError();
-  // A purge's failure, and an optional delete's, is ignored by design; the
-  // transaction then commits with an error recorded, so its ops stand if it
-  // committed.
-  bool ignoring = false;
-  for (int k = t.first; k <= t.last; k++) {
-    const Op &op = ops[static_cast<size_t>(k)];
-    ignoring = ignoring || op.purge || (op.flags & fOptional);
-  }
+  // A purge's failure is ignored by design; the transaction then commits
+  // with an error recorded, so its ops stand if it committed.
+  bool purged = false;
+  for (int k = t.first; k <= t.last; k++) purged = purged || ops[static_cast<size_t>(k)].purge;
   const bool committed = t.tx->commitStatus() == NdbTransaction::Committed;
   for (int k = t.first; k <= t.last; k++) {
     Op &op = ops[static_cast<size_t>(k)];
@@ -765,7 +756,7 @@ static void collect(std::vector<Op> &ops, const Txn &t, std::vector<uint64_t> &a
     } else if (op.readBack && op.readBack->getNdbError().code != 0) {
       op.failed = true;
       op.err = op.readBack->getNdbError();
-    } else if (t.result != 0 && !(ignoring && committed)) {
+    } else if (t.result != 0 && !(purged && committed)) {
       op.failed = true;
       op.err = te;
     } else if (op.expiryAfter && expiredIn(op, op.out)) {

@@ -33,7 +33,7 @@ enum Flag : uint8_t {
   fTxnWithNext = 1,  // the next op shares this op's transaction
   fHasCond = 2,  // a condition value follows the sets
   fSubtract = 4,  // add: decrement, clamped at 0
-  fOptional = 8,  // delete in a linked run: its own failure does not fail the run (AO_IgnoreError)
+  fCreate = 8,
   fPrepend = 16,  // append: before the value
   fExpiry = 32,  // the expire column and the flight's time follow
   fPartition = 64,  // the key's partition follows the table id

@@ -590,13 +590,7 @@ func encodeFlight(dst []byte, ops []*ndbclient.Op, extra []stateExtra, tables fu
 			// counters with an insert after NotFound.
 			return dst, ndbclient.Errorf(ndbclient.CodeInvalidArgument, "atomic add with create is done by the caller on the NDB driver")
 		}
-		if op.Optional && op.Kind != ndbclient.OpDelete {
-			return dst, ndbclient.Errorf(ndbclient.CodeInvalidArgument, "only a delete may be optional")
-		}
 		var flags byte
-		if op.Optional {
-			flags |= flagOptional
-		}
 		if op.TxnWithNext {
 			flags |= flagTxnWithNext
 		}

@@ -24,10 +24,10 @@ const (
 
 // Op flags.
 const (
-	flagTxnWithNext = 1   // the next op shares this op's transaction
-	flagHasCond     = 2   // a condition value follows the sets
-	flagSubtract    = 4   // add: decrement, clamped at 0
-	flagOptional    = 8   // delete in a linked run: its own failure does not fail the run (AO_IgnoreError)
+	flagTxnWithNext = 1 // the next op shares this op's transaction
+	flagHasCond     = 2 // a condition value follows the sets
+	flagSubtract    = 4 // add: decrement, clamped at 0
+	flagCreate      = 8
 	flagPrepend     = 16  // append: before the value
 	flagExpiry      = 32  // the expire column and the flight's time follow
 	flagPartition   = 64  // the key's partition follows the table id

@@ -237,16 +237,6 @@ func TestEncodeFlightAndDecodeResults(t *testing.T) {
 	assert.False(t, hashed, "Reset forgets the partition")
 	read.Kind, read.Table, read.Key, read.Read, read.Affected = ndbclient.OpRead, ti.schema, []ndbclient.Value{ndbclient.String("k")}, []int{1, 2}, 42
 
-	// An optional delete says so; no other kind may be optional.
-	free := &ndbclient.Op{Kind: ndbclient.OpDelete, Table: ti.schema, Key: []ndbclient.Value{ndbclient.String("k")}, Optional: true}
-	freed, err := encodeFlight(nil, []*ndbclient.Op{free}, nil, tables, 0)
-	require.NoError(t, err)
-	assert.Equal(t, byte(flagOptional), freed[6]&flagOptional)
-	assert.Zero(t, req[6]&flagOptional, "a read is not optional")
-	free.Kind = ndbclient.OpUpdate
-	_, err = encodeFlight(nil, []*ndbclient.Op{free}, nil, tables, 0)
-	assert.Equal(t, ndbclient.CodeInvalidArgument, ndbclient.CodeOf(err))
-
 	// A response as the shim writes it.
 	var w shimResponse
 	ok, fail := w.ok, w.fail
