@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
 	"github.com/stretchr/testify/assert"
@@ -181,6 +184,75 @@ func TestLargeValuesThroughClients(t *testing.T) {
 		r = rows.post("/0.1.0/app/big_parts/pk-read", fmt.Sprintf(`{"filters":[{"column":"id","value":%v},{"column":"part","value":3}]}`, id))
 		assert.Equal(t, http.StatusNotFound, r.status, "three parts, no more")
 	})
+}
+
+// Readers of a large value beside its writer: every get returns one of the
+// values set, whole, and no request waits for a lock cycle. On NDB a write
+// that took the old parts' locks in the row's transaction, while a reader
+// held a part and waited for the row, deadlocked them both until NDB's
+// detection timeout (TransactionDeadlockDetectionTimeout, 1.2 s by default)
+// aborted one.
+func TestLargeValueReadersBesideItsWriter(t *testing.T) {
+	srv := startServer(t, "--config", writeFile(t, "ndbgate.yaml", bigConfig))
+	values := []string{strings.Repeat("a", 30000), strings.Repeat("b", 25000)}
+	w := newClient(t, srv.memcacheAddr)
+	require.NoError(t, w.Set(&memcache.Item{Key: "b:hot", Value: []byte(values[0])}))
+	const slow = 600 * time.Millisecond
+	var sets, gets atomic.Int64
+	var slowest atomic.Int64
+	note := func(d time.Duration) {
+		for {
+			s := slowest.Load()
+			if int64(d) <= s || slowest.CompareAndSwap(s, int64(d)) {
+				return
+			}
+		}
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	errs := make(chan error, 4)
+	var wg sync.WaitGroup
+	run := func(f func() error) {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- f() }()
+	}
+	run(func() error {
+		for i := 0; time.Now().Before(deadline); i++ {
+			start := time.Now()
+			if err := w.Set(&memcache.Item{Key: "b:hot", Value: []byte(values[i%2])}); err != nil {
+				return fmt.Errorf("set %d: %w", i, err)
+			}
+			note(time.Since(start))
+			sets.Add(1)
+		}
+		return nil
+	})
+	for r := 0; r < 3; r++ {
+		run(func() error {
+			mc := newClient(t, srv.memcacheAddr)
+			for time.Now().Before(deadline) {
+				start := time.Now()
+				it, err := mc.Get("b:hot")
+				if err != nil {
+					return fmt.Errorf("get: %w", err)
+				}
+				note(time.Since(start))
+				if v := string(it.Value); v != values[0] && v != values[1] {
+					return fmt.Errorf("get returned %d bytes, neither value whole", len(v))
+				}
+				gets.Add(1)
+			}
+			return nil
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	t.Logf("%d sets and %d gets; the slowest took %v", sets.Load(), gets.Load(), time.Duration(slowest.Load()))
+	assert.Positive(t, sets.Load())
+	assert.Positive(t, gets.Load())
+	assert.Less(t, time.Duration(slowest.Load()), slow, "a request waited for a lock cycle")
 }
 
 // Four times the memory limit of large values, written through gomemcache:
