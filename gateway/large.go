@@ -775,8 +775,14 @@ func (r *Request) largeWriteDone() {
 		return
 	}
 	// The row no longer names the old parts: nobody can read them now.
+	// They are freed after the reply (largefree.go), or before it while
+	// too many writes' frees are in flight.
 	lv := r.targets[0].route.Container.Large
 	np := min(lv.parts(lg.old.size), maxParts) // a row another client wrote may claim more
+	if r.svc.freeLater(r.writeClient(), lv, lg.old.id, np, r.Shard) {
+		r.resumeStage()
+		return
+	}
 	r.op(lg.w + np)
 	for k := 0; k < np; k++ {
 		p := r.op(lg.w + 1 + k)

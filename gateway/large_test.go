@@ -107,8 +107,18 @@ func (h *largeHarness) setExpiring(t *testing.T, key, v string, exptime int64) {
 	require.Equal(t, gateway.OutcomeStored, h.do(t, gateway.VerbSet, v, expiring(exptime), key).Outcome)
 }
 
-// partRows counts the rows of the parts table.
+// partRows counts the rows of the parts table once the frees that writes
+// left running after their replies are done.
 func (h *largeHarness) partRows(t *testing.T) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, h.svc.Drain(ctx))
+	return h.partRowsNow(t)
+}
+
+// partRowsNow counts the rows of the parts table now.
+func (h *largeHarness) partRowsNow(t *testing.T) int {
 	t.Helper()
 	rows, err := h.backendDrv.(ndbclient.RowScanner).ScanRows(context.Background(), h.parts, []int{0}, 1<<20)
 	require.NoError(t, err)
@@ -664,4 +674,84 @@ func TestLargeValuesExpireRetries(t *testing.T) {
 	assert.Equal(t, long, string(r.Items[0].Value), "found before the gat expired it")
 	assert.False(t, r.Items[1].Hit)
 	assert.Equal(t, "<miss>", h.get(t, "g"), "expired by the gat")
+}
+
+// heldFrees holds the batches that delete parts until release: a test
+// sees what a write does while its old parts are being freed.
+type heldFrees struct {
+	ndbclient.Driver
+	parts *ndbclient.Table
+	mu    sync.Mutex
+	held  []func()
+}
+
+func (d *heldFrees) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
+	if len(b.Ops) == 0 || b.Ops[0].Kind != ndbclient.OpDelete || b.Ops[0].Table.Name != d.parts.Name {
+		d.Driver.Submit(b, done)
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.held = append(d.held, func() { done(b, d.Driver.Execute(context.Background(), b)) })
+}
+
+func (d *heldFrees) NextAutoIncrement(ctx context.Context, t *ndbclient.Table) (uint64, error) {
+	return d.Driver.(ndbclient.Sequencer).NextAutoIncrement(ctx, t)
+}
+
+// release runs the frees held so far, and reports how many.
+func (d *heldFrees) release() int {
+	d.mu.Lock()
+	held := d.held
+	d.held = nil
+	d.mu.Unlock()
+	for _, run := range held {
+		run()
+	}
+	return len(held)
+}
+
+// A write that replaces a value in parts answers once its row is written,
+// before its old parts are freed: a round trip fewer for the client. At
+// most so many writes' frees are in flight: past that a write waits for its
+// own. Drain waits for them.
+func TestLargeWriteFreesAfterTheReply(t *testing.T) {
+	gateway.SetMaxFreesInFlight(t, 1)
+	_, partsDef := largeTables()
+	var frees *heldFrees
+	h := newLargeHarness(t, func(drv ndbclient.Driver) ndbclient.Driver {
+		if frees == nil { // the backend's, made first
+			frees = &heldFrees{Driver: drv, parts: partsDef}
+			return frees
+		}
+		return drv
+	})
+	long, longer, longest := value("l", 35), value("m", 47), value("n", 52)
+	require.Equal(t, gateway.OutcomeStored, h.set(t, "k", long).Outcome)
+	require.Equal(t, gateway.OutcomeStored, h.set(t, "k", longer).Outcome, "answered with its free held")
+	assert.Equal(t, longer, h.get(t, "k"))
+	assert.Equal(t, parts(len(long))+parts(len(longer)), h.partRowsNow(t), "the old parts are still there")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, h.svc.Drain(ctx), context.DeadlineExceeded, "a free is in flight")
+
+	// The bound is 1: the next write frees before it answers.
+	r := h.svc.NewRequest()
+	done := make(chan struct{}, 1)
+	r.Done = func(*gateway.Request) { done <- struct{}{} }
+	r.Verb = gateway.VerbSet
+	r.AddKey([]byte("k"))
+	r.SetValue([]byte(longest))
+	h.svc.Do(r)
+	select {
+	case <-done:
+		t.Fatal("a write beyond the bound answered before its free")
+	case <-time.After(50 * time.Millisecond):
+	}
+	require.Eventually(t, func() bool { return frees.release() > 0 && len(done) > 0 }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, gateway.OutcomeStored, r.Outcome)
+	require.NoError(t, h.svc.Drain(context.Background()))
+	assert.Equal(t, longest, h.get(t, "k"))
+	assert.Equal(t, parts(len(longest)), h.partRows(t), "every old part freed")
 }

@@ -231,6 +231,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			log.LogAttrs(sctx, slog.LevelWarn, "memcache shutdown", slog.Any("error", err))
 		}
 	}
+	if err := svc.Drain(sctx); err != nil {
+		log.LogAttrs(sctx, slog.LevelWarn, "large values' old parts not all freed", slog.Any("error", err))
+	}
 	return runErr
 }
 

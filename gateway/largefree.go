@@ -1,0 +1,99 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/ndbgate/ndbgate/ndbclient"
+)
+
+// Freeing old parts after the reply.
+//
+// Once a write of a large value has committed, its row no longer names the
+// old parts and nobody can read them; freeing them is only space. So the
+// write answers its client at once and the frees run on their own (a round
+// trip fewer for the client, as ndbmemcache's two), at most
+// maxFreesInFlight writes' worth at a time: past that a write waits for its
+// own free, as every write did before, so a client writing faster than the
+// cluster frees is held back rather than the frees piling up. Each part's
+// delete is a transaction of its own, as in the write's stage: one that
+// took every part's lock in one transaction could make a lock cycle with a
+// reader holding one part and waiting for the next. A part already gone
+// (freed by ndbmemcache, or never written by a row that claims more) fails
+// only its own delete. Drain waits for the frees at shutdown; a process that
+// stops before they are done leaves those parts unnamed.
+
+// maxFreesInFlight bounds the writes whose old parts are being freed after
+// their replies.
+var maxFreesInFlight = 256
+
+// partsFree is the batch of one write's frees.
+type partsFree struct {
+	ops  []ndbclient.Op
+	b    ndbclient.Batch
+	svc  *Service
+	done func(*ndbclient.Batch, error)
+}
+
+// partsFrees keeps the batches; New is set in init, as finish puts back.
+var partsFrees sync.Pool
+
+func init() {
+	partsFrees.New = func() any {
+		f := &partsFree{}
+		f.done = f.finish
+		return f
+	}
+}
+
+// freeLater submits the deletes of the n parts of the large value id of lv
+// on cl, and reports whether it did; false when maxFreesInFlight writes'
+// frees are in flight.
+func (s *Service) freeLater(cl *ndbclient.Client, lv *LargeValues, id uint64, n int, shard int) bool {
+	select {
+	case s.freeing <- struct{}{}:
+	default:
+		return false
+	}
+	f := partsFrees.Get().(*partsFree)
+	f.svc = s
+	if cap(f.ops) < n {
+		f.ops = make([]ndbclient.Op, n)
+	}
+	f.ops = f.ops[:n]
+	f.b.Reset()
+	f.b.Shard = shard
+	for k := range f.ops {
+		o := &f.ops[k]
+		o.Reset()
+		o.Kind, o.Table = ndbclient.OpDelete, lv.Parts
+		o.Key = lv.partKey(o.Key, id, k)
+		f.b.Ops = append(f.b.Ops, o)
+	}
+	cl.Submit(&f.b, f.done)
+	return true
+}
+
+// finish ends a write's frees. Their failures are the dispatcher's to log;
+// the value was written, and only space is lost.
+func (f *partsFree) finish(*ndbclient.Batch, error) {
+	s := f.svc
+	f.svc = nil
+	partsFrees.Put(f)
+	<-s.freeing
+}
+
+// Drain waits until the frees of old parts that writes left running after
+// their replies are done, or ctx ends (its error then). Call it once the
+// front ends have stopped, before the backend closes.
+func (s *Service) Drain(ctx context.Context) error {
+	for len(s.freeing) > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
+}
