@@ -2,10 +2,10 @@ package gateway
 
 import "testing"
 
-// SetMaxFreesInFlight bounds the frees of old parts after replies (for
-// Services made after it) until the test ends.
-func SetMaxFreesInFlight(t testing.TB, n int) {
-	old := maxFreesInFlight
-	maxFreesInFlight = n
-	t.Cleanup(func() { maxFreesInFlight = old })
+// SetMaxFreeingParts bounds the part deletes in flight after replies
+// until the test ends.
+func SetMaxFreeingParts(t testing.TB, n int64) {
+	old := maxFreeingParts
+	maxFreeingParts = n
+	t.Cleanup(func() { maxFreeingParts = old })
 }

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -683,6 +684,7 @@ type heldFrees struct {
 	parts *ndbclient.Table
 	mu    sync.Mutex
 	held  []func()
+	ids   []uint64 // the values whose parts the held batches delete
 }
 
 func (d *heldFrees) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
@@ -693,30 +695,40 @@ func (d *heldFrees) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.held = append(d.held, func() { done(b, d.Driver.Execute(context.Background(), b)) })
+	for _, o := range b.Ops {
+		d.ids = append(d.ids, o.Key[0].Uint())
+	}
+}
+
+// holds reports whether a delete of a part of the value id is held.
+func (d *heldFrees) holds(id uint64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Contains(d.ids, id)
 }
 
 func (d *heldFrees) NextAutoIncrement(ctx context.Context, t *ndbclient.Table) (uint64, error) {
 	return d.Driver.(ndbclient.Sequencer).NextAutoIncrement(ctx, t)
 }
 
-// release runs the frees held so far, and reports how many.
-func (d *heldFrees) release() int {
+// release runs the frees held so far.
+func (d *heldFrees) release() {
 	d.mu.Lock()
 	held := d.held
-	d.held = nil
+	d.held, d.ids = nil, nil
 	d.mu.Unlock()
 	for _, run := range held {
 		run()
 	}
-	return len(held)
 }
 
 // A write that replaces a value in parts answers once its row is written,
 // before its old parts are freed: a round trip fewer for the client. At
-// most so many writes' frees are in flight: past that a write waits for its
+// most so many part deletes are in flight: past that a write waits for its
 // own. Drain waits for them.
 func TestLargeWriteFreesAfterTheReply(t *testing.T) {
-	gateway.SetMaxFreesInFlight(t, 1)
+	long, longer, longest := value("l", 35), value("m", 47), value("n", 52)
+	gateway.SetMaxFreeingParts(t, int64(parts(len(long))))
 	_, partsDef := largeTables()
 	var frees *heldFrees
 	h := newLargeHarness(t, func(drv ndbclient.Driver) ndbclient.Driver {
@@ -726,7 +738,6 @@ func TestLargeWriteFreesAfterTheReply(t *testing.T) {
 		}
 		return drv
 	})
-	long, longer, longest := value("l", 35), value("m", 47), value("n", 52)
 	require.Equal(t, gateway.OutcomeStored, h.set(t, "k", long).Outcome)
 	require.Equal(t, gateway.OutcomeStored, h.set(t, "k", longer).Outcome, "answered with its free held")
 	assert.Equal(t, longer, h.get(t, "k"))
@@ -736,7 +747,9 @@ func TestLargeWriteFreesAfterTheReply(t *testing.T) {
 	defer cancel()
 	assert.ErrorIs(t, h.svc.Drain(ctx), context.DeadlineExceeded, "a free is in flight")
 
-	// The bound is 1: the next write frees before it answers.
+	// The bound is the first value's parts: the next write frees its own
+	// before it answers.
+	id := h.row(t, "k")[1].Uint() // the parts the next write replaces
 	r := h.svc.NewRequest()
 	done := make(chan struct{}, 1)
 	r.Done = func(*gateway.Request) { done <- struct{}{} }
@@ -744,12 +757,14 @@ func TestLargeWriteFreesAfterTheReply(t *testing.T) {
 	r.AddKey([]byte("k"))
 	r.SetValue([]byte(longest))
 	h.svc.Do(r)
+	require.Eventually(t, func() bool { return frees.holds(id) }, 5*time.Second, time.Millisecond, "its free is held too")
+	require.Empty(t, done, "a write beyond the bound answered before its free")
+	frees.release()
 	select {
 	case <-done:
-		t.Fatal("a write beyond the bound answered before its free")
-	case <-time.After(50 * time.Millisecond):
+	case <-time.After(5 * time.Second):
+		t.Fatal("the write never answered after its free")
 	}
-	require.Eventually(t, func() bool { return frees.release() > 0 && len(done) > 0 }, 5*time.Second, time.Millisecond)
 	assert.Equal(t, gateway.OutcomeStored, r.Outcome)
 	require.NoError(t, h.svc.Drain(context.Background()))
 	assert.Equal(t, longest, h.get(t, "k"))

@@ -13,10 +13,12 @@ import (
 // Once a write of a large value has committed, its row no longer names the
 // old parts and nobody can read them; freeing them is only space. So the
 // write answers its client at once and the frees run on their own (a round
-// trip fewer for the client, as ndbmemcache's two), at most
-// maxFreesInFlight writes' worth at a time: past that a write waits for its
-// own free, as every write did before, so a client writing faster than the
-// cluster frees is held back rather than the frees piling up. Each part's
+// trip fewer for the client, as ndbmemcache's two), as bulk work (behind
+// other clients' requests in the nodes' lanes), at most maxFreeingParts
+// part deletes at a time: past that a write waits for its own free, as
+// every write did before, so a client writing faster than the cluster
+// frees is held back rather than the frees piling up, and the frees alone
+// never make the backend crowded (ndbclient.Client.Crowded). Each part's
 // delete is a transaction of its own, as in the write's stage: one that
 // took every part's lock in one transaction could make a lock cycle with a
 // reader holding one part and waiting for the next. A part already gone
@@ -24,9 +26,10 @@ import (
 // only its own delete. Drain waits for the frees at shutdown; a process that
 // stops before they are done leaves those parts unnamed.
 
-// maxFreesInFlight bounds the writes whose old parts are being freed after
-// their replies.
-var maxFreesInFlight = 256
+// maxFreeingParts bounds the part deletes in flight after their writes'
+// replies: half of the backend's crowded mark (1,024 ops); 6 writes of
+// 1 MB values, 256 of 20 KB.
+var maxFreeingParts int64 = 512
 
 // partsFree is the batch of one write's frees.
 type partsFree struct {
@@ -48,12 +51,11 @@ func init() {
 }
 
 // freeLater submits the deletes of the n parts of the large value id of lv
-// on cl, and reports whether it did; false when maxFreesInFlight writes'
-// frees are in flight.
+// on cl, and reports whether it did; false when they would take the part
+// deletes in flight past maxFreeingParts.
 func (s *Service) freeLater(cl *ndbclient.Client, lv *LargeValues, id uint64, n int, shard int) bool {
-	select {
-	case s.freeing <- struct{}{}:
-	default:
+	if s.freeingParts.Add(int64(n)) > maxFreeingParts {
+		s.freeingParts.Add(-int64(n))
 		return false
 	}
 	f := partsFrees.Get().(*partsFree)
@@ -63,7 +65,7 @@ func (s *Service) freeLater(cl *ndbclient.Client, lv *LargeValues, id uint64, n 
 	}
 	f.ops = f.ops[:n]
 	f.b.Reset()
-	f.b.Shard = shard
+	f.b.Shard, f.b.Bulk = shard, true
 	for k := range f.ops {
 		o := &f.ops[k]
 		o.Reset()
@@ -78,17 +80,17 @@ func (s *Service) freeLater(cl *ndbclient.Client, lv *LargeValues, id uint64, n 
 // finish ends a write's frees. Their failures are the dispatcher's to log;
 // the value was written, and only space is lost.
 func (f *partsFree) finish(*ndbclient.Batch, error) {
-	s := f.svc
+	s, n := f.svc, len(f.ops)
 	f.svc = nil
 	partsFrees.Put(f)
-	<-s.freeing
+	s.freeingParts.Add(-int64(n))
 }
 
 // Drain waits until the frees of old parts that writes left running after
 // their replies are done, or ctx ends (its error then). Call it once the
 // front ends have stopped, before the backend closes.
 func (s *Service) Drain(ctx context.Context) error {
-	for len(s.freeing) > 0 {
+	for s.freeingParts.Load() > 0 {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

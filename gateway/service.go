@@ -54,9 +54,9 @@ type Service struct {
 	// fills orders caching routes' local-copy fills against their drops.
 	fills fillGuard
 
-	// freeing holds a token for each write whose old parts are being
-	// freed after its reply (largefree.go).
-	freeing chan struct{}
+	// freeingParts counts the part deletes that writes left running after
+	// their replies (largefree.go).
+	freeingParts atomic.Int64
 }
 
 // routing is what the routes decide: the router, the distinct containers
@@ -141,7 +141,6 @@ func New(o Options) (*Service, error) {
 	}
 	s := &Service{backend: o.Backend, local: o.Local, itemMax: o.ItemSizeMax, log: o.Logger, now: o.Now, started: o.Now(), stats: shardmetrics.NewCounters(int(numStats))}
 	s.fills.seed = maphash.MakeSeed()
-	s.freeing = make(chan struct{}, maxFreesInFlight)
 	s.routing.Store(rg)
 	// CAS values must differ across restarts of a gateway sharing a persistent
 	// cluster, so there the sequence starts at the clock in microseconds; it then
