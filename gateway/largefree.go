@@ -77,8 +77,9 @@ func (s *Service) freeLater(cl *ndbclient.Client, lv *LargeValues, id uint64, n 
 	return true
 }
 
-// finish ends a write's frees. Their failures are the dispatcher's to log;
-// the value was written, and only space is lost.
+// finish ends a write's frees. A free that failed (the dispatcher logs the
+// backend's failures, not a refusal as overloaded) loses only space: the
+// value was written.
 func (f *partsFree) finish(*ndbclient.Batch, error) {
 	s, n := f.svc, len(f.ops)
 	f.svc = nil
