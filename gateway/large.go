@@ -365,6 +365,17 @@ func (r *Request) largeReads(st stage, from, to int) bool {
 		n += 1 + r.targets[r.ops[lr.op].Tag].route.Container.Large.parts(lr.head.size)
 	}
 	r.op(n - 1) // grow once: the pointers below stay valid
+	// Each value's row again under a shared lock, and its parts read
+	// simple, in one transaction. A simple read waits for a writer's lock,
+	// so it finds what that writer committed, and holds none after: as
+	// ndbmemcache reads parts, with nothing for the data nodes to release
+	// at commit (locked parts cost them about 3x ndbmemcache's CPU a get,
+	// bench/RESULTS.md, session 59). A writer that changes parts in place
+	// (ndbmemcache, under the row's exclusive lock) cannot commit while the
+	// row's lock is held, and one that committed first changed the row's
+	// cas, id or size, which largePartsDone compares with the first read's;
+	// ndbgate's writers put a value in new parts and free the old ones
+	// after their commit.
 	for _, lr := range r.lg.reads {
 		src := &r.ops[lr.op]
 		c := r.targets[src.Tag].route.Container
@@ -376,7 +387,7 @@ func (r *Request) largeReads(st stage, from, to int) bool {
 		np := lv.parts(lr.head.size)
 		for k := 0; k < np; k++ {
 			p := r.op(lr.at + 1 + k)
-			p.Kind, p.Table, p.Tag, p.Lock = ndbclient.OpRead, lv.Parts, src.Tag, ndbclient.LockShared
+			p.Kind, p.Table, p.Tag, p.Lock = ndbclient.OpRead, lv.Parts, src.Tag, ndbclient.LockSimple
 			p.Key = lv.partKey(p.Key, lr.head.id, k)
 			p.Read = append(p.Read, lv.contentCol)
 			p.TxnWithNext = k < np-1
@@ -496,8 +507,10 @@ func (r *Request) largeGats(from, to, n int) int {
 }
 
 // largePartsDone puts each value read from parts in its read's row, or
-// starts the stage again when a row changed since it was read.
+// starts the stage again when a row changed or went since it was read, or
+// a part its row names is missing.
 func (r *Request) largePartsDone() {
+	again := false
 	for _, lr := range r.lg.reads {
 		src := &r.ops[lr.op]
 		c := r.targets[src.Tag].route.Container
@@ -506,35 +519,46 @@ func (r *Request) largePartsDone() {
 		switch ndbclient.CodeOf(h.Err) {
 		case ndbclient.CodeOK:
 		case ndbclient.CodeNotFound:
-			// The row is gone, or a part the row no longer names, or
-			// a part it still names (evicted): the first read of the
-			// next attempt tells.
-			for _, x := range r.lg.reads {
-				if ndbclient.CodeOf(r.ops[x.at].Err) == ndbclient.CodeNotFound {
-					r.lg.partless = append(r.lg.partless, x)
-				}
-			}
-			r.largeReadAgain()
-			return
+			again = true // the row is gone: the next attempt's first read tells
+			continue
 		default:
 			src.Err, src.Row = h.Err, src.Row[:0]
 			continue
 		}
 		id, size, long := readHeader(h.Row, 1)
 		if !long || id != lr.head.id || size != lr.head.size || lr.head.cas != 0 && h.Row[0].Uint() != lr.head.cas {
-			r.largeReadAgain()
-			return
+			again = true // a writer came between the two reads
+			continue
 		}
+		var perr error
 		v := make([]byte, 0, size)
-		for k := 0; k < lv.parts(size); k++ {
-			v = append(v, r.ops[lr.at+1+k].Row[0].B...)
+		for k := 0; k < lv.parts(size) && perr == nil; k++ {
+			p := &r.ops[lr.at+1+k]
+			if perr = p.Err; perr == nil {
+				v = append(v, p.Row[0].B...)
+			}
 		}
-		if len(v) != size {
+		switch {
+		case ndbclient.CodeOf(perr) == ndbclient.CodeNotFound:
+			// A part the row still names is gone (evicted, on the
+			// embedded engine): if the next attempt reads the same
+			// header, the item is lost (largeReads).
+			r.lg.partless = append(r.lg.partless, lr)
+			again = true
+			continue
+		case perr != nil:
+			src.Err, src.Row = perr, src.Row[:0]
+			continue
+		case len(v) != size:
 			src.Err = ndbclient.Errorf(ndbclient.CodeInternal, "large value %d of %s: its parts hold %d bytes, its row says %d", id, lv.Parts.FullName(), len(v), size)
 			src.Row = src.Row[:0]
 			continue
 		}
 		src.Row[0] = ndbclient.Bytes(v)
+	}
+	if again {
+		r.largeReadAgain()
+		return
 	}
 	if r.submitGats(r.to) {
 		return

@@ -53,6 +53,13 @@ const (
 	LockCommitted LockMode = iota
 	LockShared
 	LockExclusive
+	// LockSimple (NDB's LM_SimpleRead) waits for a writer's lock on the
+	// row, so it reads what that writer committed, as LockShared does, but
+	// holds no lock after the read: nothing to release at commit, and no
+	// lock cycle with a writer of another row of the transaction. Its miss
+	// is its own, as a committed read's: it does not fail a linked run (NDB
+	// 7.5 commits the run), and its Err says so.
+	LockSimple
 )
 
 // ColumnValue is one assignment of a value to a column.

@@ -238,6 +238,30 @@ func Run(t *testing.T, prefix string, open func(t *testing.T) (ndbclient.Driver,
 		assert.Equal(t, "newer", v)
 	})
 
+	// A large value's read: its row under a shared lock and its parts read
+	// simple (no lock held after the read), in one transaction; a part's
+	// miss is its own, as a committed read's.
+	t.Run("simple reads in a transaction", func(t *testing.T) {
+		exec(t, write("s1", "row", 1), write("s2", "part", 2))
+		run := func(part string) (*ndbclient.Op, *ndbclient.Op) {
+			head := read("s1", ColValue)
+			head.Lock, head.TxnWithNext = ndbclient.LockShared, true
+			p := read(part, ColValue)
+			p.Lock = ndbclient.LockSimple
+			exec(t, head, p)
+			return head, p
+		}
+		head, p := run("s2")
+		require.NoError(t, head.Err)
+		require.NoError(t, p.Err)
+		assert.Equal(t, "row", string(head.Row[0].B))
+		assert.Equal(t, "part", string(p.Row[0].B))
+		head, p = run("s-missing")
+		assert.ErrorIs(t, p.Err, ndbclient.ErrNotFound)
+		require.NoError(t, head.Err, "the run stands")
+		assert.Equal(t, "row", string(head.Row[0].B))
+	})
+
 	t.Run("submit completes every op", func(t *testing.T) {
 		exec(t, write("s", "sv", 1))
 		r := read("s", ColValue)

@@ -124,6 +124,7 @@ static NdbOperation::LockMode lockOf(uint8_t l) {
   switch (l) {
     case kLockShared: return NdbOperation::LM_Read;
     case kLockExclusive: return NdbOperation::LM_Exclusive;
+    case kLockSimple: return NdbOperation::LM_SimpleRead;
     default: return NdbOperation::LM_CommittedRead;
   }
 }

@@ -26,6 +26,7 @@ enum LockCode : uint8_t {
   kLockCommitted = 0,  // LM_CommittedRead
   kLockShared = 1,  // LM_Read
   kLockExclusive = 2,  // LM_Exclusive
+  kLockSimple = 3,  // LM_SimpleRead
 };
 
 // Op flags.

@@ -20,6 +20,7 @@ const (
 	lockCommitted = 0 // LM_CommittedRead
 	lockShared    = 1 // LM_Read
 	lockExclusive = 2 // LM_Exclusive
+	lockSimple    = 3 // LM_SimpleRead
 )
 
 // Op flags.

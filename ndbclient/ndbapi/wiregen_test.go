@@ -26,7 +26,8 @@ func TestWireConstsGenerated(t *testing.T) {
 // encodeFlight sends an op's lock mode as ndbclient's number: the table's
 // lock codes must be those numbers.
 func TestWireLockCodes(t *testing.T) {
-	if ndbclient.LockCommitted != lockCommitted || ndbclient.LockShared != lockShared || ndbclient.LockExclusive != lockExclusive {
+	if ndbclient.LockCommitted != lockCommitted || ndbclient.LockShared != lockShared || ndbclient.LockExclusive != lockExclusive ||
+		ndbclient.LockSimple != lockSimple {
 		t.Fatal("ndbclient.LockMode's values differ from the wire's lock codes (internal/wiregen)")
 	}
 }
