@@ -519,7 +519,12 @@ func (r *Request) largePartsDone() {
 		switch ndbclient.CodeOf(h.Err) {
 		case ndbclient.CodeOK:
 		case ndbclient.CodeNotFound:
-			again = true // the row is gone: the next attempt's first read tells
+			// The row is gone, or a part's miss failed the run (NDB 7.5
+			// keeps a simple read's miss its own; noted partless in case
+			// another version does not): the next attempt's first read
+			// tells.
+			r.lg.partless = append(r.lg.partless, lr)
+			again = true
 			continue
 		default:
 			src.Err, src.Row = h.Err, src.Row[:0]
