@@ -813,11 +813,7 @@ func (r *Request) largeWriteDone() {
 		return
 	}
 	r.op(lg.w + np)
-	for k := 0; k < np; k++ {
-		p := r.op(lg.w + 1 + k)
-		p.Kind, p.Table = ndbclient.OpDelete, lv.Parts
-		p.Key = lv.partKey(p.Key, lg.old.id, k)
-	}
+	partDeletes(r.ops[lg.w+1:lg.w+1+np], lv, lg.old.id)
 	r.submit(r.writeClient(), stageLargeFree, lg.w+1, lg.w+1+np)
 }
 

@@ -66,15 +66,23 @@ func (s *Service) freeLater(cl *ndbclient.Client, lv *LargeValues, id uint64, n 
 	f.ops = f.ops[:n]
 	f.b.Reset()
 	f.b.Shard, f.b.Bulk = shard, true
+	partDeletes(f.ops, lv, id)
 	for k := range f.ops {
-		o := &f.ops[k]
-		o.Reset()
-		o.Kind, o.Table = ndbclient.OpDelete, lv.Parts
-		o.Key = lv.partKey(o.Key, id, k)
-		f.b.Ops = append(f.b.Ops, o)
+		f.b.Ops = append(f.b.Ops, &f.ops[k])
 	}
 	cl.Submit(&f.b, f.done)
 	return true
+}
+
+// partDeletes makes ops the deletes of the first len(ops) parts of the
+// large value id of lv, each a transaction of its own.
+func partDeletes(ops []ndbclient.Op, lv *LargeValues, id uint64) {
+	for k := range ops {
+		o := &ops[k]
+		o.Reset()
+		o.Kind, o.Table = ndbclient.OpDelete, lv.Parts
+		o.Key = lv.partKey(o.Key, id, k)
+	}
 }
 
 // finish ends a write's frees. A free that failed (the dispatcher logs the
