@@ -813,15 +813,24 @@ func (r *Request) largeWriteDone() {
 		return
 	}
 	r.op(lg.w + np)
-	partDeletes(r.ops[lg.w+1:lg.w+1+np], lv, lg.old.id)
+	partDeletes(r.ops[lg.w+1:lg.w+1+np], lv, lg.old.id, true)
 	r.submit(r.writeClient(), stageLargeFree, lg.w+1, lg.w+1+np)
 }
 
 // largeFreeDone resumes the write's stage once the old parts are freed.
 // A part already gone (freed by ndbmemcache, or never written) is no error,
 // nor is a failure to free: the value was written, and only space is lost.
-// The dispatcher logs the backend's failures.
-func (r *Request) largeFreeDone() { r.resumeStage() }
+// The dispatcher logs the backend's failures. Deletes that failed in one
+// transaction are tried again each on its own first (freeAgain).
+func (r *Request) largeFreeDone() {
+	if ops := r.ops[r.from:r.to]; freeAgain(ops) {
+		lg := r.lg
+		partDeletes(ops, r.targets[0].route.Container.Large, lg.old.id, false)
+		r.submit(r.writeClient(), stageLargeFree, r.from, r.to)
+		return
+	}
+	r.resumeStage()
+}
 
 // LocalTable is the table a local cache makes for c's copies: c's own,
 // with the expiry the gateway keeps for large values given to the local

@@ -464,33 +464,45 @@ func wholeValue(v string) bool {
 // any row of an evicting table, the parts of an evicting container's
 // values too) is a miss, for a get of it alone or among others, and a set
 // over it stores the new value; a part gone from a row no longer naming it
-// is no concern of the read.
+// is no concern of the read. The set frees the parts left, whether it frees
+// after its reply or before it (too many frees in flight): their delete in
+// one transaction fails on the part gone, and each is deleted on its own.
 func TestLargeValueWithAPartGoneIsAMiss(t *testing.T) {
 	for _, d := range drivers {
-		t.Run(d.name, func(t *testing.T) {
-			h := newLargeHarness(t, d.wrap)
-			long, other := value("l", 35), value("o", 27)
-			require.Equal(t, gateway.OutcomeStored, h.set(t, "k", long).Outcome)
-			require.Equal(t, gateway.OutcomeStored, h.set(t, "o", other).Outcome)
-			id := h.row(t, "k")[1].Uint()
-			del := &ndbclient.Op{Kind: ndbclient.OpDelete, Table: h.parts, Key: []ndbclient.Value{ndbclient.Uint(id), ndbclient.Int(2)}}
-			require.NoError(t, h.backendDrv.Execute(context.Background(), &ndbclient.Batch{Ops: []*ndbclient.Op{del}}))
-			require.NoError(t, del.Err)
-
-			assert.Equal(t, "<miss>", h.get(t, "k"))
-			r := h.do(t, gateway.VerbGet, "", nil, "o", "k", "o")
-			require.Equal(t, gateway.OutcomeValues, r.Outcome, "err %v", r.Err)
-			require.Len(t, r.Items, 3)
-			assert.Equal(t, other, string(r.Items[0].Value))
-			assert.False(t, r.Items[1].Hit, "the value with a part gone")
-			assert.Equal(t, other, string(r.Items[2].Value))
-			assert.Equal(t, gateway.OutcomeNotStored, h.do(t, gateway.VerbAppend, "x", nil, "k").Outcome, "append to a lost item")
-
-			require.Equal(t, gateway.OutcomeStored, h.set(t, "k", long+"!").Outcome)
-			assert.Equal(t, long+"!", h.get(t, "k"))
-			assert.Equal(t, parts(len(long)+1)+parts(len(other)), h.partRows(t), "the set freed what was left of the old parts")
-		})
+		for _, freeing := range []struct {
+			name string
+			max  int64
+		}{{"free after the reply", 512}, {"free before the reply", 0}} {
+			t.Run(d.name+"/"+freeing.name, func(t *testing.T) {
+				gateway.SetMaxFreeingParts(t, freeing.max)
+				largeValueWithAPartGone(t, d.wrap)
+			})
+		}
 	}
+}
+
+func largeValueWithAPartGone(t *testing.T, wrap func(ndbclient.Driver) ndbclient.Driver) {
+	h := newLargeHarness(t, wrap)
+	long, other := value("l", 35), value("o", 27)
+	require.Equal(t, gateway.OutcomeStored, h.set(t, "k", long).Outcome)
+	require.Equal(t, gateway.OutcomeStored, h.set(t, "o", other).Outcome)
+	id := h.row(t, "k")[1].Uint()
+	del := &ndbclient.Op{Kind: ndbclient.OpDelete, Table: h.parts, Key: []ndbclient.Value{ndbclient.Uint(id), ndbclient.Int(2)}}
+	require.NoError(t, h.backendDrv.Execute(context.Background(), &ndbclient.Batch{Ops: []*ndbclient.Op{del}}))
+	require.NoError(t, del.Err)
+
+	assert.Equal(t, "<miss>", h.get(t, "k"))
+	r := h.do(t, gateway.VerbGet, "", nil, "o", "k", "o")
+	require.Equal(t, gateway.OutcomeValues, r.Outcome, "err %v", r.Err)
+	require.Len(t, r.Items, 3)
+	assert.Equal(t, other, string(r.Items[0].Value))
+	assert.False(t, r.Items[1].Hit, "the value with a part gone")
+	assert.Equal(t, other, string(r.Items[2].Value))
+	assert.Equal(t, gateway.OutcomeNotStored, h.do(t, gateway.VerbAppend, "x", nil, "k").Outcome, "append to a lost item")
+
+	require.Equal(t, gateway.OutcomeStored, h.set(t, "k", long+"!").Outcome)
+	assert.Equal(t, long+"!", h.get(t, "k"))
+	assert.Equal(t, parts(len(long)+1)+parts(len(other)), h.partRows(t), "the set freed what was left of the old parts")
 }
 
 // A container with large values and an expire column: the gateway keeps
@@ -685,6 +697,9 @@ type heldFrees struct {
 	mu    sync.Mutex
 	held  []func()
 	ids   []uint64 // the values whose parts the held batches delete
+	// unlinked counts the held batches of more than one delete that were
+	// not one transaction.
+	unlinked int
 }
 
 func (d *heldFrees) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
@@ -695,8 +710,12 @@ func (d *heldFrees) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.held = append(d.held, func() { done(b, d.Driver.Execute(context.Background(), b)) })
-	for _, o := range b.Ops {
+	for k, o := range b.Ops {
 		d.ids = append(d.ids, o.Key[0].Uint())
+		if k < len(b.Ops)-1 && !o.TxnWithNext {
+			d.unlinked++
+			break
+		}
 	}
 }
 
@@ -769,4 +788,5 @@ func TestLargeWriteFreesAfterTheReply(t *testing.T) {
 	require.NoError(t, h.svc.Drain(context.Background()))
 	assert.Equal(t, longest, h.get(t, "k"))
 	assert.Equal(t, parts(len(longest)), h.partRows(t), "every old part freed")
+	assert.Zero(t, frees.unlinked, "a value's parts are freed in one transaction")
 }

@@ -18,13 +18,16 @@ import (
 // part deletes at a time: past that a write waits for its own free, as
 // every write did before, so a client writing faster than the cluster
 // frees is held back rather than the frees piling up, and the frees alone
-// never make the backend crowded (ndbclient.Client.Crowded). Each part's
-// delete is a transaction of its own, as in the write's stage: one that
-// took every part's lock in one transaction could make a lock cycle with a
-// reader holding one part and waiting for the next. A part already gone
-// (freed by ndbmemcache, or never written by a row that claims more) fails
-// only its own delete. Drain waits for the frees at shutdown; a process that
-// stops before they are done leaves those parts unnamed.
+// never make the backend crowded (ndbclient.Client.Crowded). A value's
+// parts are deleted in one transaction, as ndbmemcache deletes them in its
+// write's: one commit for the data nodes instead of one a part. No reader
+// holds a part's lock (ndbgate's and ndbmemcache's read parts simple), so
+// the deletes make no lock cycle with one. A part already gone (freed by
+// ndbmemcache, or never written by a row that claims more) fails that
+// transaction, and each part is then deleted in a transaction of its own,
+// where it fails only its own delete. Drain waits for the frees at
+// shutdown; a process that stops before they are done leaves those parts
+// unnamed.
 
 // maxFreeingParts bounds the part deletes in flight after their writes'
 // replies: half of the backend's crowded mark (1,024 ops); 6 writes of
@@ -36,6 +39,9 @@ type partsFree struct {
 	ops  []ndbclient.Op
 	b    ndbclient.Batch
 	svc  *Service
+	cl   *ndbclient.Client
+	lv   *LargeValues
+	id   uint64
 	done func(*ndbclient.Batch, error)
 }
 
@@ -59,38 +65,65 @@ func (s *Service) freeLater(cl *ndbclient.Client, lv *LargeValues, id uint64, n 
 		return false
 	}
 	f := partsFrees.Get().(*partsFree)
-	f.svc = s
+	f.svc, f.cl, f.lv, f.id = s, cl, lv, id
 	if cap(f.ops) < n {
 		f.ops = make([]ndbclient.Op, n)
 	}
 	f.ops = f.ops[:n]
-	f.b.Reset()
-	f.b.Shard, f.b.Bulk = shard, true
-	partDeletes(f.ops, lv, id)
-	for k := range f.ops {
-		f.b.Ops = append(f.b.Ops, &f.ops[k])
-	}
-	cl.Submit(&f.b, f.done)
+	f.b.Shard = shard
+	f.submit(true)
 	return true
 }
 
+// submit submits f's deletes, in one transaction when linked.
+func (f *partsFree) submit(linked bool) {
+	shard := f.b.Shard
+	f.b.Reset()
+	f.b.Shard, f.b.Bulk = shard, true
+	partDeletes(f.ops, f.lv, f.id, linked)
+	for k := range f.ops {
+		f.b.Ops = append(f.b.Ops, &f.ops[k])
+	}
+	f.cl.Submit(&f.b, f.done)
+}
+
 // partDeletes makes ops the deletes of the first len(ops) parts of the
-// large value id of lv, each a transaction of its own.
-func partDeletes(ops []ndbclient.Op, lv *LargeValues, id uint64) {
+// large value id of lv: one transaction when linked, else each its own.
+func partDeletes(ops []ndbclient.Op, lv *LargeValues, id uint64, linked bool) {
 	for k := range ops {
 		o := &ops[k]
 		o.Reset()
 		o.Kind, o.Table = ndbclient.OpDelete, lv.Parts
 		o.Key = lv.partKey(o.Key, id, k)
+		o.TxnWithNext = linked && k < len(ops)-1
 	}
+}
+
+// freeAgain reports whether the linked deletes in ops failed, a part
+// already gone or any other error: then each is tried on its own, so that
+// the parts still there are freed.
+func freeAgain(ops []ndbclient.Op) bool {
+	if len(ops) < 2 || !ops[0].TxnWithNext {
+		return false
+	}
+	for k := range ops {
+		if ops[k].Err != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // finish ends a write's frees. A free that failed (the dispatcher logs the
 // backend's failures, not a refusal as overloaded) loses only space: the
 // value was written.
 func (f *partsFree) finish(*ndbclient.Batch, error) {
+	if freeAgain(f.ops) {
+		f.submit(false)
+		return
+	}
 	s, n := f.svc, len(f.ops)
-	f.svc = nil
+	f.svc, f.cl, f.lv = nil, nil, nil
 	partsFrees.Put(f)
 	s.freeingParts.Add(-int64(n))
 }
