@@ -1,6 +1,7 @@
 package ndbclient
 
 import (
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -103,6 +104,9 @@ type round struct {
 	node    int
 	ops     []*Op
 	attempt int
+	// failedAt is the Unix nanoseconds of the round's first failure that
+	// was tried again (stillRefused), 0 before.
+	failedAt int64
 	// onTurn: the round completes in a turn's flight on the turn's
 	// goroutine (Turn.Run), where its call may start more of the turn.
 	onTurn bool
@@ -277,7 +281,7 @@ func (c *Client) split(k *call, ops []*Op) (_ *[]*round, hinted, unhinted int) {
 		}
 		if r == nil {
 			r = roundPool.Get().(*round)
-			r.call, r.node, r.ops, r.attempt = k, node, r.ops[:0], 0
+			r.call, r.node, r.ops, r.attempt, r.failedAt = k, node, r.ops[:0], 0, 0
 			rounds = append(rounds, r)
 			if single == -1 && open == nil {
 				open = make(map[int]*round)
@@ -540,23 +544,17 @@ func (r *round) finish(batchErr error) {
 			}
 		}
 	}
-	if r.attempt < c.cfg.MaxRetries && r.retryable() {
-		r.attempt++
-		reason := "temporary"
-		for _, op := range r.ops {
-			if CodeOf(op.Err) == CodeUnknownResult {
-				reason = "unknown_result"
-			}
-			op.Err, op.Row, op.Won, op.Meta = nil, op.Row[:0], false, ItemMeta{}
+	if c.cfg.MaxRetries > 0 {
+		if r.mayRetry(r.ops) {
+			r.retry()
+			return
 		}
-		dispatchRetries.WithLabelValues(reason).Inc()
-		backoff := c.cfg.RetryBase << (r.attempt - 1)
-		if backoff > retryCap {
-			backoff = retryCap
+		if again := r.failedRuns(); again != nil {
+			// Its applied writes complete now; its transactions that failed
+			// whole go again on their own.
+			k.pending.Add(1)
+			again.retry()
 		}
-		backoff = backoff/2 + time.Duration(rand.Int64N(int64(backoff/2)+1))
-		time.AfterFunc(backoff, func() { c.send(r) })
-		return
 	}
 	if batchErr != nil {
 		k.errOnce.Do(func() { k.err = batchErr })
@@ -577,12 +575,102 @@ func (r *round) finish(batchErr error) {
 	}
 }
 
-// retryable: some op failed Temporary (NDB aborted it: nothing was applied),
-// or its result is unknown and the whole round only read. A round is retried
-// whole: its transactions cannot be split.
-func (r *round) retryable() bool {
-	temporary, unknown, wrote := false, false, false
+// notSentRetryFor is how long the dispatcher keeps trying, past
+// MaxRetries, a round whose every failure is the driver's refusal to send
+// (Error.NotSent). The NDB driver refuses a transaction on a data node
+// that owes answers and has sent none for a flight wait (10 ms), rather
+// than block its executor if the node has stopped; on a busy host a live
+// node is that slow now and then (live: a fresh preload at pipeline 16 on
+// 2 cores got refusals and SERVER_ERROR within MaxRetries' 7 ms). A node
+// that has stopped has its requests refused this long, in timers, holding
+// up no executor and no other request, before they fail.
+const notSentRetryFor = time.Second
+
+// stillRefused: every failure among ops (r's) is the driver's refusal to
+// send, and r's first failure was less than notSentRetryFor ago.
+func (r *round) stillRefused(ops []*Op) bool {
+	for _, op := range ops {
+		if code := CodeOf(op.Err); code == CodeTemporary || code == CodeUnknownResult {
+			var e *Error
+			if !errors.As(op.Err, &e) || !e.NotSent {
+				return false
+			}
+		}
+	}
+	return time.Now().UnixNano()-r.failedAt < int64(notSentRetryFor)
+}
+
+// retry sends r again after a backoff, its ops' results cleared.
+func (r *round) retry() {
+	c := r.call.c
+	if r.failedAt == 0 {
+		r.failedAt = time.Now().UnixNano()
+	}
+	r.attempt++
+	reason := "temporary"
+	if r.attempt > c.cfg.MaxRetries {
+		reason = "not_sent"
+	}
 	for _, op := range r.ops {
+		if CodeOf(op.Err) == CodeUnknownResult {
+			reason = "unknown_result"
+		}
+		op.Err, op.Row, op.Won, op.Meta = nil, op.Row[:0], false, ItemMeta{}
+	}
+	dispatchRetries.WithLabelValues(reason).Inc()
+	backoff := c.cfg.RetryBase << min(r.attempt-1, 16)
+	if backoff > retryCap {
+		backoff = retryCap
+	}
+	backoff = backoff/2 + time.Duration(rand.Int64N(int64(backoff/2)+1))
+	time.AfterFunc(backoff, func() { c.send(r) })
+}
+
+// mayRetry: ops (r's, or some of its transactions) may go again, within
+// MaxRetries, or past it while refused (stillRefused).
+func (r *round) mayRetry(ops []*Op) bool {
+	return retryable(ops) && (r.attempt < r.call.c.cfg.MaxRetries || r.stillRefused(ops))
+}
+
+// failedRuns moves r's transactions that may go again on their own (each
+// failed whole: nothing of it was applied) to a new round, when r has
+// applied writes and so cannot go again whole: a memcache pipeline's sets
+// are one batch, and a refusal to send some of its transactions must not
+// fail them while the others were applied. nil when there are none.
+func (r *round) failedRuns() *round {
+	if !r.hasApplied() {
+		return nil
+	}
+	var again *round
+	kept := r.ops[:0]
+	for i := 0; i < len(r.ops); {
+		j := i
+		for j < len(r.ops)-1 && r.ops[j].TxnWithNext {
+			j++
+		}
+		run := r.ops[i : j+1]
+		i = j + 1
+		if !r.mayRetry(run) {
+			kept = append(kept, run...) // copies down: kept never passes i
+			continue
+		}
+		if again == nil {
+			again = roundPool.Get().(*round)
+			again.call, again.node, again.ops, again.attempt, again.failedAt = r.call, r.node, again.ops[:0], r.attempt, r.failedAt
+		}
+		again.ops = append(again.ops, run...)
+	}
+	r.ops = kept
+	return again
+}
+
+// retryable: some op failed Temporary (NDB aborted it: nothing was applied),
+// or its result is unknown and the ops only read; and no write among them
+// was applied, since the ops go again together (failedRuns splits a round
+// by its transactions).
+func retryable(ops []*Op) bool {
+	temporary, unknown, wrote, applied := false, false, false, false
+	for _, op := range ops {
 		switch CodeOf(op.Err) {
 		case CodeTemporary:
 			temporary = true
@@ -591,12 +679,13 @@ func (r *round) retryable() bool {
 		}
 		if writes(op) {
 			wrote = true
+			applied = applied || op.Err == nil
 		}
 	}
 	if unknown {
 		return !wrote
 	}
-	return temporary && !r.hasApplied()
+	return temporary && !applied
 }
 
 // hasApplied reports whether a write in the round succeeded: retrying the

@@ -371,6 +371,98 @@ func TestDispatchRetriesTemporary(t *testing.T) {
 	assert.Equal(t, 3, rec2.attemptsOf(b2.Ops[0]))
 }
 
+// A driver's refusals to send (NotSent: a data node silent for a flight
+// wait, often only slow) are tried again past MaxRetries, for up to a
+// second: a write refused 12 times is applied. A refusal that lasts fails
+// the op then, and a refusal beside another Temporary failure gets only
+// MaxRetries.
+func TestDispatchRetriesNotSentPastMaxRetries(t *testing.T) {
+	e, tbl := newEngine(t, 2, 10)
+	notSent := &ndbclient.Error{Code: ndbclient.CodeTemporary, NativeCode: 4012, Message: "not sent", NotSent: true}
+	refused := func(op *ndbclient.Op, attempt int) error {
+		if attempt <= 12 {
+			return notSent
+		}
+		return nil
+	}
+	rec := &recorder{Driver: e, inject: refused}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{MaxRetries: 3, RetryBase: 100 * time.Microsecond})
+	w := &ndbclient.Op{Kind: ndbclient.OpWrite, Table: tbl, Key: []ndbclient.Value{ndbclient.String("nk")},
+		Set: []ndbclient.ColumnValue{{Column: 1, Value: ndbclient.String("v")}}}
+	b := ndbclient.Batch{Ops: []*ndbclient.Op{w}}
+	require.NoError(t, submitWait(t, c, &b))
+	require.NoError(t, w.Err)
+	assert.Equal(t, 13, rec.attemptsOf(w), "12 refusals, then sent")
+	r := readOp(tbl, "nk")
+	require.NoError(t, submitWait(t, c, &ndbclient.Batch{Ops: []*ndbclient.Op{r}}))
+	requireValues(t, []*ndbclient.Op{r}, []string{"v"})
+
+	always := func(*ndbclient.Op, int) error { return notSent }
+	rec2 := &recorder{Driver: e, inject: always}
+	c2 := ndbclient.NewClientWith(rec2, ndbclient.DispatchConfig{MaxRetries: 1, RetryBase: 10 * time.Millisecond})
+	b2 := ndbclient.Batch{Ops: []*ndbclient.Op{readOp(tbl, "k1")}}
+	start := time.Now()
+	require.NoError(t, submitWait(t, c2, &b2))
+	took := time.Since(start)
+	assert.Equal(t, ndbclient.CodeTemporary, ndbclient.CodeOf(b2.Ops[0].Err))
+	assert.GreaterOrEqual(t, took, 900*time.Millisecond, "refused for about a second")
+	assert.Less(t, took, 3*time.Second)
+	assert.Greater(t, rec2.attemptsOf(b2.Ops[0]), 2)
+
+	mixed := func(op *ndbclient.Op, _ int) error {
+		if string(op.Key[0].B) == "k1" {
+			return notSent
+		}
+		return errTemporary
+	}
+	rec3 := &recorder{Driver: e, inject: mixed}
+	c3 := ndbclient.NewClientWith(rec3, ndbclient.DispatchConfig{MaxRetries: 2, RetryBase: 100 * time.Microsecond})
+	k1, k2 := readOp(tbl, "k1"), readOp(tbl, "k2")
+	k1.TxnWithNext = true // one round
+	require.NoError(t, submitWait(t, c3, &ndbclient.Batch{Ops: []*ndbclient.Op{k1, k2}}))
+	assert.Equal(t, ndbclient.CodeTemporary, ndbclient.CodeOf(k2.Err))
+	assert.Equal(t, 3, rec3.attemptsOf(k1), "MaxRetries only")
+}
+
+// A round whose other transactions were applied cannot go again whole:
+// its transactions that failed whole go again on their own. A memcache
+// pipeline's sets are one batch; a refusal to send some of them failed
+// them while the rest were stored (live, a preload at pipeline 16).
+func TestDispatchRetriesFailedTransactionsOfAnAppliedRound(t *testing.T) {
+	e, tbl := newEngine(t, 1, 0) // one node: one round
+	notSent := &ndbclient.Error{Code: ndbclient.CodeTemporary, NativeCode: 4012, Message: "not sent", NotSent: true}
+	inject := func(op *ndbclient.Op, attempt int) error {
+		switch string(op.Key[0].B) {
+		case "w1":
+			if attempt <= 6 {
+				return notSent
+			}
+		case "w3":
+			if attempt <= 1 {
+				return errTemporary
+			}
+		}
+		return nil
+	}
+	rec := &recorder{Driver: e, inject: inject}
+	c := ndbclient.NewClientWith(rec, ndbclient.DispatchConfig{MaxRetries: 3, RetryBase: 100 * time.Microsecond})
+	var ops []*ndbclient.Op
+	for i := range 4 {
+		ops = append(ops, writeOp(tbl, fmt.Sprintf("w%d", i), fmt.Sprintf("v%d", i)))
+	}
+	require.NoError(t, submitWait(t, c, &ndbclient.Batch{Ops: ops}))
+	for i, o := range ops {
+		require.NoError(t, o.Err, "w%d", i)
+	}
+	assert.Equal(t, []int{1, 7, 1, 2}, []int{rec.attemptsOf(ops[0]), rec.attemptsOf(ops[1]), rec.attemptsOf(ops[2]), rec.attemptsOf(ops[3])},
+		"the applied ones once; w1 refused 6 times, past MaxRetries; w3 failed once")
+	for i := range 4 {
+		r := readOp(tbl, fmt.Sprintf("w%d", i))
+		require.NoError(t, submitWait(t, c, &ndbclient.Batch{Ops: []*ndbclient.Op{r}}))
+		requireValues(t, []*ndbclient.Op{r}, []string{fmt.Sprintf("w%d", i)})
+	}
+}
+
 func TestDispatchNeverRetriesUnknownWrites(t *testing.T) {
 	e, tbl := newEngine(t, 1, 10)
 	unknown := func(op *ndbclient.Op, attempt int) error {
@@ -391,7 +483,8 @@ func TestDispatchNeverRetriesUnknownWrites(t *testing.T) {
 	requireValues(t, r.Ops, []string{"k2"})
 	assert.Equal(t, 2, rec.attemptsOf(r.Ops[0]), "a read is safe to repeat")
 
-	// A round whose write succeeded is not repeated for a neighbour's Temporary.
+	// A round whose write succeeded is not repeated for a neighbour's
+	// Temporary: the neighbour goes again on its own.
 	mixed := func(op *ndbclient.Op, attempt int) error {
 		if op.Kind == ndbclient.OpRead && attempt == 1 {
 			return errTemporary
@@ -403,12 +496,13 @@ func TestDispatchNeverRetriesUnknownWrites(t *testing.T) {
 	m := ndbclient.Batch{Ops: []*ndbclient.Op{writeOp(tbl, "k7", "w"), readOp(tbl, "k8")}}
 	require.NoError(t, submitWait(t, c3, &m))
 	assert.Equal(t, 1, rec3.attemptsOf(m.Ops[0]))
-	assert.Equal(t, ndbclient.CodeTemporary, ndbclient.CodeOf(m.Ops[1].Err))
+	requireValues(t, m.Ops[1:], []string{"k8"})
+	assert.Equal(t, 2, rec3.attemptsOf(m.Ops[1]))
 }
 
 // A read that won the recache token changed the row: a retry for a
 // neighbour's Temporary would read again, find the token taken, and leave
-// nobody holding it.
+// nobody holding it. The neighbour goes again on its own.
 func TestDispatchKeepsATokenWon(t *testing.T) {
 	e, tbl := newEngine(t, 1, 10)
 	invalidate := &ndbclient.Op{Kind: ndbclient.OpUpdate, Table: tbl, Key: key("k1"), KeepState: true, MarkStale: true,
@@ -433,7 +527,8 @@ func TestDispatchKeepsATokenWon(t *testing.T) {
 	assert.True(t, lease.Won, "the token stays with the read that won it")
 	assert.True(t, lease.Meta.Stale)
 	assert.Equal(t, 1, rec.attemptsOf(lease), "not read again")
-	assert.Equal(t, ndbclient.CodeTemporary, ndbclient.CodeOf(neighbour.Err), "the neighbour's failure is answered, not retried")
+	requireValues(t, []*ndbclient.Op{neighbour}, []string{"k2"})
+	assert.Equal(t, 2, rec.attemptsOf(neighbour), "the neighbour alone went again")
 
 	// Without a token won, the same round is retried and both succeed.
 	again := readOp(tbl, "k3")

@@ -56,6 +56,11 @@ type Error struct {
 	Code       Code
 	NativeCode int    // e.g. NDB error code; 0 for the embedded engine
 	Message    string // human-readable detail; never matched on
+	// NotSent: a Temporary error of an op the driver refused to send (its
+	// data node silent while it owes answers, or owed too many): nothing
+	// was applied and nothing is owed, so the dispatcher tries it again
+	// for up to notSentRetryFor, past MaxRetries.
+	NotSent bool
 }
 
 func (e *Error) Error() string {

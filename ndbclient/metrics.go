@@ -33,7 +33,7 @@ var (
 		[]string{"hint"}, nil, [][]string{{"key"}, {"none"}})
 	dispatchRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ndbgate_backend_retries_total",
-		Help: "Rounds sent again, by reason (temporary, unknown_result for read-only rounds).",
+		Help: "Rounds sent again, by reason (temporary; unknown_result for read-only rounds; not_sent, the driver's refusals to send, tried past the retry limit for up to a second).",
 	}, []string{"reason"})
 	dispatchInFlight = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "ndbgate_backend_inflight_ops",
@@ -53,6 +53,7 @@ func init() {
 	// Resolve the reason children so they show before the first retry.
 	dispatchRetries.WithLabelValues("temporary")
 	dispatchRetries.WithLabelValues("unknown_result")
+	dispatchRetries.WithLabelValues("not_sent")
 }
 
 // Children of dispatchHintOps.

@@ -833,9 +833,17 @@ func mapOpError(kind ndbclient.OpKind, code int, status, class uint8, msg string
 	return mapError(code, status, class, msg)
 }
 
+// errNotSent is the shim's refusal to send a transaction (notSentStalled,
+// notSentFull): NDB's 4012 in the timeout class, where NDB's own 4012 is
+// in the unknown-result class.
+const errNotSent = 4012
+
 // mapError turns an NdbError into a canonical error, keeping NDB's code and
 // message for logs.
 func mapError(code int, status, class uint8, msg string) error {
+	if code == errNotSent && class == classTimeout {
+		return &ndbclient.Error{Code: ndbclient.CodeTemporary, NativeCode: code, Message: msg, NotSent: true}
+	}
 	c := ndbclient.CodeInternal
 	switch {
 	case code == 626 || code == exitExpired || class == classNoDataFound:

@@ -279,6 +279,7 @@ func TestMapError(t *testing.T) {
 		{286, statusTemporary, classNodeRecovery, ndbclient.CodeTemporary},
 		{4021, 2, classNodeShutdown, ndbclient.CodeUnavailable},
 		{4012, statusUnknownResult, classUnknownResult, ndbclient.CodeUnknownResult},
+		{errNotSent, statusTemporary, classTimeout, ndbclient.CodeTemporary}, // the shim's refusal to send
 		{410, statusTemporary, classOverload, ndbclient.CodeOverloaded},
 		{723, 2, classSchema, ndbclient.CodeSchemaError},
 		{827, 2, classInsufficientSpc, ndbclient.CodeOutOfMemory},
@@ -296,6 +297,7 @@ func TestMapError(t *testing.T) {
 		var e *ndbclient.Error
 		require.ErrorAs(t, err, &e)
 		assert.Equal(t, tc.code, e.NativeCode, "NDB's own code is kept for logs")
+		assert.Equal(t, tc.code == errNotSent && tc.class == classTimeout, e.NotSent, "ndb %d: only the shim's refusal is not sent", tc.code)
 	}
 }
 

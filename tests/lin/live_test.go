@@ -293,8 +293,9 @@ func TestLiveEveryDataNodeRestarted(t *testing.T) {
 
 // TestLiveDataNodeStopped: a data node stopped (SIGSTOP) for 2 s, less
 // than the cluster takes to declare it failed, then continued. Requests it
-// had when it stopped complete when it answers, later ones for it fail
-// fast, Temporary and unsent (ndb.flight_wait), and the history stays
+// had when it stopped complete when it answers, later ones for it are
+// refused unsent (ndb.flight_wait) and tried again for up to a second,
+// then fail Temporary, and the history stays
 // linearizable. Meanwhile the other node's keys are still read: of 64 gets
 // on distinct keys sent while it is stopped, those on the other node
 // (about half) must be answered within half a second. Before flights left
