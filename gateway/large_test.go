@@ -790,3 +790,44 @@ func TestLargeWriteFreesAfterTheReply(t *testing.T) {
 	assert.Equal(t, parts(len(longest)), h.partRows(t), "every old part freed")
 	assert.Zero(t, frees.unlinked, "a value's parts are freed in one transaction")
 }
+
+// refusedFrees fails every batch of part deletes whole, as a backend that
+// sheds load refuses a batch.
+type refusedFrees struct {
+	ndbclient.Driver
+	parts *ndbclient.Table
+}
+
+func (d *refusedFrees) Submit(b *ndbclient.Batch, done func(*ndbclient.Batch, error)) {
+	if len(b.Ops) > 0 && b.Ops[0].Kind == ndbclient.OpDelete && b.Ops[0].Table.Name == d.parts.Name {
+		done(b, ndbclient.ErrOverloaded)
+		return
+	}
+	d.Driver.Submit(b, done)
+}
+
+func (d *refusedFrees) NextAutoIncrement(ctx context.Context, t *ndbclient.Table) (uint64, error) {
+	return d.Driver.(ndbclient.Sequencer).NextAutoIncrement(ctx, t)
+}
+
+// A write that frees its old parts before its reply (too many frees in
+// flight) is stored even when that free fails whole: the row was
+// written, and only space is lost.
+func TestLargeWriteStoredWhenItsFreeFails(t *testing.T) {
+	gateway.SetMaxFreeingParts(t, 0)
+	_, partsDef := largeTables()
+	wrapped := false
+	h := newLargeHarness(t, func(drv ndbclient.Driver) ndbclient.Driver {
+		if !wrapped { // the backend's, made first
+			wrapped = true
+			return &refusedFrees{Driver: drv, parts: partsDef}
+		}
+		return drv
+	})
+	long, longer := value("l", 35), value("m", 47)
+	require.Equal(t, gateway.OutcomeStored, h.set(t, "k", long).Outcome)
+	r := h.set(t, "k", longer)
+	require.Equal(t, gateway.OutcomeStored, r.Outcome, "err %v", r.Err)
+	assert.Equal(t, longer, h.get(t, "k"))
+	assert.Equal(t, parts(len(long))+parts(len(longer)), h.partRows(t), "the old parts are left, unnamed")
+}

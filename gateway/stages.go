@@ -132,7 +132,7 @@ func (r *Request) batchDone(_ *ndbclient.Batch, err error) {
 		// through the lanes (ndbclient.Batch.Turn).
 		r.Turn = nil
 	}
-	if err != nil {
+	if err != nil && r.stage != stageLargeFree { // a free that failed loses only space
 		r.fail(err)
 		r.finish()
 		return

@@ -633,12 +633,20 @@ func (r *round) mayRetry(ops []*Op) bool {
 }
 
 // failedRuns moves r's transactions that may go again on their own (each
-// failed whole: nothing of it was applied) to a new round, when r has
-// applied writes and so cannot go again whole: a memcache pipeline's sets
+// failed whole: nothing of it was applied) to a new round, when r cannot
+// go again whole (a write applied, a write's result unknown, or a failure
+// past MaxRetries that is no refusal to send): a memcache pipeline's sets
 // are one batch, and a refusal to send some of its transactions must not
-// fail them while the others were applied. nil when there are none.
+// fail them for what became of the others. nil when there are none.
 func (r *round) failedRuns() *round {
-	if !r.hasApplied() {
+	failed := false
+	for _, op := range r.ops {
+		if code := CodeOf(op.Err); code == CodeTemporary || code == CodeUnknownResult {
+			failed = true
+			break
+		}
+	}
+	if !failed {
 		return nil
 	}
 	var again *round

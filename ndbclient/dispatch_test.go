@@ -428,7 +428,7 @@ func TestDispatchRetriesNotSentPastMaxRetries(t *testing.T) {
 // its transactions that failed whole go again on their own. A memcache
 // pipeline's sets are one batch; a refusal to send some of them failed
 // them while the rest were stored (live, a preload at pipeline 16).
-func TestDispatchRetriesFailedTransactionsOfAnAppliedRound(t *testing.T) {
+func TestDispatchRetriesFailedTransactionsOfARound(t *testing.T) {
 	e, tbl := newEngine(t, 1, 0) // one node: one round
 	notSent := &ndbclient.Error{Code: ndbclient.CodeTemporary, NativeCode: 4012, Message: "not sent", NotSent: true}
 	inject := func(op *ndbclient.Op, attempt int) error {
@@ -460,6 +460,30 @@ func TestDispatchRetriesFailedTransactionsOfAnAppliedRound(t *testing.T) {
 		r := readOp(tbl, fmt.Sprintf("w%d", i))
 		require.NoError(t, submitWait(t, c, &ndbclient.Batch{Ops: []*ndbclient.Op{r}}))
 		requireValues(t, []*ndbclient.Op{r}, []string{fmt.Sprintf("w%d", i)})
+	}
+
+	// Nothing applied, but a write whose result is unknown: the round
+	// cannot go again whole; its refused transactions still go again.
+	unknownFirst := func(op *ndbclient.Op, attempt int) error {
+		switch string(op.Key[0].B) {
+		case "u0":
+			return errUnknown
+		case "u1", "u2":
+			if attempt <= 2 {
+				return notSent
+			}
+		}
+		return nil
+	}
+	rec2 := &recorder{Driver: e, inject: unknownFirst}
+	c2 := ndbclient.NewClientWith(rec2, ndbclient.DispatchConfig{MaxRetries: 3, RetryBase: 100 * time.Microsecond})
+	u := []*ndbclient.Op{writeOp(tbl, "u0", "v0"), writeOp(tbl, "u1", "v1"), writeOp(tbl, "u2", "v2")}
+	require.NoError(t, submitWait(t, c2, &ndbclient.Batch{Ops: u}))
+	assert.Equal(t, ndbclient.CodeUnknownResult, ndbclient.CodeOf(u[0].Err))
+	assert.Equal(t, 1, rec2.attemptsOf(u[0]), "a write that may have committed is not sent again")
+	for i := 1; i < 3; i++ {
+		require.NoError(t, u[i].Err, "u%d", i)
+		assert.Equal(t, 3, rec2.attemptsOf(u[i]), "u%d: refused twice, then sent", i)
 	}
 }
 
