@@ -39,7 +39,8 @@ type LargeValues struct {
 	expire   int
 	inline   int // the longest value the row holds itself
 	partSize int
-	max      int // the longest value: maxParts parts
+	max      int     // the longest value: maxParts parts
+	ids      idStock // the parts table's ids drawn ahead (largeids.go)
 }
 
 // errExpired is a large value's read that found its row expired: a miss.
@@ -735,7 +736,14 @@ func (r *Request) largeWriteBuild() {
 		r.resumeStage()
 		return
 	}
-	// The sequence may wait for the cluster: not on the event loop.
+	// An id drawn ahead goes on at once, on the loop; else the sequence,
+	// which may wait for the cluster, is asked off the loop.
+	id, ok := c.Large.ids.take(r.svc.now().UnixNano())
+	c.Large.ids.refill(seq, c.Large.Parts, r.svc.now)
+	if ok {
+		r.largeWriteParts(id, nil)
+		return
+	}
 	r.Turn = nil
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), largeSequenceWait)
