@@ -545,11 +545,12 @@ func (r *round) finish(batchErr error) {
 		}
 	}
 	if c.cfg.MaxRetries > 0 {
-		if r.mayRetry(r.ops) {
+		may, failed := retryable(r.ops)
+		if may && r.mayRetry(r.ops) {
 			r.retry()
 			return
 		}
-		if again := r.failedRuns(); again != nil {
+		if again := r.failedRuns(failed); again != nil {
 			// Its applied writes complete now; its transactions that failed
 			// whole go again on their own.
 			k.pending.Add(1)
@@ -626,10 +627,10 @@ func (r *round) retry() {
 	time.AfterFunc(backoff, func() { c.send(r) })
 }
 
-// mayRetry: ops (r's, or some of its transactions) may go again, within
-// MaxRetries, or past it while refused (stillRefused).
+// mayRetry: ops (r's, or some of its transactions), retryable, may go
+// again, within MaxRetries, or past it while refused (stillRefused).
 func (r *round) mayRetry(ops []*Op) bool {
-	return retryable(ops) && (r.attempt < r.call.c.cfg.MaxRetries || r.stillRefused(ops))
+	return r.attempt < r.call.c.cfg.MaxRetries || r.stillRefused(ops)
 }
 
 // failedRuns moves r's transactions that may go again on their own (each
@@ -637,15 +638,9 @@ func (r *round) mayRetry(ops []*Op) bool {
 // go again whole (a write applied, a write's result unknown, or a failure
 // past MaxRetries that is no refusal to send): a memcache pipeline's sets
 // are one batch, and a refusal to send some of its transactions must not
-// fail them for what became of the others. nil when there are none.
-func (r *round) failedRuns() *round {
-	failed := false
-	for _, op := range r.ops {
-		if code := CodeOf(op.Err); code == CodeTemporary || code == CodeUnknownResult {
-			failed = true
-			break
-		}
-	}
+// fail them for what became of the others. failed says whether any op of
+// r failed so (retryable); nil when none did, or none may go again.
+func (r *round) failedRuns(failed bool) *round {
 	if !failed {
 		return nil
 	}
@@ -658,7 +653,7 @@ func (r *round) failedRuns() *round {
 		}
 		run := r.ops[i : j+1]
 		i = j + 1
-		if !r.mayRetry(run) {
+		if may, _ := retryable(run); !may || !r.mayRetry(run) {
 			kept = append(kept, run...) // copies down: kept never passes i
 			continue
 		}
@@ -672,11 +667,12 @@ func (r *round) failedRuns() *round {
 	return again
 }
 
-// retryable: some op failed Temporary (NDB aborted it: nothing was applied),
-// or its result is unknown and the ops only read; and no write among them
-// was applied, since the ops go again together (failedRuns splits a round
-// by its transactions).
-func retryable(ops []*Op) bool {
+// retryable reports whether ops may go again (may): some op failed
+// Temporary (NDB aborted it: nothing was applied), or its result is unknown
+// and the ops only read; and no write among them was applied, since the ops
+// go again together (failedRuns splits a round by its transactions). failed
+// says whether any failed Temporary or with its result unknown.
+func retryable(ops []*Op) (may, failed bool) {
 	temporary, unknown, wrote, applied := false, false, false, false
 	for _, op := range ops {
 		switch CodeOf(op.Err) {
@@ -690,22 +686,11 @@ func retryable(ops []*Op) bool {
 			applied = applied || op.Err == nil
 		}
 	}
+	failed = temporary || unknown
 	if unknown {
-		return !wrote
+		return !wrote, failed
 	}
-	return temporary && !applied
-}
-
-// hasApplied reports whether a write in the round succeeded: retrying the
-// round would apply it twice, so only rounds whose writes all failed (or that
-// only read) go again.
-func (r *round) hasApplied() bool {
-	for _, op := range r.ops {
-		if writes(op) && op.Err == nil {
-			return true
-		}
-	}
-	return false
+	return temporary && !applied, failed
 }
 
 // writes: op changes the row. A read that won the recache token wrote the
