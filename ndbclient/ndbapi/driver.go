@@ -168,8 +168,12 @@ type executor struct {
 	pollWin pollwindow.Window
 	req     []byte
 	resp    []byte
-	state   stateFlight
-	owing   // batches owed, and the scratch of flights of sections (owed.go)
+	// errBuf takes the shim's error text: a field, not a local, because a
+	// local handed to cgo escapes, and it cost every flight 512 bytes of
+	// heap and the gateway a collection every few thousand requests.
+	errBuf [512]C.char
+	state  stateFlight
+	owing  // batches owed, and the scratch of flights of sections (owed.go)
 }
 
 // Open connects to the cluster.
@@ -730,7 +734,6 @@ func (e *executor) execute(sections []C.uint, wait time.Duration) (int, error) {
 	if len(sections) > 0 {
 		sec = &sections[0]
 	}
-	var errBuf [512]C.char
 	var pollUs C.int
 	var start time.Time
 	if e.lone {
@@ -739,12 +742,12 @@ func (e *executor) execute(sections []C.uint, wait time.Duration) (int, error) {
 	n := C.ndbgate_execute(e.d.pool, C.int(e.conn),
 		(*C.uchar)(unsafe.Pointer(&e.req[0])), C.int(len(e.req)),
 		(*C.uchar)(unsafe.Pointer(&e.resp[0])), C.int(len(e.resp)), pollUs,
-		C.int(wait/time.Microsecond), sec, C.int(len(sections)/sectionWords), &errBuf[0], C.int(len(errBuf)))
+		C.int(wait/time.Microsecond), sec, C.int(len(sections)/sectionWords), &e.errBuf[0], C.int(len(e.errBuf)))
 	if e.lone {
 		e.pollWin.Observe(int64(time.Since(start)))
 	}
 	if n < 0 {
-		return 0, ndbclient.Errorf(ndbclient.CodeInternal, "NDB shim: %s", C.GoString(&errBuf[0]))
+		return 0, ndbclient.Errorf(ndbclient.CodeInternal, "NDB shim: %s", C.GoString(&e.errBuf[0]))
 	}
 	return int(n), nil
 }
